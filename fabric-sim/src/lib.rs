@@ -1,0 +1,3 @@
+//! # fabric-sim — deterministic InfiniBand fabric simulator
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]

@@ -1,0 +1,5 @@
+//! The `ibsm` command.
+
+fn main() {
+    println!("ibsm: subcommands arrive with the SM core");
+}

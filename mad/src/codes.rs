@@ -1,0 +1,289 @@
+//! Code spaces as newtypes with named constants (STYLE P4): management class, method, status,
+//! SMP attribute id, trap number. `Debug` prints the name, or hex for an unnamed value.
+
+use core::fmt;
+
+macro_rules! code_space {
+    (
+        $(#[$m:meta])*
+        $name:ident($repr:ty) {
+            $( $(#[$cm:meta])* $konst:ident = $val:expr; )*
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        pub struct $name(pub $repr);
+
+        impl $name {
+            $( $(#[$cm])* pub const $konst: Self = Self($val); )*
+
+            /// The constant's name, if this value has one.
+            #[must_use]
+            pub fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $( $val => Some(stringify!($konst)), )*
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.name() {
+                    Some(n) => f.write_str(n),
+                    None => write!(f, "{}({:#x})", stringify!($name), self.0),
+                }
+            }
+        }
+    };
+}
+
+code_space! {
+    /// Management class (IBA vol1 §13.4.4, Table 118 "Management Class Values").
+    MgmtClass(u8) {
+        /// Subnet management, LID-routed.
+        SUBN_LID_ROUTED = 0x01;
+        /// Subnet administration.
+        SUBN_ADM = 0x03;
+        /// Performance management.
+        PERF_MGMT = 0x04;
+        /// Baseboard management.
+        BM = 0x05;
+        /// Device management.
+        DEV_MGMT = 0x06;
+        /// Communication management.
+        COMM_MGMT = 0x07;
+        /// SNMP tunnelling.
+        SNMP = 0x08;
+        /// Subnet management, directed route.
+        SUBN_DIRECTED_ROUTE = 0x81;
+    }
+}
+
+impl MgmtClass {
+    /// True for the two subnet-management (SMP) classes.
+    #[must_use]
+    pub const fn is_smp(self) -> bool {
+        self.0 == 0x01 || self.0 == 0x81
+    }
+}
+
+code_space! {
+    /// MAD method (IBA vol1 §13.4.5); bit 7 (`RESP`) marks a response.
+    Method(u8) {
+        /// Get.
+        GET = 0x01;
+        /// Set.
+        SET = 0x02;
+        /// Send.
+        SEND = 0x03;
+        /// Trap.
+        TRAP = 0x05;
+        /// Report.
+        REPORT = 0x06;
+        /// TrapRepress.
+        TRAP_REPRESS = 0x07;
+        /// GetResp (the answer to both Get and Set).
+        GET_RESP = 0x81;
+        /// ReportResp.
+        REPORT_RESP = 0x86;
+    }
+}
+
+impl Method {
+    /// The response bit.
+    pub const RESP_BIT: u8 = 0x80;
+    /// True if bit 7 is set.
+    #[must_use]
+    pub const fn is_response(self) -> bool {
+        self.0 & Self::RESP_BIT != 0
+    }
+}
+
+code_space! {
+    /// MAD status with the SMP direction bit removed (IBA vol1 §13.4.7, Table 119).
+    ///
+    /// For directed-route SMPs bit 15 of the wire field is the D bit; see [`crate::smp`]. The
+    /// "invalid field" code is in bits 4..2.
+    Status(u16) {
+        /// Success.
+        OK = 0x0000;
+        /// Busy: the request was discarded, retry later.
+        BUSY = 0x0001;
+        /// Redirect required.
+        REDIRECT = 0x0002;
+        /// Bad base or class version (invalid-field code 1).
+        BAD_VERSION = 0x0004;
+        /// Method not supported (code 2).
+        METHOD_NOT_SUPPORTED = 0x0008;
+        /// Method/attribute combination not supported (code 3).
+        METHOD_ATTR_NOT_SUPPORTED = 0x000C;
+        /// Invalid value in an attribute field or the attribute modifier (code 7).
+        INVALID_FIELD = 0x001C;
+    }
+}
+
+impl Status {
+    /// Mask of the status proper in an SMP (bit 15 is the direction bit).
+    pub const SMP_MASK: u16 = 0x7FFF;
+}
+
+code_space! {
+    /// Subnet-management attribute identifiers (IBA vol1 §14.2.5, Table 145). Per class: these
+    /// are SMP ids only.
+    SmpAttrId(u16) {
+        /// ClassPortInfo.
+        CLASS_PORT_INFO = 0x0001;
+        /// Notice (Trap / TrapRepress payload).
+        NOTICE = 0x0002;
+        /// NodeDescription.
+        NODE_DESC = 0x0010;
+        /// NodeInfo.
+        NODE_INFO = 0x0011;
+        /// SwitchInfo.
+        SWITCH_INFO = 0x0012;
+        /// GUIDInfo.
+        GUID_INFO = 0x0014;
+        /// PortInfo.
+        PORT_INFO = 0x0015;
+        /// P_KeyTable.
+        P_KEY_TABLE = 0x0016;
+        /// SLtoVLMappingTable.
+        SL_TO_VL_TABLE = 0x0017;
+        /// VLArbitrationTable.
+        VL_ARB_TABLE = 0x0018;
+        /// LinearForwardingTable.
+        LINEAR_FT = 0x0019;
+        /// RandomForwardingTable.
+        RANDOM_FT = 0x001A;
+        /// MulticastForwardingTable.
+        MULTICAST_FT = 0x001B;
+        /// LinkSpeedWidthPairsTable.
+        LINK_SPEED_WIDTH_PAIRS = 0x001C;
+        /// VendorMADsTable.
+        VENDOR_MADS_TABLE = 0x001D;
+        /// HierarchyInfo.
+        HIERARCHY_INFO = 0x001E;
+        /// SMInfo.
+        SM_INFO = 0x0020;
+        /// VendorDiag.
+        VENDOR_DIAG = 0x0030;
+        /// LedInfo.
+        LED_INFO = 0x0031;
+        /// CableInfo.
+        CABLE_INFO = 0x0032;
+        /// PortInfoExtended.
+        PORT_INFO_EXT = 0x0033;
+    }
+}
+
+code_space! {
+    /// Generic trap numbers (IBA vol1 §14.2.5.1, Table 146 and §13.4.8.2).
+    TrapNum(u16) {
+        /// GID in service.
+        GID_IN_SERVICE = 64;
+        /// GID out of service.
+        GID_OUT_OF_SERVICE = 65;
+        /// Multicast group created.
+        MCG_CREATED = 66;
+        /// Multicast group deleted.
+        MCG_DELETED = 67;
+        /// Link state change on a switch port.
+        LINK_STATE_CHANGE = 128;
+        /// Local link integrity threshold reached.
+        LOCAL_LINK_INTEGRITY = 129;
+        /// Excessive buffer overrun threshold reached.
+        EXCESSIVE_BUFFER_OVERRUN = 130;
+        /// Flow-control update watchdog timer expired.
+        FLOW_CONTROL_WATCHDOG = 131;
+        /// CapabilityMask, NodeDescription or other local change.
+        LOCAL_CHANGES = 144;
+        /// SystemImageGUID change.
+        SYS_IMAGE_GUID_CHANGE = 145;
+        /// Bad M_Key.
+        BAD_M_KEY = 256;
+        /// Bad P_Key.
+        BAD_P_KEY = 257;
+        /// Bad Q_Key.
+        BAD_Q_KEY = 258;
+        /// Bad P_Key at a switch external port.
+        BAD_P_KEY_SWITCH_EXTERNAL = 259;
+    }
+}
+
+code_space! {
+    /// NodeInfo.NodeType (IBA vol1 §14.2.5.3).
+    NodeType(u8) {
+        /// Channel adapter.
+        CA = 1;
+        /// Switch.
+        SWITCH = 2;
+        /// Router.
+        ROUTER = 3;
+    }
+}
+
+code_space! {
+    /// PortInfo.PortState, the logical link state (IBA vol1 §7.2, §14.2.5.6).
+    PortState(u8) {
+        /// In a Set: leave the state alone.
+        NO_CHANGE = 0;
+        /// Down.
+        DOWN = 1;
+        /// Initialize.
+        INIT = 2;
+        /// Armed.
+        ARMED = 3;
+        /// Active.
+        ACTIVE = 4;
+    }
+}
+
+code_space! {
+    /// PortInfo.PortPhysicalState (IBA vol1 §5.6.2, §14.2.5.6).
+    PhysState(u8) {
+        /// In a Set: leave the state alone.
+        NO_CHANGE = 0;
+        /// Sleep.
+        SLEEP = 1;
+        /// Polling.
+        POLLING = 2;
+        /// Disabled.
+        DISABLED = 3;
+        /// PortConfigurationTraining.
+        TRAINING = 4;
+        /// LinkUp.
+        LINK_UP = 5;
+        /// LinkErrorRecovery.
+        LINK_ERROR_RECOVERY = 6;
+        /// PhyTest.
+        PHY_TEST = 7;
+    }
+}
+
+code_space! {
+    /// SMInfo.SMState (IBA vol1 §14.4.1).
+    SmState(u8) {
+        /// Not active.
+        NOT_ACTIVE = 0;
+        /// Discovering.
+        DISCOVERING = 1;
+        /// Standby.
+        STANDBY = 2;
+        /// Master.
+        MASTER = 3;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_names_and_fallback() {
+        assert_eq!(format!("{:?}", SmpAttrId::PORT_INFO), "PORT_INFO");
+        assert_eq!(format!("{:?}", SmpAttrId(0x1234)), "SmpAttrId(0x1234)");
+        assert!(Method::GET_RESP.is_response() && !Method::SET.is_response());
+        assert!(MgmtClass::SUBN_DIRECTED_ROUTE.is_smp() && !MgmtClass::SUBN_ADM.is_smp());
+    }
+}

@@ -1,0 +1,34 @@
+//! # ibmad — InfiniBand management datagrams on the wire
+//!
+//! This is the bottom layer of the stack: how subnet-management packets (SMPs) and their
+//! attributes are laid out in bytes (IBA vol1 chapters 13 and 14), the scalar types that give
+//! those bytes meaning, the directed-route processing rules every SMA, switch model and SM must
+//! apply identically, and the [`MadPort`] trait through which every transport moves MADs.
+//!
+//! Guarantees:
+//! - no I/O and no `unsafe`; nothing here panics on any input bytes;
+//! - every wire struct is `#[repr(C)]`, alignment 1, big-endian, with its size and field offsets
+//!   pinned by `const` assertions, so it can be cast in place out of a transport buffer;
+//! - sub-byte fields are declared in the IBA's Byte[Bit] notation ([`field`]);
+//! - codes (classes, methods, status, attribute ids, traps) are newtypes ([`codes`]).
+//!
+//! Call pattern: `let smp = Smp::ref_from_bytes(&buf[..256])?` then
+//! `NodeInfo::ref_from_prefix(&smp.data)`; build with [`Smp::dr_request`] and write attributes
+//! into `smp.data` with `as_bytes()`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod attr;
+pub mod codes;
+pub mod field;
+pub mod port;
+pub mod smp;
+pub mod types;
+
+pub use codes::{
+    Method, MgmtClass, NodeType, PhysState, PortState, SmState, SmpAttrId, Status, TrapNum,
+};
+pub use port::{MadMeta, MadPort, PortError};
+pub use smp::{MadHeader, Smp, SMP_LEN};
+pub use types::{DrPath, DrPathError, Guid, Lid, MKey, PKey, PortNum};
+pub use zerocopy;

@@ -1,0 +1,1 @@
+//! Cross-crate scenario and interop tests live in `tests/`.
