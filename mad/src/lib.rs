@@ -22,6 +22,7 @@ pub mod attr;
 pub mod codes;
 pub mod field;
 pub mod port;
+pub mod smi;
 pub mod smp;
 pub mod types;
 
