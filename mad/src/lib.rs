@@ -24,6 +24,7 @@ pub mod field;
 pub mod port;
 pub mod smi;
 pub mod smp;
+pub mod time;
 pub mod types;
 
 pub use codes::{
@@ -31,5 +32,6 @@ pub use codes::{
 };
 pub use port::{MadMeta, MadPort, PortError};
 pub use smp::{MadHeader, Smp, SMP_LEN};
+pub use time::Time;
 pub use types::{DrPath, DrPathError, Guid, Lid, MKey, PKey, PortNum};
 pub use zerocopy;
