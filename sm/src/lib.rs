@@ -1,3 +1,11 @@
-//! # sm — subnet manager (sans-IO)
+//! # sm — the subnet manager, sans-IO
+//!
+//! Discovery → LID assignment → routing → programming → activation, as a state machine that
+//! reads no clock, opens no files and spawns no threads (STYLE P5). The caller feeds it MADs
+//! and time and drains the MADs and events it produces.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+pub mod subnet;
+
+pub use subnet::{Node, NodeId, Port, Subnet};
