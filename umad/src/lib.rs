@@ -1,0 +1,2 @@
+//! # umad — the kernel user_mad transport
+#![deny(missing_docs)]
