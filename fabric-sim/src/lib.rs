@@ -1,3 +1,4 @@
 //! # fabric-sim — deterministic InfiniBand fabric simulator
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+pub mod sim;
