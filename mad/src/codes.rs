@@ -275,6 +275,123 @@ code_space! {
     }
 }
 
+/// Display names in the IBA's own spelling, used by the tcpdump-like printers ([`crate::pretty`]).
+macro_rules! spec_names {
+    ($name:ident { $( $konst:ident => $text:literal, )* } fallback $fb:literal) => {
+        impl $name {
+            /// The name the IBA uses for this value (e.g. `NodeInfo`), if it has one.
+            #[must_use]
+            pub fn spec_name(self) -> Option<&'static str> {
+                $( if self == Self::$konst { return Some($text); } )*
+                None
+            }
+        }
+        /// The IBA name, or the raw value in hex.
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.spec_name() {
+                    Some(n) => f.write_str(n),
+                    None => write!(f, $fb, self.0),
+                }
+            }
+        }
+    };
+}
+
+spec_names!(SmpAttrId {
+    CLASS_PORT_INFO => "ClassPortInfo",
+    NOTICE => "Notice",
+    NODE_DESC => "NodeDescription",
+    NODE_INFO => "NodeInfo",
+    SWITCH_INFO => "SwitchInfo",
+    GUID_INFO => "GUIDInfo",
+    PORT_INFO => "PortInfo",
+    P_KEY_TABLE => "P_KeyTable",
+    SL_TO_VL_TABLE => "SLtoVLMappingTable",
+    VL_ARB_TABLE => "VLArbitrationTable",
+    LINEAR_FT => "LinearForwardingTable",
+    RANDOM_FT => "RandomForwardingTable",
+    MULTICAST_FT => "MulticastForwardingTable",
+    LINK_SPEED_WIDTH_PAIRS => "LinkSpeedWidthPairsTable",
+    VENDOR_MADS_TABLE => "VendorMADsTable",
+    HIERARCHY_INFO => "HierarchyInfo",
+    SM_INFO => "SMInfo",
+    VENDOR_DIAG => "VendorDiag",
+    LED_INFO => "LedInfo",
+    CABLE_INFO => "CableInfo",
+    PORT_INFO_EXT => "PortInfoExtended",
+} fallback "{:#06x}");
+
+spec_names!(Method {
+    GET => "Get",
+    SET => "Set",
+    SEND => "Send",
+    TRAP => "Trap",
+    REPORT => "Report",
+    TRAP_REPRESS => "TrapRepress",
+    GET_RESP => "GetResp",
+    REPORT_RESP => "ReportResp",
+} fallback "Method({:#04x})");
+
+spec_names!(Status {
+    OK => "OK",
+    BUSY => "Busy",
+    REDIRECT => "Redirect",
+    BAD_VERSION => "BadVersion",
+    METHOD_NOT_SUPPORTED => "MethodNotSupported",
+    METHOD_ATTR_NOT_SUPPORTED => "MethodAttrNotSupported",
+    INVALID_FIELD => "InvalidField",
+} fallback "{:#06x}");
+
+spec_names!(NodeType {
+    CA => "Channel Adapter",
+    SWITCH => "Switch",
+    ROUTER => "Router",
+} fallback "NodeType({})");
+
+spec_names!(PortState {
+    NO_CHANGE => "NoChange",
+    DOWN => "Down",
+    INIT => "Initialize",
+    ARMED => "Armed",
+    ACTIVE => "Active",
+} fallback "PortState({})");
+
+spec_names!(PhysState {
+    NO_CHANGE => "NoChange",
+    SLEEP => "Sleep",
+    POLLING => "Polling",
+    DISABLED => "Disabled",
+    TRAINING => "PortConfigurationTraining",
+    LINK_UP => "LinkUp",
+    LINK_ERROR_RECOVERY => "LinkErrorRecovery",
+    PHY_TEST => "PhyTest",
+} fallback "PhysState({})");
+
+spec_names!(SmState {
+    NOT_ACTIVE => "NotActive",
+    DISCOVERING => "Discovering",
+    STANDBY => "Standby",
+    MASTER => "Master",
+} fallback "SmState({})");
+
+spec_names!(TrapNum {
+    GID_IN_SERVICE => "GIDInService",
+    GID_OUT_OF_SERVICE => "GIDOutOfService",
+    MCG_CREATED => "MCGroupCreated",
+    MCG_DELETED => "MCGroupDeleted",
+    LINK_STATE_CHANGE => "LinkStateChange",
+    LOCAL_LINK_INTEGRITY => "LocalLinkIntegrity",
+    EXCESSIVE_BUFFER_OVERRUN => "ExcessiveBufferOverrun",
+    FLOW_CONTROL_WATCHDOG => "FlowControlWatchdog",
+    LOCAL_CHANGES => "LocalChanges",
+    SYS_IMAGE_GUID_CHANGE => "SystemImageGUIDChange",
+    BAD_M_KEY => "BadM_Key",
+    BAD_P_KEY => "BadP_Key",
+    BAD_Q_KEY => "BadQ_Key",
+    BAD_P_KEY_SWITCH_EXTERNAL => "BadP_KeySwitchExternalPort",
+} fallback "Trap({})");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +402,16 @@ mod tests {
         assert_eq!(format!("{:?}", SmpAttrId(0x1234)), "SmpAttrId(0x1234)");
         assert!(Method::GET_RESP.is_response() && !Method::SET.is_response());
         assert!(MgmtClass::SUBN_DIRECTED_ROUTE.is_smp() && !MgmtClass::SUBN_ADM.is_smp());
+    }
+
+    #[test]
+    fn display_spec_names_and_fallback() {
+        assert_eq!(SmpAttrId::NODE_INFO.to_string(), "NodeInfo");
+        assert_eq!(SmpAttrId(0xff90).to_string(), "0xff90");
+        assert_eq!(Method::GET_RESP.to_string(), "GetResp");
+        assert_eq!(Method(0x13).to_string(), "Method(0x13)");
+        assert_eq!(Status(0x1C).to_string(), "InvalidField");
+        assert_eq!(NodeType(2).to_string(), "Switch");
+        assert_eq!(PortState(9).to_string(), "PortState(9)");
     }
 }

@@ -12,6 +12,13 @@
 //! - sub-byte fields are declared in the IBA's Byte[Bit] notation ([`field`]);
 //! - codes (classes, methods, status, attribute ids, traps) are newtypes ([`codes`]).
 //!
+//! Two levels for every layout (STYLE P1): a **view** checked once for length —
+//! [`SmpPacket::new_checked`] for the SMP, `T::ref_from_prefix(&smp.data)` for an attribute —
+//! whose accessors then never fail, and a validated **`Repr`** — [`SmpRepr::parse`],
+//! [`AttrRepr::parse`] — that rejects what the IBA forbids with a typed [`ParseError`] and
+//! `emit`s canonical bytes (reserved fields zero). Every view and `Repr` has a tcpdump-like
+//! `Display`; [`pretty::pretty_smp`] prints any bytes at all.
+//!
 //! Call pattern: `let smp = Smp::ref_from_bytes(&buf[..256])?` then
 //! `NodeInfo::ref_from_prefix(&smp.data)`; build with [`Smp::dr_request`] and write attributes
 //! into `smp.data` with `as_bytes()`.
@@ -20,18 +27,24 @@
 
 pub mod attr;
 pub mod codes;
+pub mod error;
 pub mod field;
 pub mod port;
+pub mod pretty;
 pub mod smi;
 pub mod smp;
 pub mod time;
 pub mod types;
 
+pub use attr::{AttrRepr, SmpAttr};
 pub use codes::{
     Method, MgmtClass, NodeType, PhysState, PortState, SmState, SmpAttrId, Status, TrapNum,
 };
+pub use error::{Layer, LenError, ParseError};
 pub use port::{MadMeta, MadPort, PortError};
-pub use smp::{MadHeader, Smp, SMP_LEN};
+pub use smp::{
+    DrRoute, MadHeader, Packet as SmpPacket, Repr as SmpRepr, Route as SmpRoute, Smp, SMP_LEN,
+};
 pub use time::Time;
 pub use types::{DrPath, DrPathError, Guid, Lid, MKey, PKey, PortNum};
 pub use zerocopy;
