@@ -46,7 +46,8 @@ fn fabric() -> Fabric {
 /// LocalPortNum 2, 1, 1, 1 and return paths [2], [2,1], [2,1,1], [2,1,1,1].
 #[test]
 fn f_disc_rounds_1_to_4() {
-    let rounds: [(&[u8], usize, NodeType, u8, &[u8]); 4] = [
+    type Round<'a> = (&'a [u8], usize, NodeType, u8, &'a [u8]);
+    let rounds: [Round; 4] = [
         (&[1], C, NodeType::SWITCH, 2, &[2]),
         (&[1, 4], A, NodeType::SWITCH, 1, &[2, 1]),
         (&[1, 4, 2], D, NodeType::SWITCH, 1, &[2, 1, 1]),

@@ -1,6 +1,6 @@
 //! Test harness: node configs, a tiny wired fabric of real agents moving bytes by hand, and
 //! SMP builders.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
 
