@@ -1,0 +1,870 @@
+//! The key table: every `opensm.conf` key ibsm implements, with its documentation comment,
+//! how to print its value and how to parse one. The file reader, the file writer and the
+//! command line all go through this one table, so they cannot disagree.
+
+use std::path::PathBuf;
+
+use ibmad::{Guid, MKey};
+
+use super::options::{Options, RoutingEngines, Transport};
+
+/// A group of keys, written under an OpenSM-style section banner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Section {
+    Device,
+    Sweep,
+    Routing,
+    Handover,
+    Timing,
+    Misc,
+    Debug,
+    Ibsm,
+}
+
+impl Section {
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Section::Device => "DEVICE ATTRIBUTES OPTIONS",
+            Section::Sweep => "SWEEP OPTIONS",
+            Section::Routing => "ROUTING OPTIONS",
+            Section::Handover => "HANDOVER - MULTIPLE SMs OPTIONS",
+            Section::Timing => "TIMING AND THREADING OPTIONS",
+            Section::Misc => "MISC OPTIONS",
+            Section::Debug => "DEBUG FEATURES",
+            Section::Ibsm => "IBSM OPTIONS (not in OpenSM)",
+        }
+    }
+}
+
+/// One config key.
+pub(crate) struct KeySpec {
+    pub(crate) key: &'static str,
+    pub(crate) section: Section,
+    /// Comment lines written above the key (without `# `).
+    pub(crate) doc: &'static [&'static str],
+    /// The value in opensm.conf syntax.
+    pub(crate) get: fn(&Options) -> String,
+    /// Parses a value into the options; the error says what is accepted.
+    pub(crate) set: fn(&mut Options, &str) -> Result<(), String>,
+}
+
+/// Parses an unsigned integer the way C's `strtoull(s, &end, 0)` does, which is what OpenSM
+/// uses: `0x`/`0X` prefix = hex, a leading `0` = octal, otherwise decimal; the whole string
+/// must be consumed. Signs and whitespace are rejected (OpenSM would wrap `-1` around).
+pub(crate) fn parse_c_uint(s: &str) -> Option<u64> {
+    let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        (h, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        (&s[1..], 8)
+    } else {
+        (s, 10)
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// Parses a hex number with an optional `0x`, as OpenSM's `-g`, `-k` and `--subnet_prefix`
+/// do (`strtoull(s, NULL, 16)`).
+pub(crate) fn parse_hex(s: &str) -> Option<u64> {
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
+fn uint_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    match parse_c_uint(v) {
+        Some(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "an integer in {lo}..={hi} (decimal, 0x hex or 0 octal)"
+        )),
+    }
+}
+
+fn u8_in(v: &str, lo: u8, hi: u8) -> Result<u8, String> {
+    uint_in(v, lo.into(), hi.into()).and_then(|n| u8::try_from(n).map_err(|e| e.to_string()))
+}
+
+fn u16_in(v: &str, lo: u16, hi: u16) -> Result<u16, String> {
+    uint_in(v, lo.into(), hi.into()).and_then(|n| u16::try_from(n).map_err(|e| e.to_string()))
+}
+
+fn u32_in(v: &str, lo: u32, hi: u32) -> Result<u32, String> {
+    uint_in(v, lo.into(), hi.into()).and_then(|n| u32::try_from(n).map_err(|e| e.to_string()))
+}
+
+fn u64_any(v: &str) -> Result<u64, String> {
+    parse_c_uint(v).ok_or_else(|| "a 64-bit integer, e.g. 0x0002c90300a1b2c3".to_string())
+}
+
+fn boolean(v: &str) -> Result<bool, String> {
+    if v.eq_ignore_ascii_case("TRUE") {
+        Ok(true)
+    } else if v.eq_ignore_ascii_case("FALSE") {
+        Ok(false)
+    } else {
+        Err("TRUE or FALSE".to_string())
+    }
+}
+
+fn opt_path(v: &str) -> Option<PathBuf> {
+    if v.is_empty() || v == "(null)" {
+        None
+    } else {
+        Some(PathBuf::from(v))
+    }
+}
+
+fn path(v: &str) -> Result<PathBuf, String> {
+    opt_path(v).ok_or_else(|| "a path (not empty, not (null))".to_string())
+}
+
+fn fmt_bool(b: bool) -> String {
+    if b { "TRUE" } else { "FALSE" }.to_string()
+}
+
+fn fmt_opt_path(p: &Option<PathBuf>) -> String {
+    p.as_ref()
+        .map_or_else(|| "(null)".to_string(), |p| p.display().to_string())
+}
+
+fn fmt_hex64(v: u64) -> String {
+    format!("0x{v:016x}")
+}
+
+/// The table, in the order the keys are written. Section order follows OpenSM's `-c` output.
+pub(crate) static KEYS: &[KeySpec] = &[
+    // ---------------- DEVICE ATTRIBUTES ----------------
+    KeySpec {
+        key: "guid",
+        section: Section::Device,
+        doc: &[
+            "The port GUID on which the SM is running",
+            "(0: use ca_name/ca_port, or the first active port)",
+        ],
+        get: |o| fmt_hex64(o.guid.0),
+        set: |o, v| {
+            o.guid = Guid(u64_any(v)?);
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "m_key",
+        section: Section::Device,
+        doc: &["M_Key value sent to all ports qualifying all Set(PortInfo)"],
+        get: |o| fmt_hex64(o.m_key.0),
+        set: |o, v| {
+            o.m_key = MKey(u64_any(v)?);
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "m_key_lease_period",
+        section: Section::Device,
+        doc: &["The lease period used for the M_Key on this subnet in [sec]"],
+        get: |o| o.m_key_lease_period.to_string(),
+        set: |o, v| {
+            o.m_key_lease_period = u16_in(v, 0, u16::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "m_key_protection_level",
+        section: Section::Device,
+        doc: &["The protection level used for the M_Key on this subnet (0..3)"],
+        get: |o| o.m_key_protection_level.to_string(),
+        set: |o, v| {
+            o.m_key_protection_level = u8_in(v, 0, 3)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "sm_key",
+        section: Section::Device,
+        doc: &["SM_Key value of the SM used for SM authentication"],
+        get: |o| fmt_hex64(o.sm_key),
+        set: |o, v| {
+            o.sm_key = u64_any(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "subnet_prefix",
+        section: Section::Device,
+        doc: &["Subnet prefix used on this subnet"],
+        get: |o| fmt_hex64(o.subnet_prefix),
+        set: |o, v| {
+            o.subnet_prefix = u64_any(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "lmc",
+        section: Section::Device,
+        doc: &["The LMC value used on this subnet (0..7; each port gets 2^lmc LIDs)"],
+        get: |o| o.lmc.to_string(),
+        set: |o, v| {
+            o.lmc = u8_in(v, 0, 7)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "packet_life_time",
+        section: Section::Device,
+        doc: &[
+            "The code of maximal time a packet can live in a switch",
+            "The actual time is 4.096usec * 2^<packet_life_time>",
+            "The value 0x14 disables this mechanism",
+        ],
+        get: |o| format!("0x{:02x}", o.packet_life_time),
+        set: |o, v| {
+            o.packet_life_time = u8_in(v, 0, 31)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "max_op_vls",
+        section: Section::Device,
+        doc: &[
+            "Limit the maximal operational VLs",
+            "(1: VL0, 2: VL0-1, 3: VL0-3, 4: VL0-7, 5: VL0-14; 0 acts as 1)",
+        ],
+        get: |o| o.max_op_vls.to_string(),
+        set: |o, v| {
+            o.max_op_vls = u8_in(v, 0, 5)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "force_link_speed",
+        section: Section::Device,
+        doc: &[
+            "Force PortInfo:LinkSpeedEnabled on switch ports",
+            "If 0, don't modify PortInfo:LinkSpeedEnabled on switch port",
+            "Otherwise, use value for PortInfo:LinkSpeedEnabled on switch port",
+            "Values are (IB Spec 1.2.1, 14.2.5.6 Table 146 \"PortInfo\")",
+            "   1: 2.5 Gbps",
+            "   3: 2.5 or 5.0 Gbps",
+            "   5: 2.5 or 10.0 Gbps",
+            "   7: 2.5 or 5.0 or 10.0 Gbps",
+            "   2,4,6,8-14 Reserved",
+            "   Default 15: set to PortInfo:LinkSpeedSupported",
+        ],
+        get: |o| o.force_link_speed.to_string(),
+        set: |o, v| match parse_c_uint(v) {
+            Some(n @ (0..=7 | 15)) => {
+                o.force_link_speed = u8::try_from(n).map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            _ => Err("an integer in 0..=7, or 15".to_string()),
+        },
+    },
+    KeySpec {
+        key: "force_link_width",
+        section: Section::Device,
+        doc: &[
+            "Force PortInfo:LinkWidthEnabled on switch ports",
+            "If 0, don't modify PortInfo:LinkWidthEnabled on switch port",
+            "Otherwise, use value for PortInfo:LinkWidthEnabled on switch port",
+            "(bit mask: 1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x; 1..31)",
+            "   Default 255: set to PortInfo:LinkWidthSupported",
+        ],
+        get: |o| o.force_link_width.to_string(),
+        set: |o, v| match parse_c_uint(v) {
+            Some(n @ (0..=31 | 255)) => {
+                o.force_link_width = u8::try_from(n).map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            _ => Err("an integer in 0..=31, or 255".to_string()),
+        },
+    },
+    KeySpec {
+        key: "subnet_timeout",
+        section: Section::Device,
+        doc: &[
+            "The subnet_timeout code that will be set for all the ports",
+            "The actual timeout is 4.096usec * 2^<subnet_timeout>",
+        ],
+        get: |o| o.subnet_timeout.to_string(),
+        set: |o, v| {
+            o.subnet_timeout = u8_in(v, 0, 31)?;
+            Ok(())
+        },
+    },
+    // ---------------- SWEEP ----------------
+    KeySpec {
+        key: "sweep_interval",
+        section: Section::Sweep,
+        doc: &["The number of seconds between subnet sweeps (0 disables it)"],
+        get: |o| o.sweep_interval.to_string(),
+        set: |o, v| {
+            o.sweep_interval = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "reassign_lids",
+        section: Section::Sweep,
+        doc: &["If TRUE cause all lids to be reassigned"],
+        get: |o| fmt_bool(o.reassign_lids),
+        set: |o, v| {
+            o.reassign_lids = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "force_heavy_sweep",
+        section: Section::Sweep,
+        doc: &["If TRUE forces every sweep to be a heavy sweep"],
+        get: |o| fmt_bool(o.force_heavy_sweep),
+        set: |o, v| {
+            o.force_heavy_sweep = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "sweep_on_trap",
+        section: Section::Sweep,
+        doc: &[
+            "If TRUE every trap 128 and 144 will cause a heavy sweep.",
+            "NOTE: successive identical traps (>10) are suppressed",
+        ],
+        get: |o| fmt_bool(o.sweep_on_trap),
+        set: |o, v| {
+            o.sweep_on_trap = boolean(v)?;
+            Ok(())
+        },
+    },
+    // ---------------- ROUTING ----------------
+    KeySpec {
+        key: "routing_engine",
+        section: Section::Routing,
+        doc: &[
+            "Routing engine",
+            "Multiple routing engines can be specified separated by",
+            "commas so that specific ordering of routing algorithms will",
+            "be tried if earlier routing engines fail.",
+            "If all of them fail, Min Hop is tried unless no_fallback is listed.",
+            "Names: minhop, updn, dnup, file, ftree, lash, dor, torus-2QoS,",
+            "   nue, dfsssp, sssp, dfp, dfp2 (and the token no_fallback)",
+        ],
+        get: |o| o.routing_engine.to_string(),
+        set: |o, v| {
+            o.routing_engine = RoutingEngines::parse(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "connect_roots",
+        section: Section::Routing,
+        doc: &["Connect roots (use FALSE if unsure)"],
+        get: |o| fmt_bool(o.connect_roots),
+        set: |o, v| {
+            o.connect_roots = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "use_ucast_cache",
+        section: Section::Routing,
+        doc: &["Use unicast routing cache (use FALSE if unsure)"],
+        get: |o| fmt_bool(o.use_ucast_cache),
+        set: |o, v| {
+            o.use_ucast_cache = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "root_guid_file",
+        section: Section::Routing,
+        doc: &[
+            "The file holding the root node guids (for fat-tree or Up/Down)",
+            "One guid in each line",
+        ],
+        get: |o| fmt_opt_path(&o.root_guid_file),
+        set: |o, v| {
+            o.root_guid_file = opt_path(v);
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "cn_guid_file",
+        section: Section::Routing,
+        doc: &[
+            "The file holding the fat-tree compute node guids",
+            "One guid in each line",
+        ],
+        get: |o| fmt_opt_path(&o.cn_guid_file),
+        set: |o, v| {
+            o.cn_guid_file = opt_path(v);
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "io_guid_file",
+        section: Section::Routing,
+        doc: &[
+            "The file holding the fat-tree I/O node guids",
+            "One guid in each line.",
+            "If only io_guid file is provided, the rest of nodes",
+            "are considered as compute nodes.",
+        ],
+        get: |o| fmt_opt_path(&o.io_guid_file),
+        set: |o, v| {
+            o.io_guid_file = opt_path(v);
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "max_reverse_hops",
+        section: Section::Routing,
+        doc: &[
+            "Number of reverse hops allowed for I/O nodes",
+            "Used for connectivity between I/O nodes connected to Top Switches",
+        ],
+        get: |o| o.max_reverse_hops.to_string(),
+        set: |o, v| {
+            o.max_reverse_hops = u16_in(v, 0, u16::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "guid_routing_order_file",
+        section: Section::Routing,
+        doc: &["The file holding guid routing order guids (for MinHop and Up/Down)"],
+        get: |o| fmt_opt_path(&o.guid_routing_order_file),
+        set: |o, v| {
+            o.guid_routing_order_file = opt_path(v);
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "scatter_ports",
+        section: Section::Routing,
+        doc: &[
+            "Assign ports in a random order instead of round-robin",
+            "If zero disable (default), otherwise use the value as a random seed",
+        ],
+        get: |o| o.scatter_ports.to_string(),
+        set: |o, v| {
+            o.scatter_ports = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    // ---------------- HANDOVER ----------------
+    KeySpec {
+        key: "sm_priority",
+        section: Section::Handover,
+        doc: &[
+            "SM priority used for deciding who is the master",
+            "Range goes from 0 (lowest priority) to 15 (highest).",
+        ],
+        get: |o| o.sm_priority.to_string(),
+        set: |o, v| {
+            o.sm_priority = u8_in(v, 0, 15)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "master_sm_priority",
+        section: Section::Handover,
+        doc: &[
+            "SM priority advertised while this SM is master (0..15; ibsm and MLNX",
+            "OpenSM, not upstream OpenSM). 0 means the same as sm_priority.",
+            "15 stops a recovered SM from taking mastership back (no second heavy sweep)",
+        ],
+        get: |o| o.master_sm_priority.to_string(),
+        set: |o, v| {
+            o.master_sm_priority = u8_in(v, 0, 15)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "ignore_other_sm",
+        section: Section::Handover,
+        doc: &["If TRUE other SMs on the subnet should be ignored"],
+        get: |o| fmt_bool(o.ignore_other_sm),
+        set: |o, v| {
+            o.ignore_other_sm = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "sminfo_polling_timeout",
+        section: Section::Handover,
+        doc: &["Timeout in [msec] between two polls of active master SM"],
+        get: |o| o.sminfo_polling_timeout.to_string(),
+        set: |o, v| {
+            o.sminfo_polling_timeout = u32_in(v, 1, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "polling_retry_number",
+        section: Section::Handover,
+        doc: &["Number of failing polls of remote SM that declares it dead"],
+        get: |o| o.polling_retry_number.to_string(),
+        set: |o, v| {
+            o.polling_retry_number = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "honor_guid2lid_file",
+        section: Section::Handover,
+        doc: &[
+            "If TRUE honor the guid2lid file when coming out of standby",
+            "state, if such file exists and is valid",
+        ],
+        get: |o| fmt_bool(o.honor_guid2lid_file),
+        set: |o, v| {
+            o.honor_guid2lid_file = boolean(v)?;
+            Ok(())
+        },
+    },
+    // ---------------- TIMING ----------------
+    KeySpec {
+        key: "max_wire_smps",
+        section: Section::Timing,
+        doc: &["Maximum number of SMPs sent in parallel (0: unlimited)"],
+        get: |o| o.max_wire_smps.to_string(),
+        set: |o, v| {
+            o.max_wire_smps = u32_in(v, 0, 0x7fff_ffff)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "transaction_timeout",
+        section: Section::Timing,
+        doc: &["The maximum time in [msec] allowed for a transaction to complete"],
+        get: |o| o.transaction_timeout.to_string(),
+        set: |o, v| {
+            o.transaction_timeout = u32_in(v, 1, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "transaction_retries",
+        section: Section::Timing,
+        doc: &["The maximum number of retries allowed for a transaction to complete"],
+        get: |o| o.transaction_retries.to_string(),
+        set: |o, v| {
+            o.transaction_retries = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    // ---------------- MISC ----------------
+    KeySpec {
+        key: "daemon",
+        section: Section::Misc,
+        doc: &["Daemon mode"],
+        get: |o| fmt_bool(o.daemon),
+        set: |o, v| {
+            o.daemon = boolean(v)?;
+            Ok(())
+        },
+    },
+    // ---------------- DEBUG ----------------
+    KeySpec {
+        key: "log_flags",
+        section: Section::Debug,
+        doc: &[
+            "The log flags used",
+            "(0x01 ERROR, 0x02 INFO, 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS,",
+            " 0x20 FRAMES, 0x40 ROUTING)",
+        ],
+        get: |o| format!("0x{:02x}", o.log_flags),
+        set: |o, v| {
+            o.log_flags = u8_in(v, 0, u8::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "force_log_flush",
+        section: Section::Debug,
+        doc: &["Force flush of the log file after each log message"],
+        get: |o| fmt_bool(o.force_log_flush),
+        set: |o, v| {
+            o.force_log_flush = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "log_file",
+        section: Section::Debug,
+        doc: &["Log file to be used (stdout: standard output)"],
+        get: |o| o.log_file.display().to_string(),
+        set: |o, v| {
+            o.log_file = path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "dump_files_dir",
+        section: Section::Debug,
+        doc: &["The directory to hold the file OpenSM dumps"],
+        get: |o| o.dump_files_dir.display().to_string(),
+        set: |o, v| {
+            o.dump_files_dir = path(v)?;
+            Ok(())
+        },
+    },
+    // ---------------- IBSM ----------------
+    KeySpec {
+        key: "cache_dir",
+        section: Section::Ibsm,
+        doc: &[
+            "The directory holding guid2lid and other persistent state",
+            "(OpenSM takes it from $OSM_CACHE_DIR only; ibsm also uses that as default)",
+        ],
+        get: |o| o.cache_dir.display().to_string(),
+        set: |o, v| {
+            o.cache_dir = path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "transport",
+        section: Section::Ibsm,
+        doc: &["How to reach the fabric: umad (kernel umad device) or sim (simulator)"],
+        get: |o| o.transport.name().to_string(),
+        set: |o, v| {
+            o.transport = match v {
+                "umad" => Transport::Umad,
+                "sim" => Transport::Sim,
+                _ => return Err("umad or sim".to_string()),
+            };
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "ca_name",
+        section: Section::Ibsm,
+        doc: &["The HCA to bind, e.g. mlx5_0 ((null): the first one)"],
+        get: |o| o.ca_name.clone().unwrap_or_else(|| "(null)".to_string()),
+        set: |o, v| {
+            o.ca_name = opt_path(v).map(|p| p.display().to_string());
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "ca_port",
+        section: Section::Ibsm,
+        doc: &["The HCA port to bind (0: the first active port)"],
+        get: |o| o.ca_port.to_string(),
+        set: |o, v| {
+            o.ca_port = u8_in(v, 0, 254)?;
+            Ok(())
+        },
+    },
+];
+
+/// Finds a key's entry.
+pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
+    KEYS.iter().find(|k| k.key == key)
+}
+
+/// Every key OpenSM 3.3.23 accepts in its config file (the keys of `opensm -c`, plus
+/// `max_rate_enum` and `dimn_ports_file`, which it parses but does not write). Keys not in
+/// [`KEYS`] are reported as "not implemented" rather than "unknown".
+pub(crate) static OPENSM_KEYS: &[&str] = &[
+    "guid",
+    "m_key",
+    "m_key_lease_period",
+    "m_key_protection_level",
+    "m_key_lookup",
+    "sm_key",
+    "sa_key",
+    "subnet_prefix",
+    "lmc",
+    "lmc_esp0",
+    "sm_sl",
+    "packet_life_time",
+    "vl_stall_count",
+    "leaf_vl_stall_count",
+    "head_of_queue_lifetime",
+    "leaf_head_of_queue_lifetime",
+    "max_op_vls",
+    "force_link_speed",
+    "force_link_speed_ext",
+    "force_link_width",
+    "fdr10",
+    "subnet_timeout",
+    "local_phy_errors_threshold",
+    "overrun_errors_threshold",
+    "use_mfttop",
+    "partition_config_file",
+    "no_partition_enforcement",
+    "part_enforce",
+    "allow_both_pkeys",
+    "keep_pkey_indexes",
+    "sm_assigned_guid",
+    "sweep_interval",
+    "reassign_lids",
+    "force_heavy_sweep",
+    "sweep_on_trap",
+    "port_profile_switch_nodes",
+    "port_prof_ignore_file",
+    "hop_weights_file",
+    "port_search_ordering_file",
+    "routing_engine",
+    "avoid_throttled_links",
+    "connect_roots",
+    "use_ucast_cache",
+    "lid_matrix_dump_file",
+    "lfts_file",
+    "root_guid_file",
+    "cn_guid_file",
+    "io_guid_file",
+    "quasi_ftree_indexing",
+    "max_reverse_hops",
+    "ids_guid_file",
+    "guid_routing_order_file",
+    "do_mesh_analysis",
+    "lash_start_vl",
+    "nue_max_num_vls",
+    "nue_include_switches",
+    "port_shifting",
+    "scatter_ports",
+    "guid_routing_order_no_scatter",
+    "sa_db_file",
+    "sa_db_dump",
+    "torus_config",
+    "sm_priority",
+    "ignore_other_sm",
+    "sminfo_polling_timeout",
+    "polling_retry_number",
+    "honor_guid2lid_file",
+    "max_wire_smps",
+    "max_wire_smps2",
+    "max_smps_timeout",
+    "transaction_timeout",
+    "transaction_retries",
+    "long_transaction_timeout",
+    "max_msg_fifo_timeout",
+    "single_thread",
+    "daemon",
+    "sm_inactive",
+    "babbling_port_policy",
+    "drop_event_subscriptions",
+    "ipoib_mcgroup_creation_validation",
+    "mcgroup_join_validation",
+    "use_original_extended_sa_rates_only",
+    "use_optimized_slvl",
+    "fsync_high_avail_files",
+    "perfmgr",
+    "perfmgr_redir",
+    "perfmgr_sweep_time_s",
+    "perfmgr_max_outstanding_queries",
+    "perfmgr_ignore_cas",
+    "perfmgr_rm_nodes",
+    "perfmgr_log_errors",
+    "perfmgr_query_cpi",
+    "perfmgr_xmit_wait_log",
+    "perfmgr_xmit_wait_threshold",
+    "event_db_dump_file",
+    "event_plugin_name",
+    "event_plugin_options",
+    "node_name_map_name",
+    "log_flags",
+    "force_log_flush",
+    "log_file",
+    "log_max_size",
+    "accum_log_file",
+    "per_module_logging_file",
+    "dump_files_dir",
+    "enable_quirks",
+    "no_clients_rereg",
+    "disable_multicast",
+    "exit_on_fatal",
+    "console",
+    "console_port",
+    "qos",
+    "qos_policy_file",
+    "suppress_sl2vl_mad_status_errors",
+    "qos_max_vls",
+    "qos_high_limit",
+    "qos_vlarb_high",
+    "qos_vlarb_low",
+    "qos_sl2vl",
+    "qos_ca_max_vls",
+    "qos_ca_high_limit",
+    "qos_ca_vlarb_high",
+    "qos_ca_vlarb_low",
+    "qos_ca_sl2vl",
+    "qos_sw0_max_vls",
+    "qos_sw0_high_limit",
+    "qos_sw0_vlarb_high",
+    "qos_sw0_vlarb_low",
+    "qos_sw0_sl2vl",
+    "qos_swe_max_vls",
+    "qos_swe_high_limit",
+    "qos_swe_vlarb_high",
+    "qos_swe_vlarb_low",
+    "qos_swe_sl2vl",
+    "qos_rtr_max_vls",
+    "qos_rtr_high_limit",
+    "qos_rtr_vlarb_high",
+    "qos_rtr_vlarb_low",
+    "qos_rtr_sl2vl",
+    "congestion_control",
+    "cc_key",
+    "cc_max_outstanding_mads",
+    "cc_sw_cong_setting_control_map",
+    "cc_sw_cong_setting_victim_mask",
+    "cc_sw_cong_setting_credit_mask",
+    "cc_sw_cong_setting_threshold",
+    "cc_sw_cong_setting_packet_size",
+    "cc_sw_cong_setting_credit_starvation_threshold",
+    "cc_sw_cong_setting_credit_starvation_return_delay",
+    "cc_sw_cong_setting_marking_rate",
+    "cc_ca_cong_setting_port_control",
+    "cc_ca_cong_setting_control_map",
+    "cc_ca_cong_setting_ccti_timer",
+    "cc_ca_cong_setting_ccti_increase",
+    "cc_ca_cong_setting_trigger_threshold",
+    "cc_ca_cong_setting_ccti_min",
+    "cc_cct",
+    "prefix_routes_file",
+    "consolidate_ipv6_snm_req",
+    "log_prefix",
+    "max_rate_enum",
+    "dimn_ports_file",
+];
+
+/// Levenshtein distance, for "did you mean" hints.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = Vec::with_capacity(b.len() + 1);
+        cur.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            let del = prev[j + 1] + 1;
+            let ins = cur[j] + 1;
+            cur.push(sub.min(del).min(ins));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate within a small distance (a third of the word's length, at least 1).
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}

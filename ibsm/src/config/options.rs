@@ -1,0 +1,467 @@
+//! [`Options`]: every setting ibsm implements, with OpenSM's names and defaults.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use ibmad::{Guid, MKey};
+
+/// The default config file, as in OpenSM: read when no `-F` is given, if it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "/etc/opensm/opensm.conf";
+
+/// OpenSM's default cache directory (guid2lid and friends), overridden by `OSM_CACHE_DIR`.
+pub const DEFAULT_CACHE_DIR: &str = "/var/cache/opensm";
+
+/// The environment variable OpenSM reads for the cache directory.
+pub const CACHE_DIR_ENV: &str = "OSM_CACHE_DIR";
+
+/// A routing engine name as OpenSM spells it in `routing_engine` / `-R`.
+///
+/// The SM core may implement only some of them; the configuration layer accepts every name
+/// OpenSM (and the MLNX fork, for `dfp`/`dfp2`) accepts, so a misspelling such as `up-down` is
+/// an error here, while an engine the core lacks fails over to the next one at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoutingEngineId {
+    /// `minhop`: Min Hop, OpenSM's default and fallback engine.
+    Minhop,
+    /// `updn`: Up/Down.
+    Updn,
+    /// `dnup`: Down/Up.
+    Dnup,
+    /// `file`: LFTs loaded from a file.
+    File,
+    /// `ftree`: fat tree.
+    Ftree,
+    /// `lash`: LAyered SHortest path.
+    Lash,
+    /// `dor`: dimension-order routing.
+    Dor,
+    /// `torus-2QoS`.
+    Torus2QoS,
+    /// `nue`.
+    Nue,
+    /// `dfsssp`: deadlock-free SSSP.
+    Dfsssp,
+    /// `sssp`: single-source shortest path.
+    Sssp,
+    /// `dfp`: Dragonfly+ (MLNX fork).
+    Dfp,
+    /// `dfp2`: Dragonfly+ v2 (MLNX fork).
+    Dfp2,
+}
+
+impl RoutingEngineId {
+    /// Every engine, in OpenSM's documentation order.
+    pub const ALL: [RoutingEngineId; 13] = [
+        Self::Minhop,
+        Self::Updn,
+        Self::Dnup,
+        Self::File,
+        Self::Ftree,
+        Self::Lash,
+        Self::Dor,
+        Self::Torus2QoS,
+        Self::Nue,
+        Self::Dfsssp,
+        Self::Sssp,
+        Self::Dfp,
+        Self::Dfp2,
+    ];
+
+    /// The exact spelling used in `routing_engine` and `-R`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Minhop => "minhop",
+            Self::Updn => "updn",
+            Self::Dnup => "dnup",
+            Self::File => "file",
+            Self::Ftree => "ftree",
+            Self::Lash => "lash",
+            Self::Dor => "dor",
+            Self::Torus2QoS => "torus-2QoS",
+            Self::Nue => "nue",
+            Self::Dfsssp => "dfsssp",
+            Self::Sssp => "sssp",
+            Self::Dfp => "dfp",
+            Self::Dfp2 => "dfp2",
+        }
+    }
+
+    /// Looks a name up; exact, case-sensitive match as in OpenSM (`strcmp`).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+impl fmt::Display for RoutingEngineId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The `routing_engine` option: an ordered engine chain plus OpenSM's `no_fallback` token.
+///
+/// OpenSM tries the engines in order; if all fail it runs Min Hop unless `no_fallback` is in
+/// the list. `routing_engine (null)` (OpenSM's default) means Min Hop alone, which is how this
+/// type's default is written: `engines == [Minhop]`, `no_fallback == false`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutingEngines {
+    /// The chain, tried in order; never empty, no duplicates.
+    pub engines: Vec<RoutingEngineId>,
+    /// `no_fallback` was listed: do not fall back to Min Hop when every engine fails.
+    pub no_fallback: bool,
+}
+
+impl Default for RoutingEngines {
+    fn default() -> Self {
+        Self {
+            engines: vec![RoutingEngineId::Minhop],
+            no_fallback: false,
+        }
+    }
+}
+
+impl RoutingEngines {
+    /// Parses OpenSM's syntax: names separated by commas, spaces or tabs; `no_fallback`
+    /// anywhere in the list; `(null)` or an empty list means the default (Min Hop).
+    /// A repeated engine is kept once, at its first position.
+    ///
+    /// # Errors
+    /// The first unknown name, with the list of accepted names.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.is_empty() || s == "(null)" {
+            return Ok(Self::default());
+        }
+        let mut engines = Vec::new();
+        let mut no_fallback = false;
+        for tok in s.split([',', ' ', '\t']).filter(|t| !t.is_empty()) {
+            if tok == "no_fallback" {
+                no_fallback = true;
+            } else if let Some(e) = RoutingEngineId::from_name(tok) {
+                if !engines.contains(&e) {
+                    engines.push(e);
+                }
+            } else {
+                return Err(format!(
+                    "a comma-separated list of routing engines ({}) and optionally no_fallback; \
+                     {tok:?} is not an engine name",
+                    Self::accepted_names()
+                ));
+            }
+        }
+        if engines.is_empty() {
+            // `no_fallback` alone: OpenSM sets up no engine and would then have nothing to
+            // run; Min Hop is its implicit default engine.
+            engines.push(RoutingEngineId::Minhop);
+        }
+        Ok(Self {
+            engines,
+            no_fallback,
+        })
+    }
+
+    fn accepted_names() -> String {
+        RoutingEngineId::ALL
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for RoutingEngines {
+    /// OpenSM syntax, e.g. `updn,minhop,no_fallback`; parses back to the same value.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for e in &self.engines {
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            f.write_str(e.name())?;
+        }
+        if self.no_fallback {
+            if !first {
+                f.write_str(",")?;
+            }
+            f.write_str("no_fallback")?;
+        }
+        Ok(())
+    }
+}
+
+/// How ibsm reaches the fabric (ibsm's own option; OpenSM always uses libibumad).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// The kernel's `umad` interface (`/dev/infiniband/umadN`).
+    #[default]
+    Umad,
+    /// The in-process deterministic fabric simulator.
+    Sim,
+}
+
+impl Transport {
+    /// The config/command-line spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Transport::Umad => "umad",
+            Transport::Sim => "sim",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every option ibsm implements. Field names are OpenSM's `opensm.conf` keys; the defaults
+/// ([`Options::default`]) are OpenSM 3.3.23's, except for the few options OpenSM lacks
+/// (marked *ibsm*).
+///
+/// Precedence when building one: defaults < `OSM_CACHE_DIR` < config file < command line.
+/// Units follow OpenSM: `sweep_interval` in seconds, timeouts in milliseconds, IBA "time codes"
+/// (`subnet_timeout`, `packet_life_time`) as the raw 5-bit exponent (4.096 µs × 2^code).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    // ---- device attributes ----
+    /// `guid`: port GUID to bind to; 0 (default) = the default port (see `ca_name`/`ca_port`).
+    pub guid: Guid,
+    /// `m_key`: M_Key written to every port by Set(PortInfo). Default 0.
+    pub m_key: MKey,
+    /// `m_key_lease_period`: M_Key lease period in seconds (0 = infinite). Default 0.
+    pub m_key_lease_period: u16,
+    /// `m_key_protection_level`: M_Key protect bits, 0..=3. Default 0.
+    pub m_key_protection_level: u8,
+    /// `sm_key`: the SM_Key used for SM authentication in SMInfo. Default 1.
+    pub sm_key: u64,
+    /// `subnet_prefix`: GID prefix written to PortInfo. Default 0xfe80000000000000.
+    pub subnet_prefix: u64,
+    /// `lmc`: LID mask control, 0..=7; every port gets 2^lmc LIDs. Default 0.
+    pub lmc: u8,
+    /// `packet_life_time`: switch packet lifetime code, 0..=31 (≥ 0x14 = infinite). Default 0x12.
+    pub packet_life_time: u8,
+    /// `max_op_vls`: cap on PortInfo:OperationalVLs, 0..=5 (1 = VL0 … 5 = VL0–14; 0 acts as 1).
+    /// Default 5.
+    pub max_op_vls: u8,
+    /// `force_link_speed`: PortInfo:LinkSpeedEnabled for switch ports; 0 = leave alone,
+    /// 1..=7 = speed set, 15 (default) = LinkSpeedSupported.
+    pub force_link_speed: u8,
+    /// `force_link_width`: PortInfo:LinkWidthEnabled for switch ports; 0 = leave alone,
+    /// 1..=31 = width set, 255 (default) = LinkWidthSupported.
+    pub force_link_width: u8,
+    /// `subnet_timeout`: PortInfo:SubnetTimeOut code, 0..=31. Default 18.
+    pub subnet_timeout: u8,
+
+    // ---- sweep ----
+    /// `sweep_interval`: seconds between light sweeps; 0 disables sweeping. Default 10.
+    pub sweep_interval: u32,
+    /// `reassign_lids` (`-r`): reassign every LID on the first master sweep. Default FALSE.
+    pub reassign_lids: bool,
+    /// `force_heavy_sweep`: make every sweep a heavy sweep. Default FALSE.
+    pub force_heavy_sweep: bool,
+    /// `sweep_on_trap`: traps 128/144 force a heavy sweep. Default TRUE.
+    pub sweep_on_trap: bool,
+
+    // ---- routing ----
+    /// `routing_engine` (`-R`): engine chain and `no_fallback`. Default Min Hop.
+    pub routing_engine: RoutingEngines,
+    /// `use_ucast_cache` (`-A`): skip routing recomputation when the change does not need it.
+    /// Default FALSE.
+    pub use_ucast_cache: bool,
+    /// `connect_roots` (`-z`): up/down and fat-tree connect root switches to each other.
+    /// Default FALSE.
+    pub connect_roots: bool,
+    /// `root_guid_file` (`-a`): root switch GUIDs for updn/ftree, one per line. Default none.
+    pub root_guid_file: Option<PathBuf>,
+    /// `cn_guid_file` (`-u`): compute-node port GUIDs for ftree. Default none.
+    pub cn_guid_file: Option<PathBuf>,
+    /// `io_guid_file` (`-G`): I/O-node port GUIDs for ftree. Default none.
+    pub io_guid_file: Option<PathBuf>,
+    /// `max_reverse_hops` (`-H`): reverse hops allowed for I/O nodes (ftree). Default 0.
+    pub max_reverse_hops: u16,
+    /// `guid_routing_order_file` (`-X`): port GUIDs in the order minhop/updn route them.
+    /// Default none.
+    pub guid_routing_order_file: Option<PathBuf>,
+    /// `scatter_ports` (`--scatter-ports`): random seed for choosing among equal ports;
+    /// 0 (default) = deterministic round robin.
+    pub scatter_ports: u32,
+
+    // ---- handover / multiple SMs ----
+    /// `sm_priority` (`-p`): SMInfo priority, 0..=15. Default 0.
+    pub sm_priority: u8,
+    /// `master_sm_priority` (*ibsm*, from the MLNX fork): priority advertised while MASTER,
+    /// 0..=15; 0 (default) = same as `sm_priority`. The SM advertises
+    /// max(sm_priority, master_sm_priority) while master.
+    pub master_sm_priority: u8,
+    /// `ignore_other_sm` (`-d 0`): ignore other SMs on the subnet. Default FALSE.
+    pub ignore_other_sm: bool,
+    /// `sminfo_polling_timeout`: ms between a standby's polls of the master. Default 10000.
+    pub sminfo_polling_timeout: u32,
+    /// `polling_retry_number`: failed polls before the master is declared dead. Default 4.
+    pub polling_retry_number: u32,
+    /// `honor_guid2lid_file` (`-x`): restore guid2lid when coming out of standby.
+    /// Default FALSE.
+    pub honor_guid2lid_file: bool,
+
+    // ---- timing ----
+    /// `max_wire_smps` (`-n`): SMPs outstanding at once; 0 = unlimited. Default 4.
+    pub max_wire_smps: u32,
+    /// `transaction_timeout` (`-t`): ms before an SMP is retried; ≥ 1. Default 200.
+    pub transaction_timeout: u32,
+    /// `transaction_retries` (`--retries`): retries before an SMP fails. Default 3.
+    pub transaction_retries: u32,
+
+    // ---- misc / logging ----
+    /// `daemon` (`-B`): run in the background. Default FALSE.
+    pub daemon: bool,
+    /// `log_flags` (`-D`, `-v`, `-V`): OpenSM log-level bit mask (0x01 ERROR, 0x02 INFO,
+    /// 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS, 0x20 FRAMES, 0x40 ROUTING). Default 0x03.
+    pub log_flags: u8,
+    /// `force_log_flush`: flush the log after every message. Default FALSE.
+    pub force_log_flush: bool,
+    /// `log_file` (`-f`): the log file; `stdout` logs to standard output.
+    /// Default /var/log/opensm.log.
+    pub log_file: PathBuf,
+    /// `dump_files_dir` (`--dump_files_dir`, `--dump-dir`): where dump files are written.
+    /// Default /var/log/.
+    pub dump_files_dir: PathBuf,
+
+    // ---- ibsm's own ----
+    /// `cache_dir` (*ibsm*; OpenSM only reads `OSM_CACHE_DIR`): guid2lid and other persistent
+    /// state. Default `$OSM_CACHE_DIR`, else /var/cache/opensm.
+    pub cache_dir: PathBuf,
+    /// `transport` (*ibsm*, `--transport`): `umad` (default) or `sim`.
+    pub transport: Transport,
+    /// `ca_name` (*ibsm*, `--ca`): the HCA to bind (e.g. `mlx5_0`); none (default) = the first.
+    pub ca_name: Option<String>,
+    /// `ca_port` (*ibsm*, `--port`): the HCA port to bind, 0..=254; 0 (default) = the first
+    /// active port. Ignored when `guid` is nonzero.
+    pub ca_port: u8,
+
+    /// `-o`/`--once` (command line only, no config key, as in OpenSM): configure the subnet
+    /// once, then exit.
+    pub once: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            guid: Guid(0),
+            m_key: MKey(0),
+            m_key_lease_period: 0,
+            m_key_protection_level: 0,
+            sm_key: 1,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            lmc: 0,
+            packet_life_time: 0x12,
+            max_op_vls: 5,
+            force_link_speed: 15,
+            force_link_width: 255,
+            subnet_timeout: 18,
+            sweep_interval: 10,
+            reassign_lids: false,
+            force_heavy_sweep: false,
+            sweep_on_trap: true,
+            routing_engine: RoutingEngines::default(),
+            use_ucast_cache: false,
+            connect_roots: false,
+            root_guid_file: None,
+            cn_guid_file: None,
+            io_guid_file: None,
+            max_reverse_hops: 0,
+            guid_routing_order_file: None,
+            scatter_ports: 0,
+            sm_priority: 0,
+            master_sm_priority: 0,
+            ignore_other_sm: false,
+            sminfo_polling_timeout: 10_000,
+            polling_retry_number: 4,
+            honor_guid2lid_file: false,
+            max_wire_smps: 4,
+            transaction_timeout: 200,
+            transaction_retries: 3,
+            daemon: false,
+            log_flags: 0x03,
+            force_log_flush: false,
+            log_file: PathBuf::from("/var/log/opensm.log"),
+            dump_files_dir: PathBuf::from("/var/log/"),
+            cache_dir: PathBuf::from(DEFAULT_CACHE_DIR),
+            transport: Transport::Umad,
+            ca_name: None,
+            ca_port: 0,
+            once: false,
+        }
+    }
+}
+
+impl Options {
+    /// Cross-checks options that are each valid but combine badly, fixes what OpenSM fixes
+    /// (the same way), and returns a warning for each finding. Called by the command-line
+    /// parsers after all sources are applied; call it yourself after [`Options::set_key`].
+    ///
+    /// * M_Key protection with a lease (OpenSM `osm_subn_verify_config`): sweeping must run
+    ///   more often than the lease expires; with `sweep_interval 0` sweeping is re-enabled at
+    ///   lease − 1 s, and a sweep interval ≥ the lease raises the lease to sweep + 1 s.
+    /// * `master_sm_priority` set but not above `sm_priority`: it has no effect.
+    /// * `lmc > 0` with `ftree` or `lash`: those engines refuse LMC > 0, so the next engine
+    ///   in the chain (or Min Hop) routes.
+    pub fn reconcile(&mut self) -> Vec<super::ConfigWarning> {
+        use super::ConfigWarning::Inconsistent;
+        let mut w = Vec::new();
+        if self.m_key_protection_level > 0 && self.m_key_lease_period > 0 {
+            let lease = u32::from(self.m_key_lease_period);
+            if self.sweep_interval == 0 {
+                self.sweep_interval = lease.saturating_sub(1).max(1);
+                w.push(Inconsistent {
+                    message: format!(
+                        "sweeping is disabled but protected M_Keys have a {lease} s lease; \
+                         re-enabling sweeping every {} s",
+                        self.sweep_interval
+                    ),
+                });
+            }
+            if self.sweep_interval >= u32::from(self.m_key_lease_period) {
+                let new_lease =
+                    u16::try_from(self.sweep_interval.saturating_add(1)).unwrap_or(u16::MAX);
+                w.push(Inconsistent {
+                    message: format!(
+                        "sweep_interval {} s is not shorter than m_key_lease_period {lease} s; \
+                         setting the lease period to {new_lease} s",
+                        self.sweep_interval
+                    ),
+                });
+                self.m_key_lease_period = new_lease;
+                if self.sweep_interval >= u32::from(new_lease) {
+                    self.sweep_interval = u32::from(new_lease) - 1;
+                }
+            }
+        }
+        if self.master_sm_priority != 0 && self.sm_priority >= self.master_sm_priority {
+            w.push(Inconsistent {
+                message: format!(
+                    "sm_priority {} >= master_sm_priority {}: master_sm_priority has no effect",
+                    self.sm_priority, self.master_sm_priority
+                ),
+            });
+        }
+        if self.lmc > 0 {
+            for e in [RoutingEngineId::Ftree, RoutingEngineId::Lash] {
+                if self.routing_engine.engines.contains(&e) {
+                    w.push(Inconsistent {
+                        message: format!(
+                            "routing engine {e} does not support lmc {} > 0; it will fail and \
+                             the next engine in the chain routes",
+                            self.lmc
+                        ),
+                    });
+                }
+            }
+        }
+        w
+    }
+}

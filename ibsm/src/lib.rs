@@ -1,0 +1,12 @@
+//! # ibsm — the command's library half
+//!
+//! `ibsm` is thin glue (STYLE "Crate boundaries"): it owns the clock, the configuration, logging
+//! and the command line, and moves MADs between a `MadPort` and the sans-IO cores. The logic
+//! lives here, in a library target, so it can be tested; `src/main.rs` only dispatches.
+//!
+//! * [`config`] — OpenSM-compatible options: defaults, the `opensm.conf` file format (read and
+//!   write) and the command-line options shared by `ibsm run` and `ibsm sim`.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod config;

@@ -1,0 +1,82 @@
+//! Helpers shared by the config tests.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use ibmad::{Guid, MKey};
+use ibsm::config::{Options, RoutingEngineId, RoutingEngines, Transport};
+
+/// Options in which every config key differs from its default.
+pub fn perturbed() -> Options {
+    Options {
+        guid: Guid(0x0002_c903_00a1_b2c3),
+        m_key: MKey(0x1122_3344_5566_7788),
+        m_key_lease_period: 60,
+        m_key_protection_level: 1,
+        sm_key: 0xdead_beef,
+        subnet_prefix: 0xfec0_0000_0000_0001,
+        lmc: 2,
+        packet_life_time: 0x13,
+        max_op_vls: 3,
+        force_link_speed: 7,
+        force_link_width: 3,
+        subnet_timeout: 17,
+        sweep_interval: 30,
+        reassign_lids: true,
+        force_heavy_sweep: true,
+        sweep_on_trap: false,
+        routing_engine: RoutingEngines {
+            engines: vec![RoutingEngineId::Updn, RoutingEngineId::Torus2QoS],
+            no_fallback: true,
+        },
+        use_ucast_cache: true,
+        connect_roots: true,
+        root_guid_file: Some(PathBuf::from("/etc/opensm/root_guid.conf")),
+        cn_guid_file: Some(PathBuf::from("/tmp/cn guids")),
+        io_guid_file: Some(PathBuf::from("/tmp/io")),
+        max_reverse_hops: 2,
+        guid_routing_order_file: Some(PathBuf::from("/tmp/order")),
+        scatter_ports: 7919,
+        sm_priority: 14,
+        master_sm_priority: 15,
+        ignore_other_sm: true,
+        sminfo_polling_timeout: 5000,
+        polling_retry_number: 2,
+        honor_guid2lid_file: true,
+        max_wire_smps: 0,
+        transaction_timeout: 1000,
+        transaction_retries: 7,
+        daemon: true,
+        log_flags: 0xff,
+        force_log_flush: true,
+        log_file: PathBuf::from("stdout"),
+        dump_files_dir: PathBuf::from("/tmp/dumps"),
+        cache_dir: PathBuf::from("/tmp/cache"),
+        transport: Transport::Sim,
+        ca_name: Some("mlx5_1".to_string()),
+        ca_port: 2,
+        once: false,
+    }
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("ibsm-config-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `text` to `dir/name` and returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `&["-l", "2"]` → `vec!["-l".to_string(), "2".to_string()]`.
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
