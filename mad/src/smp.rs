@@ -6,6 +6,18 @@
 //! be left zero. Cast it straight out of a transport buffer with
 //! `Smp::ref_from_bytes(&buf[..256])` / `mut_from_bytes`; every field is alignment-1 big-endian
 //! so no cast can fail on alignment, only on length.
+//!
+//! # View and Repr (STYLE P1)
+//!
+//! - [`Packet`] (re-exported as `SmpPacket`) wraps any `AsRef<[u8]>`. [`Packet::new_checked`]
+//!   checks the length **once** (at least [`SMP_LEN`] bytes, else a [`LenError`]); after that no
+//!   accessor can fail or panic, and no field is validated, so a view shows whatever bytes it is
+//!   given. Setters need `AsMut<[u8]>` and touch only their own field.
+//! - [`Repr`] (re-exported as `SmpRepr`) is the validated value. [`Repr::parse`] rejects what the
+//!   IBA forbids in an SMP header with a typed [`ParseError`]; [`Repr::emit`] /
+//!   [`Repr::emit_bytes`] never panic and write canonical bytes: reserved fields zero, DR paths
+//!   only up to HopCount. `emit(parse(x))` is `x` canonicalised.
+//! - Both print as one tcpdump-like line: `SubnGet(NodeInfo) DR 0,1,4 hop 0/2 tid 0x1234`.
 
 use zerocopy::byteorder::big_endian::{U16, U32, U64};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
