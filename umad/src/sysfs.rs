@@ -1,0 +1,341 @@
+//! CA and port discovery from sysfs, the way libibumad does it:
+//!
+//! * `/sys/class/infiniband/<ca>/` — one directory per RDMA device, with `node_guid`,
+//!   `node_type` and `ports/<n>/{lid,sm_lid,lid_mask_count,state,phys_state,cap_mask}`;
+//! * `/sys/class/infiniband_mad/umad<N>/{ibdev,port}` — which CA and port `/dev/infiniband/umad<N>`
+//!   (and `issm<N>`) belong to.
+//!
+//! Every file is read with `libc::open` + `read` (see [`crate::sys`]), so under ibsim's
+//! `libumad2sim.so` the shim's fake tree (`./sys-<pid>/…`) is read instead.
+
+use ibmad::{Guid, Lid, PortNum};
+
+use crate::error::UmadError;
+use crate::sys;
+
+/// Where RDMA devices appear.
+pub const SYS_INFINIBAND: &str = "/sys/class/infiniband";
+/// Where user_mad devices appear.
+pub const SYS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
+/// Where the device nodes are.
+pub const DEV_INFINIBAND: &str = "/dev/infiniband";
+
+/// A user_mad device: one CA port, its `umadN` and `issmN` nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UmadDevice {
+    /// CA name (`mlx5_0`, `ibsim0`, …).
+    pub ca: String,
+    /// Port number on the CA.
+    pub port: PortNum,
+    /// N in `umadN`.
+    pub index: u32,
+    /// `/dev/infiniband/umadN`.
+    pub umad_path: String,
+    /// `/dev/infiniband/issmN`.
+    pub issm_path: String,
+}
+
+/// The attributes of one CA port as sysfs reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortAttrs {
+    /// Port number.
+    pub num: PortNum,
+    /// Base LID.
+    pub lid: Lid,
+    /// The master SM's LID.
+    pub sm_lid: Lid,
+    /// LMC.
+    pub lmc: u8,
+    /// PortState (1 Down, 2 Init, 3 Armed, 4 Active).
+    pub state: u8,
+    /// PortPhysicalState (5 = LinkUp).
+    pub phys_state: u8,
+    /// CapabilityMask.
+    pub cap_mask: u32,
+}
+
+/// One CA.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaInfo {
+    /// Name.
+    pub name: String,
+    /// NodeGUID.
+    pub node_guid: Guid,
+    /// NodeType (1 CA, 2 switch, 3 router).
+    pub node_type: u8,
+    /// Ports, by number.
+    pub ports: Vec<PortAttrs>,
+}
+
+fn read_text(path: &str) -> Result<String, UmadError> {
+    let b = sys::read_file(path)?;
+    Ok(String::from_utf8_lossy(&b).trim().to_owned())
+}
+
+fn bad(path: &str, text: &str) -> UmadError {
+    UmadError::BadSysfs {
+        path: path.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+/// Parses `0x1a`, `26` or the leading number of `4: ACTIVE`.
+fn parse_num(path: &str, text: &str) -> Result<u64, UmadError> {
+    let t = text.split(':').next().unwrap_or("").trim();
+    let r = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16)
+    } else {
+        t.parse::<u64>()
+    };
+    r.map_err(|_| bad(path, text))
+}
+
+/// Parses a sysfs GUID `0002:c903:0000:1000`.
+fn parse_guid(path: &str, text: &str) -> Result<Guid, UmadError> {
+    let hex: String = text.chars().filter(|c| *c != ':').collect();
+    if hex.len() != 16 {
+        return Err(bad(path, text));
+    }
+    u64::from_str_radix(&hex, 16)
+        .map(Guid)
+        .map_err(|_| bad(path, text))
+}
+
+fn read_num(path: &str) -> Result<u64, UmadError> {
+    let t = read_text(path)?;
+    parse_num(path, &t)
+}
+
+/// Sorts names like `umad10` after `umad2`.
+fn natural_key(s: &str) -> (String, u64) {
+    let digits = s.len() - s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let (head, tail) = s.split_at(s.len() - digits);
+    (head.to_owned(), tail.parse().unwrap_or(0))
+}
+
+fn list(path: &str) -> Result<Vec<String>, UmadError> {
+    let mut v = sys::read_dir(path)?;
+    v.sort_by_key(|a| natural_key(a));
+    Ok(v)
+}
+
+/// The names of all RDMA devices.
+///
+/// # Errors
+/// [`UmadError::NoIbDevice`] if `/sys/class/infiniband` does not exist.
+pub fn ca_names() -> Result<Vec<String>, UmadError> {
+    match list(SYS_INFINIBAND) {
+        Err(UmadError::Sys(e)) if e.errno() == Some(libc::ENOENT) => Err(UmadError::NoIbDevice {
+            path: SYS_INFINIBAND.to_owned(),
+        }),
+        r => r,
+    }
+}
+
+/// The sysfs attributes of `ca` port `port`.
+///
+/// # Errors
+/// [`UmadError::PortNotFound`] if the port directory does not exist; sysfs read errors.
+pub fn port_attrs(ca: &str, port: PortNum) -> Result<PortAttrs, UmadError> {
+    let dir = format!("{SYS_INFINIBAND}/{ca}/ports/{}", port.0);
+    let lid = match read_num(&format!("{dir}/lid")) {
+        Err(UmadError::Sys(e)) if e.errno() == Some(libc::ENOENT) => {
+            return Err(UmadError::PortNotFound {
+                ca: ca.to_owned(),
+                port: port.0,
+                available: ca_ports(ca).unwrap_or_default(),
+            })
+        }
+        r => r?,
+    };
+    let opt = |name: &str| read_num(&format!("{dir}/{name}")).unwrap_or(0);
+    Ok(PortAttrs {
+        num: port,
+        lid: Lid(lid as u16),
+        sm_lid: Lid(opt("sm_lid") as u16),
+        lmc: opt("lid_mask_count") as u8,
+        state: opt("state") as u8,
+        phys_state: opt("phys_state") as u8,
+        cap_mask: opt("cap_mask") as u32,
+    })
+}
+
+fn ca_ports(ca: &str) -> Result<Vec<u8>, UmadError> {
+    let mut v: Vec<u8> = list(&format!("{SYS_INFINIBAND}/{ca}/ports"))?
+        .iter()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Everything sysfs says about every CA.
+///
+/// # Errors
+/// [`UmadError::NoIbDevice`] without `/sys/class/infiniband`; sysfs read errors.
+pub fn list_cas() -> Result<Vec<CaInfo>, UmadError> {
+    let mut out = Vec::new();
+    for name in ca_names()? {
+        let base = format!("{SYS_INFINIBAND}/{name}");
+        let gpath = format!("{base}/node_guid");
+        let node_guid = parse_guid(&gpath, &read_text(&gpath)?)?;
+        let node_type = read_num(&format!("{base}/node_type")).unwrap_or(0) as u8;
+        let mut ports = Vec::new();
+        for p in ca_ports(&name)? {
+            ports.push(port_attrs(&name, PortNum(p))?);
+        }
+        out.push(CaInfo {
+            name,
+            node_guid,
+            node_type,
+            ports,
+        });
+    }
+    Ok(out)
+}
+
+/// All user_mad devices, in `umadN` order.
+///
+/// # Errors
+/// [`UmadError::NoIbDevice`] without `/sys/class/infiniband`, [`UmadError::NoUmadDevice`] without
+/// `/sys/class/infiniband_mad`; sysfs read errors.
+pub fn list_umad_devices() -> Result<Vec<UmadDevice>, UmadError> {
+    ca_names()?;
+    let entries = match list(SYS_INFINIBAND_MAD) {
+        Err(UmadError::Sys(e)) if e.errno() == Some(libc::ENOENT) => {
+            return Err(UmadError::NoUmadDevice {
+                path: SYS_INFINIBAND_MAD.to_owned(),
+            })
+        }
+        r => r?,
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        let Some(idx) = e.strip_prefix("umad").and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let dir = format!("{SYS_INFINIBAND_MAD}/{e}");
+        let ca = read_text(&format!("{dir}/ibdev"))?;
+        let ppath = format!("{dir}/port");
+        let port = read_num(&ppath)?;
+        let port = u8::try_from(port).map_err(|_| bad(&ppath, &port.to_string()))?;
+        out.push(UmadDevice {
+            ca,
+            port: PortNum(port),
+            index: idx,
+            umad_path: format!("{DEV_INFINIBAND}/umad{idx}"),
+            issm_path: format!("{DEV_INFINIBAND}/issm{idx}"),
+        });
+    }
+    Ok(out)
+}
+
+/// Picks the user_mad device for `ca`/`port`, like libibumad's `umad_get_port`: with no CA, the
+/// CAs are tried in name order; with no port, the first ACTIVE port is taken, else the first
+/// with a LinkUp physical state, else the first port.
+///
+/// # Errors
+/// [`UmadError::NoIbDevice`], [`UmadError::NoUmadDevice`], [`UmadError::CaNotFound`],
+/// [`UmadError::PortNotFound`].
+pub fn find_device(ca: Option<&str>, port: Option<u8>) -> Result<UmadDevice, UmadError> {
+    let devs = list_umad_devices()?;
+    let cas = ca_names()?;
+    let candidates: Vec<&UmadDevice> = match ca {
+        Some(name) => {
+            if !cas.iter().any(|c| c == name) {
+                return Err(UmadError::CaNotFound {
+                    name: name.to_owned(),
+                    available: cas,
+                });
+            }
+            devs.iter().filter(|d| d.ca == name).collect()
+        }
+        None => {
+            let mut v: Vec<&UmadDevice> = devs.iter().collect();
+            v.sort_by_key(|d| (natural_key(&d.ca), d.port.0));
+            v
+        }
+    };
+    if candidates.is_empty() {
+        return Err(UmadError::NoUmadDevice {
+            path: SYS_INFINIBAND_MAD.to_owned(),
+        });
+    }
+    if let Some(p) = port {
+        let ca_name = ca.map_or_else(|| candidates[0].ca.clone(), str::to_owned);
+        return candidates
+            .iter()
+            .find(|d| d.port.0 == p && d.ca == ca_name)
+            .map(|d| (*d).clone())
+            .ok_or_else(|| UmadError::PortNotFound {
+                ca: ca_name.clone(),
+                port: p,
+                available: candidates
+                    .iter()
+                    .filter(|d| d.ca == ca_name)
+                    .map(|d| d.port.0)
+                    .collect(),
+            });
+    }
+    let attrs: Vec<Option<PortAttrs>> = candidates
+        .iter()
+        .map(|d| port_attrs(&d.ca, d.port).ok())
+        .collect();
+    let pick = attrs
+        .iter()
+        .position(|a| a.as_ref().is_some_and(|a| a.state == 4))
+        .or_else(|| {
+            attrs
+                .iter()
+                .position(|a| a.as_ref().is_some_and(|a| a.phys_state == 5))
+        })
+        .unwrap_or(0);
+    Ok(candidates[pick].clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sysfs_number_formats() {
+        assert_eq!(parse_num("p", "0x1a").unwrap(), 26);
+        assert_eq!(parse_num("p", "26").unwrap(), 26);
+        assert_eq!(parse_num("p", "4: ACTIVE").unwrap(), 4);
+        assert_eq!(parse_num("p", "5: LinkUp").unwrap(), 5);
+        assert_eq!(parse_num("p", "0x02510868").unwrap(), 0x0251_0868);
+        assert!(matches!(
+            parse_num("/x/lid", "zz"),
+            Err(UmadError::BadSysfs { path, .. }) if path == "/x/lid"
+        ));
+    }
+
+    #[test]
+    fn parses_guids() {
+        assert_eq!(
+            parse_guid("p", "0002:c903:0000:1000").unwrap(),
+            Guid(0x0002_c903_0000_1000)
+        );
+        assert!(parse_guid("p", "0002:c903").is_err());
+        assert!(parse_guid("p", "0002:c903:0000:10zz").is_err());
+    }
+
+    #[test]
+    fn natural_order() {
+        let mut v = vec!["umad10", "umad2", "umad1", "mlx5_0"];
+        v.sort_by_key(|a| natural_key(a));
+        assert_eq!(v, vec!["mlx5_0", "umad1", "umad2", "umad10"]);
+    }
+
+    #[test]
+    fn no_ib_device_is_a_clear_error_here() {
+        // This machine (and CI) has no RDMA device and no shim loaded.
+        if std::path::Path::new(SYS_INFINIBAND).exists() {
+            eprintln!("SKIPPED: this host has {SYS_INFINIBAND}");
+            return;
+        }
+        let e = find_device(None, None).unwrap_err();
+        assert!(matches!(e, UmadError::NoIbDevice { .. }), "{e:?}");
+        assert!(e.to_string().contains("/sys/class/infiniband"));
+    }
+}

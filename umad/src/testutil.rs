@@ -1,0 +1,248 @@
+//! Test helpers: run ibsim on a topology with a private socket name, and run client processes
+//! against it under `libumad2sim.so`.
+//!
+//! [`IbsimGuard::start`] spawns `ibsim -s -n <topology>` with `IBSIM_SOCKNAME` set to a name
+//! unique to this process, waits (bounded) until it prints "ready", and stops it by PID (kill +
+//! wait) when dropped, also when a test panics. [`IbsimGuard::client`] builds a
+//! [`Command`] with `LD_PRELOAD` and `IBSIM_SOCKNAME` set and a writable working directory
+//! (umad2sim writes its fake sysfs tree to `./sys-<pid>/`). LD_PRELOAD only takes effect at
+//! process start, so shim clients are always child processes.
+//!
+//! [`missing_peers`] tells whether ibsim and the shim are installed; tests should skip loudly
+//! when they are not, unless `IBSM_REQUIRE_PEERS=1` ([`require_peers`]).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Debian's path of the umad2sim LD_PRELOAD shim.
+pub const UMAD2SIM_LIB: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// Errors starting ibsim.
+#[derive(Debug, thiserror::Error)]
+pub enum IbsimError {
+    /// The ibsim binary could not be started.
+    #[error("cannot start {program}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// ibsim exited or stayed silent instead of printing "ready".
+    #[error("ibsim did not become ready within {waited:?}; its output:\n{output}")]
+    NotReady {
+        /// How long we waited.
+        waited: Duration,
+        /// What it printed.
+        output: String,
+    },
+}
+
+/// Why the ibsim peers cannot be used here, or `None` if they can.
+#[must_use]
+pub fn missing_peers() -> Option<String> {
+    let have_ibsim = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("ibsim").is_file()));
+    if !have_ibsim {
+        return Some("ibsim not installed (apt-get install ibsim-utils)".into());
+    }
+    if !Path::new(UMAD2SIM_LIB).is_file() {
+        return Some(format!(
+            "{UMAD2SIM_LIB} not installed (apt-get install ibsim-utils)"
+        ));
+    }
+    None
+}
+
+/// True when `IBSM_REQUIRE_PEERS=1`: missing peers are a failure, not a skip.
+#[must_use]
+pub fn require_peers() -> bool {
+    std::env::var("IBSM_REQUIRE_PEERS").is_ok_and(|v| v == "1")
+}
+
+/// A running ibsim, stopped (kill + wait) on drop.
+#[derive(Debug)]
+pub struct IbsimGuard {
+    child: Child,
+    sockname: String,
+    log: Arc<Mutex<String>>,
+}
+
+fn append(log: &Mutex<String>, line: &str) {
+    let mut g = log
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    g.push_str(line);
+    g.push('\n');
+}
+
+impl IbsimGuard {
+    /// Starts `ibsim -s -n <topology>` with a private socket name and waits up to 20 s for it to
+    /// print "ready".
+    ///
+    /// # Errors
+    /// [`IbsimError::Spawn`], [`IbsimError::NotReady`] (the process is stopped first).
+    pub fn start(topology: &Path) -> Result<IbsimGuard, IbsimError> {
+        Self::start_with(topology, &[])
+    }
+
+    /// [`IbsimGuard::start`] with extra ibsim options (e.g. `["-N", "30000"]`) before the file.
+    ///
+    /// # Errors
+    /// As [`IbsimGuard::start`].
+    pub fn start_with(topology: &Path, extra: &[&str]) -> Result<IbsimGuard, IbsimError> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let sockname = format!(
+            "umadt{}_{}_{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed),
+            nanos % 100_000
+        );
+        let mut child = Command::new("ibsim")
+            .arg("-s")
+            .arg("-n")
+            .args(extra)
+            .arg(topology)
+            .env("IBSIM_SOCKNAME", &sockname)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| IbsimError::Spawn {
+                program: "ibsim".into(),
+                source,
+            })?;
+        let log = Arc::new(Mutex::new(String::new()));
+        let (ready_tx, ready_rx) = mpsc::channel::<()>();
+        if let Some(out) = child.stdout.take() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    append(&log, &line);
+                    if line.contains("ready") {
+                        let _ = ready_tx.send(());
+                    }
+                }
+            });
+        }
+        if let Some(mut err) = child.stderr.take() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = err.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    s.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                    while let Some(i) = s.find('\n') {
+                        append(&log, &s[..i]);
+                        s.drain(..=i);
+                    }
+                }
+            });
+        }
+        let guard = IbsimGuard {
+            child,
+            sockname,
+            log,
+        };
+        let waited = Duration::from_secs(20);
+        match ready_rx.recv_timeout(waited) {
+            Ok(()) => Ok(guard),
+            Err(_) => {
+                let output = guard.output();
+                drop(guard);
+                Err(IbsimError::NotReady { waited, output })
+            }
+        }
+    }
+
+    /// The `IBSIM_SOCKNAME` this instance listens on.
+    #[must_use]
+    pub fn sockname(&self) -> &str {
+        &self.sockname
+    }
+
+    /// ibsim's PID.
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything ibsim printed so far (stdout and stderr, line-interleaved).
+    #[must_use]
+    pub fn output(&self) -> String {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// A command for `program` that runs against this ibsim: `LD_PRELOAD` = the shim,
+    /// `IBSIM_SOCKNAME` set, working directory `cwd` (must be writable). Set `SIM_HOST` on it to
+    /// attach to another node than the first one in the topology file.
+    #[must_use]
+    pub fn client(&self, program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.env("LD_PRELOAD", UMAD2SIM_LIB)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .current_dir(cwd);
+        c
+    }
+
+    /// Stops ibsim now (same as dropping the guard).
+    pub fn stop(self) {}
+}
+
+impl Drop for IbsimGuard {
+    fn drop(&mut self) {
+        // By PID: `Child::kill` signals exactly this process.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh writable directory for a shim client, removed on drop.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates `$TMPDIR/umad-<tag>-<pid>-<n>`.
+    ///
+    /// # Errors
+    /// The failed `create_dir_all`.
+    pub fn new(tag: &str) -> std::io::Result<TempDir> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "umad-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path)?;
+        Ok(TempDir { path })
+    }
+    /// The directory.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
