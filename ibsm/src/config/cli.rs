@@ -587,7 +587,10 @@ fn unknown_option(typed: &str, extras: &[ExtraOpt]) -> ConfigError {
             .iter()
             .flat_map(|o| o.long.iter().copied())
             .chain(extras.iter().map(|e| e.long));
-        keys::closest(name, longs)
+        // No guessing for single letters: `-j` is not a typo of `-V`.
+        Some(name)
+            .filter(|n| n.chars().count() >= 3)
+            .and_then(|n| keys::closest(n, longs))
             .map(|l| format!("did you mean --{l}?"))
             .or_else(|| Some("see --help for the list of options".to_string()))
     };
