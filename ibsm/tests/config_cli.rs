@@ -154,6 +154,8 @@ fn ibsm_own_options() {
         "/x",
         "--cache-dir",
         "/c",
+        "--max_smps_per_node",
+        "4",
         "--master_sm_priority",
         "15",
         "--routing",
@@ -167,6 +169,7 @@ fn ibsm_own_options() {
     assert_eq!(o.dump_files_dir, Path::new("/x"));
     assert_eq!(o.cache_dir, Path::new("/c"));
     assert_eq!(o.master_sm_priority, 15);
+    assert_eq!(o.max_smps_per_node, 4);
     assert_eq!(o.routing_engine.engines, [RoutingEngineId::Dfp]);
 }
 

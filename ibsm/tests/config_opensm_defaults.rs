@@ -93,6 +93,7 @@ fn defaults_match_opensm_for_every_shared_key() {
         ours,
         [
             "master_sm_priority",
+            "max_smps_per_node",
             "cache_dir",
             "transport",
             "ca_name",

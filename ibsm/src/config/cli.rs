@@ -96,6 +96,8 @@ static CLI: &[CliOpt] = &[
         help: "SMP transaction retries" },
     CliOpt { short: Some('n'), long: &["maxsmps"], metavar: Some("N"), act: Act::Key("max_wire_smps"),
         help: "SMPs outstanding at once (0: unlimited)" },
+    CliOpt { short: None, long: &["max_smps_per_node"], metavar: Some("N"), act: Act::Key("max_smps_per_node"),
+        help: "SMPs outstanding at once to one node (ibsm, >= 1)" },
     CliOpt { short: Some('x'), long: &["honor_guid2lid"], metavar: None, act: Act::Flag(|o| o.honor_guid2lid_file = true),
         help: "honor the guid2lid file when coming out of standby" },
     CliOpt { short: Some('f'), long: &["log_file"], metavar: Some("FILE"), act: Act::Key("log_file"),

@@ -254,7 +254,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
             "   5: 2.5 or 10.0 Gbps",
             "   7: 2.5 or 5.0 or 10.0 Gbps",
             "   2,4,6,8-14 Reserved",
-            "   Default 15: set to PortInfo:LinkSpeedSupported",
+            "   15: set to PortInfo:LinkSpeedSupported",
         ],
         get: |o| o.force_link_speed.to_string(),
         set: |o, v| match parse_c_uint(v) {
@@ -273,7 +273,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
             "If 0, don't modify PortInfo:LinkWidthEnabled on switch port",
             "Otherwise, use value for PortInfo:LinkWidthEnabled on switch port",
             "(bit mask: 1: 1x, 2: 4x, 4: 8x, 8: 12x, 16: 2x; 1..31)",
-            "   Default 255: set to PortInfo:LinkWidthSupported",
+            "   255: set to PortInfo:LinkWidthSupported",
         ],
         get: |o| o.force_link_width.to_string(),
         set: |o, v| match parse_c_uint(v) {
@@ -536,6 +536,19 @@ pub(crate) static KEYS: &[KeySpec] = &[
         get: |o| o.max_wire_smps.to_string(),
         set: |o, v| {
             o.max_wire_smps = u32_in(v, 0, 0x7fff_ffff)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "max_smps_per_node",
+        section: Section::Timing,
+        doc: &[
+            "Maximum number of SMPs outstanding to one node at once (ibsm;",
+            "protects slow agents within the max_wire_smps window)",
+        ],
+        get: |o| o.max_smps_per_node.to_string(),
+        set: |o, v| {
+            o.max_smps_per_node = u32_in(v, 1, u32::MAX)?;
             Ok(())
         },
     },

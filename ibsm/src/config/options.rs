@@ -311,6 +311,9 @@ pub struct Options {
     // ---- timing ----
     /// `max_wire_smps` (`-n`): SMPs outstanding at once; 0 = unlimited. Default 4.
     pub max_wire_smps: u32,
+    /// `max_smps_per_node` (*ibsm*): SMPs outstanding at once to one node's agent, ≥ 1;
+    /// protects slow SMAs within the `max_wire_smps` window. Default 16.
+    pub max_smps_per_node: u32,
     /// `transaction_timeout` (`-t`): ms before an SMP is retried; ≥ 1. Default 200.
     pub transaction_timeout: u32,
     /// `transaction_retries` (`--retries`): retries before an SMP fails. Default 3.
@@ -383,6 +386,7 @@ impl Default for Options {
             polling_retry_number: 4,
             honor_guid2lid_file: false,
             max_wire_smps: 4,
+            max_smps_per_node: 16,
             transaction_timeout: 200,
             transaction_retries: 3,
             daemon: false,

@@ -44,6 +44,7 @@ pub fn perturbed() -> Options {
         polling_retry_number: 2,
         honor_guid2lid_file: true,
         max_wire_smps: 0,
+        max_smps_per_node: 1,
         transaction_timeout: 1000,
         transaction_retries: 7,
         daemon: true,
