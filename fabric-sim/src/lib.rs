@@ -2,3 +2,4 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 pub mod sim;
+pub mod topo;
