@@ -1,0 +1,231 @@
+//! [`SmConfig`]: the SM's options, named and defaulted as OpenSM's `opensm.conf` where OpenSM
+//! has the option, validated once by [`SmConfig::validate`] (called by [`crate::Sm::new`]).
+
+use core::time::Duration;
+
+use ibmad::PortNum;
+
+/// Subnet-manager options. `Default` gives OpenSM's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SmConfig {
+    /// The local port the SM sends on (`port_num`, 1-based; OpenSM picks the first active port).
+    pub port: PortNum,
+    /// LID mask count, 0..=7 (`lmc`, default 0): 2^lmc LIDs per CA port.
+    pub lmc: u8,
+    /// Routing engines tried in order (`routing_engine`, default `["minhop"]`).
+    pub routing_engine: Vec<String>,
+    /// Do not fall back to minhop when every listed engine fails (`no_fallback`).
+    pub no_fallback: bool,
+    /// Ignore persisted and already-programmed LIDs and assign afresh (`reassign_lids`).
+    pub reassign_lids: bool,
+    /// Time to wait for one SMP response (`transaction_timeout`, default 200 ms).
+    pub transaction_timeout: Duration,
+    /// Resends after the first attempt before a node is declared unreachable
+    /// (`transaction_retries`, default 3).
+    pub transaction_retries: u32,
+    /// SMPs in flight at once over the whole fabric (`max_wire_smps`; OpenSM's default is 4,
+    /// ours 256 because the window is what makes a large cold bring-up fast).
+    pub max_wire_smps: usize,
+    /// SMPs in flight at once to one node's SMA (protects slow agents; default 16).
+    pub max_smps_per_node: usize,
+    /// PortInfo.SubnetTimeOut written to end ports, 0..=31 (`subnet_timeout`, default 18).
+    pub subnet_timeout: u8,
+    /// Upper bound for PortInfo.OperationalVLs, 1..=5 (`max_op_vls`, default 5).
+    pub max_op_vls: u8,
+    /// PortInfo.VLHighLimit written to linked ports (OpenSM `qos_high_limit`, default 0).
+    pub vl_high_limit: u8,
+    /// SwitchInfo.LifeTimeValue, 0..=31 (`packet_life_time`, default 0x12).
+    pub packet_life_time: u8,
+    /// SM priority 0..=15 (`sm_priority`, default 0).
+    pub sm_priority: u8,
+    /// SM_Key (`sm_key`, default 1 as OpenSM).
+    pub sm_key: u64,
+    /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
+    pub m_key: u64,
+    /// Time between light sweeps once the subnet is up (`sweep_interval`, default 10 s;
+    /// zero disables periodic sweeping).
+    pub sweep_interval: Duration,
+    /// Seed for routing tie-breaks (`scatter_ports`; 0 = deterministic lowest-port ties).
+    pub seed: u64,
+    /// Carry each port's PortInfo configuration (LID, MTU, VLs, …) in its Init→Armed Set
+    /// instead of a separate NoStateChange Set before it (not an OpenSM option; default false).
+    ///
+    /// Off: programming = SwitchInfo + LFT blocks + one configuration Set per port that needs
+    /// one; then the Armed pass; then the Active pass (up to 3 PortInfo Sets per port). On:
+    /// programming = SwitchInfo + LFT blocks only, and the Armed Set of each port also writes
+    /// its configuration (2 PortInfo Sets per linked port). Still no port becomes Active before
+    /// every port is configured and Armed: a Set is applied atomically while the port is in
+    /// Init, and Armed passes no data. It does, however, arm some ports before other ports'
+    /// configuration is acknowledged, which the strict reading of the activation requirement
+    /// forbids — hence off by default.
+    pub fold_config_into_arm: bool,
+}
+
+impl Default for SmConfig {
+    fn default() -> Self {
+        SmConfig {
+            port: PortNum(1),
+            lmc: 0,
+            routing_engine: vec!["minhop".to_string()],
+            no_fallback: false,
+            reassign_lids: false,
+            transaction_timeout: Duration::from_millis(200),
+            transaction_retries: 3,
+            max_wire_smps: 256,
+            max_smps_per_node: 16,
+            subnet_timeout: 18,
+            max_op_vls: 5,
+            vl_high_limit: 0,
+            packet_life_time: 0x12,
+            sm_priority: 0,
+            sm_key: 1,
+            m_key: 0,
+            sweep_interval: Duration::from_secs(10),
+            seed: 0,
+            fold_config_into_arm: false,
+        }
+    }
+}
+
+/// A configuration value out of its legal range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A numeric option outside its range.
+    #[error("option {name} = {value} is out of range ({range})")]
+    OutOfRange {
+        /// The OpenSM option name.
+        name: &'static str,
+        /// The value given.
+        value: u64,
+        /// The legal range, as text.
+        range: &'static str,
+    },
+    /// The routing engine list is empty.
+    #[error("routing_engine names no engine")]
+    NoRoutingEngine,
+}
+
+impl SmConfig {
+    /// Checks every range; the first violation is returned.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn check(
+            name: &'static str,
+            value: u64,
+            ok: bool,
+            range: &'static str,
+        ) -> Result<(), ConfigError> {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError::OutOfRange { name, value, range })
+            }
+        }
+        check("lmc", self.lmc.into(), self.lmc <= 7, "0..=7")?;
+        check(
+            "port_num",
+            self.port.0.into(),
+            (1..=254).contains(&self.port.0),
+            "1..=254",
+        )?;
+        check(
+            "max_wire_smps",
+            self.max_wire_smps as u64,
+            self.max_wire_smps >= 1,
+            ">= 1",
+        )?;
+        check(
+            "max_smps_per_node",
+            self.max_smps_per_node as u64,
+            self.max_smps_per_node >= 1,
+            ">= 1",
+        )?;
+        check(
+            "subnet_timeout",
+            self.subnet_timeout.into(),
+            self.subnet_timeout <= 31,
+            "0..=31",
+        )?;
+        check(
+            "max_op_vls",
+            self.max_op_vls.into(),
+            (1..=5).contains(&self.max_op_vls),
+            "1..=5",
+        )?;
+        check(
+            "packet_life_time",
+            self.packet_life_time.into(),
+            self.packet_life_time <= 31,
+            "0..=31",
+        )?;
+        check(
+            "sm_priority",
+            self.sm_priority.into(),
+            self.sm_priority <= 15,
+            "0..=15",
+        )?;
+        check(
+            "transaction_timeout",
+            self.transaction_timeout.as_millis() as u64,
+            !self.transaction_timeout.is_zero(),
+            "> 0 ms",
+        )?;
+        if self.routing_engine.iter().all(|e| e.trim().is_empty()) {
+            return Err(ConfigError::NoRoutingEngine);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_opensm_and_valid() {
+        let c = SmConfig::default();
+        assert_eq!(c.transaction_timeout, Duration::from_millis(200));
+        assert_eq!(c.transaction_retries, 3);
+        assert_eq!(c.subnet_timeout, 18);
+        assert_eq!(c.routing_engine, vec!["minhop"]);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn lmc_8_is_rejected_by_name() {
+        let c = SmConfig {
+            lmc: 8,
+            ..SmConfig::default()
+        };
+        let e = c.validate().unwrap_err();
+        assert!(e.to_string().contains("lmc = 8"), "{e}");
+    }
+
+    #[test]
+    fn other_ranges() {
+        for c in [
+            SmConfig {
+                max_op_vls: 0,
+                ..SmConfig::default()
+            },
+            SmConfig {
+                max_wire_smps: 0,
+                ..SmConfig::default()
+            },
+            SmConfig {
+                subnet_timeout: 32,
+                ..SmConfig::default()
+            },
+            SmConfig {
+                port: PortNum(0),
+                ..SmConfig::default()
+            },
+        ] {
+            assert!(c.validate().is_err(), "{c:?}");
+        }
+        let c = SmConfig {
+            routing_engine: vec![],
+            ..SmConfig::default()
+        };
+        assert_eq!(c.validate(), Err(ConfigError::NoRoutingEngine));
+    }
+}

@@ -1,0 +1,256 @@
+//! Discovery: the directed-route walk that fills a [`Subnet`] (IBA vol1 §14.2.2; OpenSM
+//! `osm_node_info_rcv.c` / `osm_port_info_rcv.c` behaviour).
+//!
+//! The walk starts with NodeInfo of the SM's own node (hop count 0). For every **new** node
+//! (by NodeGUID) it asks NodeInfo first, then NodeDescription, SwitchInfo (switches) and the
+//! PortInfo of every port (switches: 0..=NumPorts; CAs: the port reached). It extends the route
+//! only through **switch** ports whose PortState is not Down, never through the port it
+//! arrived on, and never through a port whose far end is already known (so each link is
+//! probed once, not once from each side). The SM's own CA is the one CA used as a gate, for
+//! its own port. A NodeGUID seen again is a new link to a known node; the same GUID answered
+//! with a different NodeType/NumPorts, or on a port already linked elsewhere, is reported as
+//! a duplicate GUID and not linked.
+//!
+//! The module is pure: responses come in as attribute views, requests go out as
+//! [`Request`]s, reports as [`Event`]s.
+
+use std::collections::{HashMap, HashSet};
+
+use ibmad::attr::{NodeDesc, NodeInfo, PortInfo, SwitchInfo};
+use ibmad::{DrPath, NodeType, PortNum, PortState, SmpAttrId};
+use zerocopy::IntoBytes;
+
+use crate::event::Event;
+use crate::subnet::{Node, NodeId, Subnet};
+use crate::txn::{Purpose, Request};
+
+/// State of one discovery walk.
+#[derive(Debug, Default)]
+pub(crate) struct Discovery {
+    /// The subnet found so far.
+    pub subnet: Subnet,
+    /// Per node: the port its first NodeInfo arrived on (LocalPortNum).
+    arrival: Vec<u8>,
+    /// (node, port) whose PortInfo Get was queued this walk.
+    requested: HashSet<(NodeId, u8)>,
+    /// Routes to CA ports other than the one the node was first reached through.
+    port_paths: HashMap<(NodeId, u8), DrPath>,
+    /// The SM's port number on its own node.
+    sm_port: u8,
+    /// Nodes whose walk went through a duplicate GUID (never extended).
+    pub duplicates: usize,
+}
+
+impl Discovery {
+    /// A new walk from the SM's port `sm_port`; returns it and its first request.
+    pub fn start(sm_port: PortNum) -> (Discovery, Request) {
+        let d = Discovery {
+            sm_port: sm_port.0,
+            ..Discovery::default()
+        };
+        let r = Request::get(
+            DrPath::local(),
+            SmpAttrId::NODE_INFO,
+            0,
+            Purpose::Probe { from: None },
+        );
+        (d, r)
+    }
+
+    /// The route to use for SMPs about port `p` of node `id`: a CA port reached on its own
+    /// route uses that route; everything else the node's route.
+    pub fn port_path(&self, id: NodeId, p: PortNum) -> DrPath {
+        self.port_paths
+            .get(&(id, p.0))
+            .copied()
+            .unwrap_or(self.subnet.node(id).dr_path)
+    }
+
+    /// True if a queued request asks for something already known (checked just before it is
+    /// sent): a probe through a port whose far end has been found meanwhile.
+    pub fn already_known(&self, req: &Request) -> bool {
+        match req.purpose {
+            Purpose::Probe {
+                from: Some((id, p)),
+            } => self
+                .subnet
+                .port(id, p)
+                .is_some_and(|port| port.remote.is_some()),
+            _ => false,
+        }
+    }
+
+    /// A NodeInfo response to a probe along `path` sent out of `from`.
+    pub fn on_node_info(
+        &mut self,
+        path: DrPath,
+        from: Option<(NodeId, PortNum)>,
+        ni: &NodeInfo,
+        out: &mut Vec<Request>,
+        events: &mut Vec<Event>,
+    ) {
+        let guid = ni.node_guid();
+        let lp = ni.local_port();
+        if let Some(id) = self.subnet.node_by_guid(guid) {
+            let n = self.subnet.node(id);
+            let (n_is_switch, n_path) = (n.is_switch(), n.dr_path);
+            let consistent_node = n.node_type == ni.node_type() && n.num_ports == ni.num_ports;
+            let port_ok = match self.subnet.port(id, lp) {
+                None => false,
+                // Linked elsewhere, or known to be Down: not the port this answer came from.
+                Some(port) => {
+                    (port.remote.is_none() || port.remote == from)
+                        && port.info.is_none_or(|i| i.port_state() != PortState::DOWN)
+                }
+            };
+            // Reaching the SM's own node again through the fabric is a loop back, not a
+            // duplicate, unless its port is linked elsewhere.
+            if !consistent_node || !port_ok || (from.is_none() && id.0 != 0) {
+                self.duplicates += 1;
+                events.push(Event::DuplicateGuid {
+                    guid,
+                    first: n_path,
+                    second: path,
+                });
+                return;
+            }
+            if let Some(f) = from {
+                self.subnet.link(f, (id, lp));
+            }
+            if !n_is_switch {
+                if let Some(port) = self.subnet.port_mut(id, lp) {
+                    port.guid = ni.port_guid();
+                }
+                self.port_paths.entry((id, lp.0)).or_insert(path);
+                self.request_port_info(id, lp, path, out);
+            }
+            return;
+        }
+        if ni.num_ports == 0 || (ni.node_type() != NodeType::SWITCH && lp.0 > ni.num_ports) {
+            // A node that can not describe its own ports; keep it out.
+            events.push(Event::Log {
+                level: crate::event::Level::Error,
+                line: format!(
+                    "ERR 0D01: node {} at {} reports NumPorts {} LocalPortNum {}; ignored",
+                    guid, path, ni.num_ports, lp
+                ),
+            });
+            return;
+        }
+        let is_switch = ni.node_type() == NodeType::SWITCH;
+        let id = self.subnet.add_node(Node {
+            guid,
+            sys_guid: ni.system_image_guid(),
+            node_type: ni.node_type(),
+            num_ports: ni.num_ports,
+            desc: String::new(),
+            vendor_id: ni.vendor_id(),
+            device_id: ni.device_id.get(),
+            revision: ni.revision.get(),
+            dr_path: path,
+            first_port: 0,
+            switch_info: None,
+        });
+        if self.arrival.len() <= id.idx() {
+            self.arrival.resize(id.idx() + 1, 0);
+        }
+        self.arrival[id.idx()] = lp.0;
+        if is_switch {
+            for p in 0..=ni.num_ports {
+                if let Some(port) = self.subnet.port_mut(id, PortNum(p)) {
+                    port.guid = ni.port_guid();
+                }
+            }
+        } else if let Some(port) = self.subnet.port_mut(id, lp) {
+            port.guid = ni.port_guid();
+        }
+        if let Some(f) = from {
+            self.subnet.link(f, (id, lp));
+        }
+        out.push(Request::get(
+            path,
+            SmpAttrId::NODE_DESC,
+            0,
+            Purpose::NodeDesc(id),
+        ));
+        if is_switch {
+            out.push(Request::get(
+                path,
+                SmpAttrId::SWITCH_INFO,
+                0,
+                Purpose::SwitchInfo(id),
+            ));
+            for p in 0..=ni.num_ports {
+                self.request_port_info(id, PortNum(p), path, out);
+            }
+        } else {
+            self.request_port_info(id, lp, path, out);
+        }
+    }
+
+    fn request_port_info(&mut self, id: NodeId, p: PortNum, path: DrPath, out: &mut Vec<Request>) {
+        if self.requested.insert((id, p.0)) {
+            out.push(Request::get(
+                path,
+                SmpAttrId::PORT_INFO,
+                p.0.into(),
+                Purpose::PortInfo(id, p),
+            ));
+        }
+    }
+
+    /// A PortInfo response for port `p` of node `id`.
+    pub fn on_port_info(&mut self, id: NodeId, p: PortNum, pi: &PortInfo, out: &mut Vec<Request>) {
+        let Some(port) = self.subnet.port_mut(id, p) else {
+            return;
+        };
+        port.info = Some(*pi);
+        let linked = port.remote.is_some();
+        let up = pi.port_state() != PortState::DOWN && pi.port_state().0 <= PortState::ACTIVE.0;
+        let n = self.subnet.node(id);
+        let gate = if n.is_switch() {
+            // A switch gates through every port but the one it was reached through (the
+            // SM's own switch, reached on port 0, through all).
+            p.0 >= 1 && p.0 != self.arrival.get(id.idx()).copied().unwrap_or(0)
+        } else {
+            // The SM's own CA is the gate for the SM's port only.
+            id.0 == 0 && n.dr_path.is_empty() && p.0 == self.sm_port
+        };
+        if !gate || !up || linked {
+            return;
+        }
+        if let Ok(path) = n.dr_path.push(p.0) {
+            out.push(Request::get(
+                path,
+                SmpAttrId::NODE_INFO,
+                0,
+                Purpose::Probe {
+                    from: Some((id, p)),
+                },
+            ));
+        }
+    }
+
+    /// A NodeDescription response.
+    pub fn on_node_desc(&mut self, id: NodeId, nd: &NodeDesc) {
+        if let Some(n) = self.subnet.nodes.get_mut(id.idx()) {
+            n.desc = nd.as_string();
+        }
+    }
+
+    /// A SwitchInfo response.
+    pub fn on_switch_info(&mut self, id: NodeId, si: &SwitchInfo) {
+        if let Some(n) = self.subnet.nodes.get_mut(id.idx()) {
+            n.switch_info = Some(*si);
+        }
+    }
+}
+
+/// Copies an attribute view into a 64-byte SMP data field.
+pub(crate) fn data_of<T: IntoBytes + zerocopy::Immutable>(v: &T) -> [u8; 64] {
+    let mut d = [0u8; 64];
+    let b = v.as_bytes();
+    let n = b.len().min(64);
+    d[..n].copy_from_slice(&b[..n]);
+    d
+}

@@ -1,0 +1,273 @@
+//! Programming (STYLE P7): compute the desired SwitchInfo, LFT blocks and PortInfo of every
+//! node, diff them against what the node is known to hold, and emit Sets only for what
+//! differs. Pure functions over values; [`crate::Sm`] queues the results.
+//!
+//! PortInfo policy (OpenSM `osm_link_mgr.c` / `osm_lid_mgr.c` values):
+//! - end ports (CA ports, switch port 0): LID, LMC, MasterSMLID, MasterSMSL = 0,
+//!   SubnetTimeOut, M_Key;
+//! - linked physical ports (CA ports, switch ports ≥ 1 with a discovered neighbour):
+//!   NeighborMTU = min(MTUCap of both ends), OperationalVLs = min(VLCap of both ends,
+//!   max_op_vls), VLHighLimit, LinkWidthEnabled = LinkWidthSupported, LinkSpeedEnabled =
+//!   LinkSpeedSupported (the Active values are training results and are never written);
+//! - every Set carries PortState = NoStateChange, PortPhysicalState = NoStateChange and
+//!   LinkDownDefaultState = NoStateChange unless it is one of the two state passes.
+//!
+//! A configuration Set is sent only when one of those fields differs from the PortInfo last
+//! read from (or acknowledged by) the port; a port that already holds its configuration gets
+//! no configuration SMP at all.
+
+use ibmad::attr::tables::{LFT_BLOCK_SIZE, LFT_NO_PATH};
+use ibmad::attr::{PortInfo, SwitchInfo};
+use ibmad::{Lid, PhysState, PortNum, PortState};
+
+use crate::config::SmConfig;
+use crate::subnet::{NodeId, Subnet};
+
+/// The PortInfo the port should hold, derived from what it holds now (`None` if the port was
+/// never read).
+#[must_use]
+pub fn desired_port_info(
+    cfg: &SmConfig,
+    subnet: &Subnet,
+    id: NodeId,
+    p: PortNum,
+    sm_lid: Lid,
+) -> Option<PortInfo> {
+    let node = subnet.node(id);
+    let port = subnet.port(id, p)?;
+    let cur = port.info?;
+    let mut want = cur;
+    let end_port = if node.is_switch() { p.0 == 0 } else { p.0 >= 1 };
+    if end_port {
+        want.lid.set(port.lid.0);
+        want.set_lmc(port.lmc);
+        want.master_sm_lid.set(sm_lid.0);
+        want.set_master_sm_sl(0);
+        want.set_subnet_timeout(cfg.subnet_timeout);
+        want.m_key.set(cfg.m_key);
+    }
+    if p.0 >= 1 {
+        if let Some((rn, rp)) = port.remote {
+            if let Some(rinfo) = subnet.port(rn, rp).and_then(|r| r.info) {
+                let mtu = cur.mtu_cap().max(1).min(rinfo.mtu_cap().max(1));
+                let vls = cur
+                    .vl_cap()
+                    .max(1)
+                    .min(rinfo.vl_cap().max(1))
+                    .min(cfg.max_op_vls);
+                want.set_neighbor_mtu(mtu);
+                want.set_operational_vls(vls);
+                want.vl_high_limit = cfg.vl_high_limit;
+                if cur.link_width_supported != 0 {
+                    want.link_width_enabled = cur.link_width_supported;
+                }
+                if cur.link_speed_supported() != 0 {
+                    want.set_link_speed_enabled(cur.link_speed_supported());
+                }
+            }
+        }
+    }
+    Some(want)
+}
+
+/// The configuration Set for a port, or `None` if the port already holds `want`.
+#[must_use]
+pub fn config_set(cur: &PortInfo, want: &PortInfo) -> Option<PortInfo> {
+    if cur == want {
+        return None;
+    }
+    let mut s = *want;
+    no_state_change(&mut s);
+    Some(s)
+}
+
+/// A state-pass Set: `info` (the port's last acknowledged PortInfo) with PortState = `to`.
+#[must_use]
+pub fn state_set(info: &PortInfo, to: PortState) -> PortInfo {
+    let mut s = *info;
+    no_state_change(&mut s);
+    s.set_port_state(to);
+    s
+}
+
+fn no_state_change(s: &mut PortInfo) {
+    s.set_port_state(PortState::NO_CHANGE);
+    s.set_phys_state(PhysState::NO_CHANGE);
+    s.set_link_down_default_state(0);
+}
+
+/// True for a port that takes part in the state passes and must be Active for SUBNET UP: a
+/// physical port (CA port or switch port ≥ 1) whose link is up and whose far end was
+/// discovered, or a switch's port 0 (no physical link, but a logical state the SM drives from
+/// Init to Active like any other).
+#[must_use]
+pub fn in_state_pass(subnet: &Subnet, id: NodeId, p: PortNum) -> bool {
+    let Some(port) = subnet.port(id, p) else {
+        return false;
+    };
+    let Some(info) = port.info else {
+        return false;
+    };
+    if p.0 == 0 {
+        return subnet.node(id).is_switch();
+    }
+    port.remote.is_some()
+        && (info.phys_state() == PhysState::LINK_UP || info.port_state() != PortState::DOWN)
+}
+
+/// The SwitchInfo Set for a switch (LinearFDBTop = `top`, LifeTimeValue, PortStateChange
+/// cleared by writing 1), or `None` if the switch already holds it and has no pending
+/// PortStateChange.
+#[must_use]
+pub fn switch_info_set(cfg: &SmConfig, cur: &SwitchInfo, top: Lid) -> Option<SwitchInfo> {
+    if cur.linear_fdb_top.get() == top.0
+        && cur.life_time_value() == cfg.packet_life_time
+        && cur.port_state_change() == 0
+    {
+        return None;
+    }
+    let mut s = *cur;
+    s.linear_fdb_top.set(top.0);
+    s.set_life_time_value(cfg.packet_life_time);
+    s.set_port_state_change(1);
+    Some(s)
+}
+
+/// Block `b` of a linear forwarding table given as a LID-indexed slice (entries past its end
+/// are "no path").
+#[must_use]
+pub fn lft_block(table: &[u8], b: u16) -> [u8; 64] {
+    let mut out = [LFT_NO_PATH; 64];
+    let start = usize::from(b) * LFT_BLOCK_SIZE;
+    if let Some(src) = table.get(start..) {
+        let n = src.len().min(LFT_BLOCK_SIZE);
+        out[..n].copy_from_slice(&src[..n]);
+    }
+    out
+}
+
+/// Number of LFT blocks that cover LIDs `0..=top`.
+#[must_use]
+pub fn lft_blocks(top: Lid) -> u16 {
+    (usize::from(top.0) / LFT_BLOCK_SIZE + 1) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subnet::Node;
+    use ibmad::{DrPath, Guid, NodeType};
+
+    fn node(guid: u64, t: NodeType, ports: u8) -> Node {
+        Node {
+            guid: Guid(guid),
+            sys_guid: Guid(guid),
+            node_type: t,
+            num_ports: ports,
+            desc: String::new(),
+            vendor_id: 0,
+            device_id: 0,
+            revision: 0,
+            dr_path: DrPath::local(),
+            first_port: 0,
+            switch_info: None,
+        }
+    }
+
+    fn pi(mtu: u8, vl: u8, state: PortState) -> PortInfo {
+        let mut p = <PortInfo as zerocopy::FromZeros>::new_zeroed();
+        p.set_mtu_cap(mtu);
+        p.set_vl_cap(vl);
+        p.set_port_state(state);
+        p.set_phys_state(PhysState::LINK_UP);
+        p.link_width_supported = 3;
+        p.set_link_speed_supported(7);
+        p
+    }
+
+    fn two_nodes() -> (Subnet, NodeId, NodeId) {
+        let mut s = Subnet::new();
+        let sw = s.add_node(node(1, NodeType::SWITCH, 4));
+        let ca = s.add_node(node(2, NodeType::CA, 1));
+        s.link((sw, PortNum(3)), (ca, PortNum(1)));
+        s.port_mut(sw, PortNum(3)).unwrap().info = Some(pi(5, 4, PortState::INIT));
+        s.port_mut(sw, PortNum(0)).unwrap().info = Some(pi(5, 4, PortState::ACTIVE));
+        s.port_mut(ca, PortNum(1)).unwrap().info = Some(pi(4, 3, PortState::INIT));
+        s.port_mut(ca, PortNum(1)).unwrap().lid = Lid(7);
+        s.port_mut(sw, PortNum(0)).unwrap().lid = Lid(1);
+        (s, sw, ca)
+    }
+
+    #[test]
+    fn mtu_and_vls_are_min_of_both_ends_and_cap() {
+        let (s, sw, ca) = two_nodes();
+        let cfg = SmConfig {
+            max_op_vls: 2,
+            ..SmConfig::default()
+        };
+        let w = desired_port_info(&cfg, &s, sw, PortNum(3), Lid(7)).unwrap();
+        assert_eq!(w.neighbor_mtu(), 4);
+        assert_eq!(w.operational_vls(), 2);
+        assert_eq!(w.link_width_enabled, 3);
+        assert_eq!(w.link_speed_enabled(), 7);
+        assert_eq!(w.lid.get(), 0, "a switch external port gets no LID");
+        let c = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
+        assert_eq!(c.lid(), Lid(7));
+        assert_eq!(c.master_sm_lid(), Lid(7));
+        assert_eq!(c.subnet_timeout(), 18);
+        let z = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
+        assert_eq!(z.lid(), Lid(1));
+        assert_eq!(z.neighbor_mtu(), 0, "port 0 has no link");
+    }
+
+    #[test]
+    fn config_set_only_when_different_and_with_no_state_change() {
+        let (s, _sw, ca) = two_nodes();
+        let cfg = SmConfig::default();
+        let cur = s.port(ca, PortNum(1)).unwrap().info.unwrap();
+        let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
+        let set = config_set(&cur, &want).unwrap();
+        assert_eq!(set.port_state(), PortState::NO_CHANGE);
+        assert_eq!(set.phys_state(), PhysState::NO_CHANGE);
+        assert_eq!(set.lid(), Lid(7));
+        // Once acknowledged (the port now holds `want`, state unchanged), nothing is sent.
+        assert!(config_set(&want, &want).is_none());
+    }
+
+    #[test]
+    fn state_set_changes_only_the_state() {
+        let cur = pi(5, 4, PortState::INIT);
+        let s = state_set(&cur, PortState::ARMED);
+        assert_eq!(s.port_state(), PortState::ARMED);
+        assert_eq!(s.phys_state(), PhysState::NO_CHANGE);
+        assert_eq!(s.mtu_cap(), 5);
+    }
+
+    #[test]
+    fn switch_info_diff() {
+        let cfg = SmConfig::default();
+        let mut si = <SwitchInfo as zerocopy::FromZeros>::new_zeroed();
+        si.set_port_state_change(1);
+        let set = switch_info_set(&cfg, &si, Lid(40)).unwrap();
+        assert_eq!(set.linear_fdb_top.get(), 40);
+        assert_eq!(set.life_time_value(), 0x12);
+        assert_eq!(set.port_state_change(), 1, "write 1 to clear");
+        let mut held = set;
+        held.set_port_state_change(0);
+        assert!(switch_info_set(&cfg, &held, Lid(40)).is_none());
+        assert!(switch_info_set(&cfg, &held, Lid(41)).is_some());
+    }
+
+    #[test]
+    fn lft_block_slicing() {
+        let table: Vec<u8> = (0..100).map(|i| (i % 7) as u8).collect();
+        let b0 = lft_block(&table, 0);
+        assert_eq!(b0[5], 5);
+        let b1 = lft_block(&table, 1);
+        assert_eq!(b1[0], (64 % 7) as u8);
+        assert_eq!(b1[36], 0xFF, "past the table: no path");
+        assert_eq!(lft_block(&table, 9), [0xFF; 64]);
+        assert_eq!(lft_blocks(Lid(63)), 1);
+        assert_eq!(lft_blocks(Lid(64)), 2);
+    }
+}

@@ -1,0 +1,414 @@
+//! The SMP transaction engine: a FIFO of requests, a window of SMPs in flight (global and per
+//! node), TIDs, response matching, and timeouts with retries.
+//!
+//! Pure bookkeeping, no I/O: [`Engine::next_to_send`] hands out the next request that fits the
+//! window, [`Engine::complete`] retires one by TID when its response arrives, and
+//! [`Engine::expire`] turns deadlines into resends (same TID, ahead of the queue) or, after the
+//! last retry, into failures. TIDs use the low 32 bits only: the kernel's `user_mad` layer
+//! overwrites the upper 32 with its agent id.
+
+use std::collections::{HashMap, VecDeque};
+
+use core::time::Duration;
+
+use ibmad::{DrPath, Method, PortNum, SmpAttrId, Time};
+
+use crate::event::PhaseStats;
+use crate::subnet::NodeId;
+
+/// Why an SMP is sent; decides what its response updates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// NodeInfo Get along a path; `from` is the (switch, port) the path leaves through last
+    /// (`None` for the SM's own node).
+    Probe { from: Option<(NodeId, PortNum)> },
+    /// NodeDescription Get.
+    NodeDesc(NodeId),
+    /// SwitchInfo Get during discovery.
+    SwitchInfo(NodeId),
+    /// PortInfo Get during discovery.
+    PortInfo(NodeId, PortNum),
+    /// SwitchInfo Set (LinearFDBTop, LifeTimeValue, clear PortStateChange).
+    SetSwitchInfo(NodeId),
+    /// LinearForwardingTable block Set.
+    SetLft(NodeId, u16),
+    /// PortInfo Set: configuration (NoStateChange), Armed or Active.
+    SetPortInfo(NodeId, PortNum),
+    /// SwitchInfo Get during a light sweep.
+    LightSwitchInfo(NodeId),
+}
+
+/// One SMP to send: a directed-route request.
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    pub path: DrPath,
+    pub method: Method,
+    pub attr: SmpAttrId,
+    pub attr_mod: u32,
+    /// The SMP data field (Sets); zero for Gets.
+    pub data: [u8; 64],
+    pub purpose: Purpose,
+    /// The node whose SMA answers, for the per-node window (`None`: not limited).
+    pub node: Option<NodeId>,
+}
+
+impl Request {
+    pub fn get(path: DrPath, attr: SmpAttrId, attr_mod: u32, purpose: Purpose) -> Request {
+        let node = match purpose {
+            Purpose::Probe { .. } => None,
+            Purpose::NodeDesc(n)
+            | Purpose::SwitchInfo(n)
+            | Purpose::PortInfo(n, _)
+            | Purpose::SetSwitchInfo(n)
+            | Purpose::SetLft(n, _)
+            | Purpose::SetPortInfo(n, _)
+            | Purpose::LightSwitchInfo(n) => Some(n),
+        };
+        Request {
+            path,
+            method: Method::GET,
+            attr,
+            attr_mod,
+            data: [0; 64],
+            purpose,
+            node,
+        }
+    }
+    pub fn set(
+        path: DrPath,
+        attr: SmpAttrId,
+        attr_mod: u32,
+        data: [u8; 64],
+        purpose: Purpose,
+    ) -> Request {
+        let mut r = Request::get(path, attr, attr_mod, purpose);
+        r.method = Method::SET;
+        r.data = data;
+        r
+    }
+}
+
+#[derive(Debug)]
+struct Txn {
+    req: Request,
+    /// Times sent so far.
+    attempts: u32,
+    on_wire: bool,
+}
+
+/// A transaction given up after its last retry.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    pub req: Request,
+    pub attempts: u32,
+}
+
+/// The engine. See the module doc.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    next_tid: u32,
+    txns: HashMap<u32, Txn>,
+    queue: VecDeque<u32>,
+    deadlines: VecDeque<(Time, u32, u32)>,
+    in_flight: usize,
+    node_inflight: HashMap<NodeId, usize>,
+    deferred: HashMap<NodeId, VecDeque<u32>>,
+    max_wire: usize,
+    max_per_node: usize,
+    timeout: Duration,
+    retries: u32,
+    /// Counters of the current phase.
+    pub stats: PhaseStats,
+}
+
+impl Engine {
+    pub fn new(max_wire: usize, max_per_node: usize, timeout: Duration, retries: u32) -> Engine {
+        Engine {
+            next_tid: 1,
+            txns: HashMap::new(),
+            queue: VecDeque::new(),
+            deadlines: VecDeque::new(),
+            in_flight: 0,
+            node_inflight: HashMap::new(),
+            deferred: HashMap::new(),
+            max_wire: max_wire.max(1),
+            max_per_node: max_per_node.max(1),
+            timeout,
+            retries,
+            stats: PhaseStats::default(),
+        }
+    }
+
+    /// Queues a request; returns its TID.
+    pub fn submit(&mut self, req: Request) -> u32 {
+        let mut tid = self.next_tid;
+        while tid == 0 || self.txns.contains_key(&tid) {
+            tid = tid.wrapping_add(1);
+        }
+        self.next_tid = tid.wrapping_add(1);
+        self.txns.insert(
+            tid,
+            Txn {
+                req,
+                attempts: 0,
+                on_wire: false,
+            },
+        );
+        self.queue.push_back(tid);
+        tid
+    }
+
+    /// No request queued or in flight.
+    pub fn is_idle(&self) -> bool {
+        self.txns.is_empty()
+    }
+
+    /// SMPs on the wire now.
+    #[cfg(test)]
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// The next request to put on the wire, marked as sent at `now`, or `None` if nothing is
+    /// queued or the window is full. `skip` drops a queued request whose answer is already
+    /// known (counted in `stats.skipped`).
+    pub fn next_to_send(
+        &mut self,
+        now: Time,
+        mut skip: impl FnMut(&Request) -> bool,
+    ) -> Option<(u32, &Request)> {
+        if self.in_flight >= self.max_wire {
+            return None;
+        }
+        while let Some(tid) = self.queue.pop_front() {
+            let Some(txn) = self.txns.get(&tid) else {
+                continue; // answered while waiting for a resend
+            };
+            if txn.on_wire {
+                continue;
+            }
+            if txn.attempts == 0 && skip(&txn.req) {
+                self.txns.remove(&tid);
+                self.stats.skipped += 1;
+                continue;
+            }
+            if let Some(n) = txn.req.node {
+                let busy = self.node_inflight.get(&n).copied().unwrap_or(0);
+                let waiting = self.deferred.get(&n).is_some_and(|d| !d.is_empty());
+                if busy >= self.max_per_node || (waiting && txn.attempts == 0) {
+                    self.deferred.entry(n).or_default().push_back(tid);
+                    continue;
+                }
+                *self.node_inflight.entry(n).or_insert(0) += 1;
+            }
+            let txn = self.txns.get_mut(&tid)?;
+            txn.on_wire = true;
+            txn.attempts += 1;
+            self.in_flight += 1;
+            self.stats.smps += 1;
+            if txn.attempts > 1 {
+                self.stats.retried += 1;
+            }
+            self.deadlines
+                .push_back((now + self.timeout, tid, txn.attempts));
+            return Some((tid, &txn.req));
+        }
+        None
+    }
+
+    /// The request with this TID, if outstanding (for validating a response before
+    /// completing it).
+    pub fn peek(&self, tid: u32) -> Option<&Request> {
+        self.txns.get(&tid).map(|t| &t.req)
+    }
+
+    fn release(&mut self, tid: u32, txn: &Txn) {
+        let _ = tid;
+        if txn.on_wire {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            if let Some(n) = txn.req.node {
+                self.release_node(n);
+            }
+        }
+    }
+
+    fn release_node(&mut self, n: NodeId) {
+        if let Some(c) = self.node_inflight.get_mut(&n) {
+            *c = c.saturating_sub(1);
+        }
+        if let Some(d) = self.deferred.get_mut(&n) {
+            if let Some(next) = d.pop_front() {
+                self.queue.push_front(next);
+            }
+            if d.is_empty() {
+                self.deferred.remove(&n);
+            }
+        }
+    }
+
+    /// Retires the transaction `tid` (its response arrived); `None` for an unknown TID
+    /// (a late duplicate).
+    pub fn complete(&mut self, tid: u32) -> Option<Request> {
+        let txn = self.txns.remove(&tid)?;
+        self.release(tid, &txn);
+        Some(txn.req)
+    }
+
+    /// Handles every deadline at or before `now`: resends (ahead of the queue) or failures.
+    pub fn expire(&mut self, now: Time) -> Vec<Failed> {
+        let mut failed = Vec::new();
+        while let Some(&(at, tid, attempt)) = self.deadlines.front() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_front();
+            let live = self
+                .txns
+                .get(&tid)
+                .is_some_and(|t| t.on_wire && t.attempts == attempt);
+            if !live {
+                continue;
+            }
+            let Some(mut txn) = self.txns.remove(&tid) else {
+                continue;
+            };
+            self.release(tid, &txn);
+            txn.on_wire = false;
+            if txn.attempts > self.retries {
+                self.stats.timed_out += 1;
+                failed.push(Failed {
+                    attempts: txn.attempts,
+                    req: txn.req,
+                });
+            } else {
+                self.txns.insert(tid, txn);
+                self.queue.push_front(tid);
+            }
+        }
+        self.prune();
+        failed
+    }
+
+    /// Drops deadline entries of transactions already answered, so the front is live.
+    pub fn prune(&mut self) {
+        while let Some(&(_, tid, attempt)) = self.deadlines.front() {
+            let live = self
+                .txns
+                .get(&tid)
+                .is_some_and(|t| t.on_wire && t.attempts == attempt);
+            if live {
+                break;
+            }
+            self.deadlines.pop_front();
+        }
+    }
+
+    /// The earliest live response deadline.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.deadlines.front().map(|d| d.0)
+    }
+
+    /// Takes the current phase's counters and starts new ones.
+    pub fn take_stats(&mut self) -> PhaseStats {
+        core::mem::take(&mut self.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibmad::DrPath;
+
+    fn probe() -> Request {
+        Request::get(
+            DrPath::local(),
+            SmpAttrId::NODE_INFO,
+            0,
+            Purpose::Probe { from: None },
+        )
+    }
+    fn pi(n: u32) -> Request {
+        Request::get(
+            DrPath::local(),
+            SmpAttrId::PORT_INFO,
+            0,
+            Purpose::PortInfo(NodeId(n), PortNum(1)),
+        )
+    }
+
+    #[test]
+    fn window_limits_in_flight() {
+        let mut e = Engine::new(2, 8, Duration::from_millis(200), 3);
+        let a = e.submit(probe());
+        let _b = e.submit(probe());
+        let _c = e.submit(probe());
+        assert!(e.next_to_send(Time(0), |_| false).is_some());
+        assert!(e.next_to_send(Time(0), |_| false).is_some());
+        assert!(e.next_to_send(Time(0), |_| false).is_none());
+        assert_eq!(e.in_flight(), 2);
+        assert!(e.complete(a).is_some());
+        assert!(e.complete(a).is_none(), "late duplicate is unknown");
+        assert!(e.next_to_send(Time(0), |_| false).is_some());
+        assert_eq!(e.stats.smps, 3);
+    }
+
+    #[test]
+    fn per_node_limit_defers_and_keeps_order() {
+        let mut e = Engine::new(100, 1, Duration::from_millis(200), 3);
+        let a = e.submit(pi(1));
+        let b = e.submit(pi(1));
+        let c = e.submit(pi(2));
+        let (t, _) = e.next_to_send(Time(0), |_| false).unwrap();
+        assert_eq!(t, a);
+        let (t, _) = e.next_to_send(Time(0), |_| false).unwrap();
+        assert_eq!(t, c, "node 1 is busy, node 2 goes ahead");
+        assert!(e.next_to_send(Time(0), |_| false).is_none());
+        e.complete(a);
+        let (t, _) = e.next_to_send(Time(0), |_| false).unwrap();
+        assert_eq!(t, b);
+    }
+
+    #[test]
+    fn timeout_resends_then_fails() {
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        let a = e.submit(probe());
+        let mut now = Time(0);
+        for attempt in 1..=3 {
+            let (t, _) = e.next_to_send(now, |_| false).unwrap();
+            assert_eq!(t, a, "a resend keeps its TID");
+            assert_eq!(e.next_deadline(), Some(now + Duration::from_millis(200)));
+            now = now + Duration::from_millis(200);
+            let f = e.expire(now);
+            if attempt < 3 {
+                assert!(f.is_empty());
+            } else {
+                assert_eq!(f.len(), 1);
+                assert_eq!(f[0].attempts, 3);
+            }
+        }
+        assert!(e.is_idle());
+        assert_eq!(e.stats.retried, 2);
+        assert_eq!(e.stats.timed_out, 1);
+    }
+
+    #[test]
+    fn answered_before_deadline_is_not_resent() {
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        let a = e.submit(probe());
+        let _ = e.next_to_send(Time(0), |_| false).unwrap();
+        e.complete(a);
+        e.prune();
+        assert_eq!(e.next_deadline(), None);
+        assert!(e.expire(Time(1_000_000_000)).is_empty());
+        assert!(e.is_idle());
+    }
+
+    #[test]
+    fn skip_drops_known_requests() {
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        e.submit(probe());
+        assert!(e.next_to_send(Time(0), |_| true).is_none());
+        assert!(e.is_idle());
+        assert_eq!(e.stats.skipped, 1);
+    }
+}

@@ -1,0 +1,351 @@
+//! A minimal hand-built fabric for the SM core's tests: nodes with ports and links, a tiny
+//! SMA per node (Get/Set of NodeInfo, NodeDescription, SwitchInfo, PortInfo, LFT), and
+//! directed-route forwarding with the same `ibmad::smi` rules the real stack uses. Loss and
+//! duplication are deterministic (every n-th SMP).
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+
+use ibmad::attr::{NodeDesc, NodeInfo, PortInfo, SwitchInfo};
+use ibmad::smi::{self, Forward, SmiAction};
+use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
+use ibmad::{MadMeta, Method, PhysState, PortNum, PortState, Smp, SmpAttrId, Status, Time};
+use sm::{Event, Sm};
+
+pub struct FPort {
+    pub info: PortInfo,
+    pub remote: Option<(usize, u8)>,
+}
+
+pub struct FNode {
+    pub guid: u64,
+    pub is_switch: bool,
+    pub ports: Vec<FPort>,
+    pub desc: String,
+    pub si: SwitchInfo,
+    pub lft: Vec<u8>,
+    pub mute: bool,
+}
+
+pub struct Fake {
+    pub nodes: Vec<FNode>,
+    /// Node the SM runs on and its port.
+    pub sm_node: usize,
+    pub sm_port: u8,
+    pub in_flight: VecDeque<(Time, [u8; 256])>,
+    pub latency: u64,
+    /// Drop every n-th SMP handed to the fabric (0 = never).
+    pub drop_every: u64,
+    /// Duplicate every n-th response (0 = never).
+    pub dup_every: u64,
+    pub count: u64,
+    pub smps_seen: u64,
+    pub sets_seen: u64,
+}
+
+fn port_info(state: PortState, local: u8) -> PortInfo {
+    let mut p = PortInfo::new_zeroed();
+    p.set_port_state(state);
+    p.set_phys_state(if state == PortState::DOWN {
+        PhysState::POLLING
+    } else {
+        PhysState::LINK_UP
+    });
+    p.local_port_num = local;
+    p.set_mtu_cap(5);
+    p.set_vl_cap(4);
+    p.set_neighbor_mtu(1);
+    p.set_operational_vls(1);
+    p.link_width_supported = 3;
+    p.link_width_enabled = 3;
+    p.set_link_speed_supported(7);
+    p.set_link_speed_enabled(7);
+    p
+}
+
+impl Fake {
+    pub fn new() -> Fake {
+        Fake {
+            nodes: Vec::new(),
+            sm_node: 0,
+            sm_port: 1,
+            in_flight: VecDeque::new(),
+            latency: 1_000,
+            drop_every: 0,
+            dup_every: 0,
+            count: 0,
+            smps_seen: 0,
+            sets_seen: 0,
+        }
+    }
+
+    pub fn add(&mut self, guid: u64, is_switch: bool, nports: u8, desc: &str) -> usize {
+        let first = if is_switch { 0 } else { 1 };
+        let ports = (0..=nports)
+            .map(|p| {
+                // A switch's port 0 has no cable: LinkUp, logical state Init (as sma).
+                let st = if is_switch && p == 0 {
+                    PortState::INIT
+                } else {
+                    PortState::DOWN
+                };
+                let _ = first;
+                FPort {
+                    info: port_info(st, p),
+                    remote: None,
+                }
+            })
+            .collect();
+        let mut si = SwitchInfo::new_zeroed();
+        si.linear_fdb_cap.set(0xC000);
+        self.nodes.push(FNode {
+            guid,
+            is_switch,
+            ports,
+            desc: desc.to_string(),
+            si,
+            lft: vec![0xFF; 0xC000],
+            mute: false,
+        });
+        self.nodes.len() - 1
+    }
+
+    /// Cables a.pa to b.pb; both ports train to LinkUp/Init.
+    pub fn link(&mut self, a: usize, pa: u8, b: usize, pb: u8) {
+        for (n, p, r) in [(a, pa, (b, pb)), (b, pb, (a, pa))] {
+            let port = &mut self.nodes[n].ports[p as usize];
+            port.remote = Some(r);
+            port.info.set_port_state(PortState::INIT);
+            port.info.set_phys_state(PhysState::LINK_UP);
+            if self.nodes[n].is_switch {
+                self.nodes[n].si.set_port_state_change(1);
+            }
+        }
+    }
+
+    pub fn unlink(&mut self, a: usize, pa: u8) {
+        if let Some((b, pb)) = self.nodes[a].ports[pa as usize].remote.take() {
+            self.nodes[b].ports[pb as usize].remote = None;
+            for (n, p) in [(a, pa), (b, pb)] {
+                let port = &mut self.nodes[n].ports[p as usize];
+                port.info.set_port_state(PortState::DOWN);
+                port.info.set_phys_state(PhysState::POLLING);
+                if self.nodes[n].is_switch {
+                    self.nodes[n].si.set_port_state_change(1);
+                }
+            }
+        }
+    }
+
+    fn answer(&mut self, n: usize, in_port: u8, smp: &mut Smp) {
+        let node = &mut self.nodes[n];
+        let am = smp.attr_mod.get();
+        let set = smp.method() == Method::SET;
+        if set {
+            self.sets_seen += 1;
+        }
+        let mut status = Status::OK;
+        match smp.attr() {
+            SmpAttrId::NODE_INFO => {
+                let mut ni = NodeInfo::new_zeroed();
+                ni.base_version = 1;
+                ni.class_version = 1;
+                ni.node_type = if node.is_switch { 2 } else { 1 };
+                ni.num_ports = (node.ports.len() - 1) as u8;
+                ni.node_guid.set(node.guid);
+                ni.system_image_guid.set(node.guid);
+                let pg = if node.is_switch {
+                    node.guid
+                } else {
+                    node.guid + u64::from(in_port)
+                };
+                ni.port_guid.set(pg);
+                ni.local_port_num = in_port;
+                smp.data = [0; 64];
+                smp.data[..40].copy_from_slice(ni.as_bytes());
+            }
+            SmpAttrId::NODE_DESC => {
+                smp.data = NodeDesc::from_str_lossy(&node.desc).text;
+            }
+            SmpAttrId::SWITCH_INFO if node.is_switch => {
+                if set {
+                    let (new, _) = SwitchInfo::read_from_prefix(&smp.data).unwrap();
+                    node.si.linear_fdb_top = new.linear_fdb_top;
+                    node.si.set_life_time_value(new.life_time_value());
+                    if new.port_state_change() == 1 {
+                        node.si.set_port_state_change(0);
+                    }
+                }
+                smp.data = node.si.as_bytes().try_into().unwrap();
+            }
+            SmpAttrId::LINEAR_FT if node.is_switch => {
+                let b = am as usize * 64;
+                if set {
+                    node.lft[b..b + 64].copy_from_slice(&smp.data);
+                }
+                smp.data.copy_from_slice(&node.lft[b..b + 64]);
+            }
+            SmpAttrId::PORT_INFO => {
+                let p = if node.is_switch {
+                    am as usize
+                } else {
+                    in_port as usize
+                };
+                match node.ports.get_mut(p) {
+                    None => status = Status::INVALID_FIELD,
+                    Some(port) => {
+                        if set {
+                            let (new, _) = PortInfo::read_from_prefix(&smp.data).unwrap();
+                            let cur = port.info.port_state();
+                            let to = new.port_state();
+                            let ok = match to {
+                                PortState::NO_CHANGE => true,
+                                PortState::ARMED => cur == PortState::INIT,
+                                PortState::ACTIVE => cur == PortState::ARMED,
+                                _ => false,
+                            };
+                            if ok {
+                                let i = &mut port.info;
+                                i.lid = new.lid;
+                                i.set_lmc(new.lmc());
+                                i.master_sm_lid = new.master_sm_lid;
+                                i.set_subnet_timeout(new.subnet_timeout());
+                                i.set_neighbor_mtu(new.neighbor_mtu());
+                                i.set_operational_vls(new.operational_vls());
+                                i.link_width_enabled = new.link_width_enabled;
+                                i.set_link_speed_enabled(new.link_speed_enabled());
+                                i.vl_high_limit = new.vl_high_limit;
+                                i.m_key = new.m_key;
+                                if to != PortState::NO_CHANGE {
+                                    i.set_port_state(to);
+                                }
+                            } else {
+                                status = Status::INVALID_FIELD;
+                            }
+                        }
+                        let mut out = port.info;
+                        out.local_port_num = in_port;
+                        smp.data = out.as_bytes().try_into().unwrap();
+                    }
+                }
+            }
+            _ => status = Status::METHOD_ATTR_NOT_SUPPORTED,
+        }
+        smp.set_status(status);
+        smi::make_response(smp);
+    }
+
+    /// Walks one SMP from the SM through the fabric; returns the response if any.
+    fn walk(&mut self, raw: &[u8; 256]) -> Option<[u8; 256]> {
+        let mut smp = Smp::read_from_bytes(raw).ok()?;
+        // The SM's node originates (C14-9:1); hop count 0 means local delivery.
+        let mut node = self.sm_node;
+        let mut fwd = smi::advance(&mut smp, self.nodes[node].is_switch);
+        let mut in_port = self.sm_port;
+        for _ in 0..200 {
+            match fwd {
+                Forward::Local => {
+                    if smp.direction() {
+                        return (node == self.sm_node).then(|| smp.as_bytes().try_into().unwrap());
+                    }
+                    if self.nodes[node].mute {
+                        return None;
+                    }
+                    let ip = if smp.hop_cnt == 0 {
+                        self.sm_port
+                    } else {
+                        in_port
+                    };
+                    let ip = if self.nodes[node].is_switch && smp.hop_cnt == 0 {
+                        0
+                    } else {
+                        ip
+                    };
+                    self.answer(node, ip, &mut smp);
+                    fwd = smi::advance(&mut smp, self.nodes[node].is_switch);
+                }
+                Forward::Out(p) => {
+                    let (rn, rp) = self.nodes[node].ports.get(p.0 as usize)?.remote?;
+                    node = rn;
+                    in_port = rp;
+                    let is_sw = self.nodes[node].is_switch;
+                    let np = (self.nodes[node].ports.len() - 1) as u8;
+                    match smi::on_receive(&mut smp, is_sw, np, PortNum(rp)) {
+                        SmiAction::Handle => {}
+                        SmiAction::Discard(_) => return None,
+                    }
+                    fwd = smi::advance(&mut smp, is_sw);
+                }
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Hands one SMP from the SM to the fabric at `now`.
+    pub fn send(&mut self, now: Time, raw: &[u8; 256]) {
+        self.count += 1;
+        self.smps_seen += 1;
+        if self.drop_every != 0 && self.count.is_multiple_of(self.drop_every) {
+            return;
+        }
+        if let Some(resp) = self.walk(raw) {
+            let at = Time(now.0 + self.latency);
+            self.in_flight.push_back((at, resp));
+            if self.dup_every != 0 && self.count.is_multiple_of(self.dup_every) {
+                self.in_flight
+                    .push_back((Time(at.0 + 3 * self.latency), resp));
+            }
+        }
+    }
+
+    pub fn lid_of(&self, n: usize, p: u8) -> u16 {
+        self.nodes[n].ports[p as usize].info.lid.get()
+    }
+}
+
+/// Runs the SM against the fake until nothing is left to do or `until` is reached; returns
+/// the events seen.
+pub fn drive(sm: &mut Sm, f: &mut Fake, now: &mut Time, until: Time) -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut buf = [0u8; 256];
+    let meta = MadMeta::default();
+    loop {
+        while let Some(tx) = sm.poll_transmit(*now, &mut buf) {
+            assert_eq!(tx.len, 256);
+            f.send(*now, &buf);
+        }
+        while let Some(e) = sm.poll_event() {
+            events.push(e);
+        }
+        let next_mad = f.in_flight.front().map(|x| x.0);
+        let next = match (next_mad, sm.poll_timeout()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        if next > until {
+            break;
+        }
+        *now = (*now).max(next);
+        let mut any = false;
+        while f.in_flight.front().is_some_and(|x| x.0 <= *now) {
+            let (_, resp) = f.in_flight.pop_front().unwrap();
+            sm.handle_mad(*now, &meta, &resp);
+            any = true;
+        }
+        if sm.poll_timeout().is_some_and(|t| t <= *now) {
+            sm.handle_timeout(*now);
+            any = true;
+        }
+        if !any && next_mad.is_none() && sm.poll_timeout().is_none() {
+            break;
+        }
+    }
+    while let Some(e) = sm.poll_event() {
+        events.push(e);
+    }
+    events
+}

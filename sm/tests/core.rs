@@ -1,0 +1,394 @@
+//! The SM core against a hand-built fabric (tests/common): discovery order and routes, full
+//! bring-up, loss/duplication, mute nodes, duplicate GUIDs, re-sweeps that send nothing,
+//! guid2lid persistence, light sweeps.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::{drive, Fake};
+use ibmad::{DrPath, Guid, PortNum, PortState, Time};
+use sm::{Command, Event, Phase, Sm, SmConfig};
+
+fn cfg() -> SmConfig {
+    SmConfig {
+        sweep_interval: core::time::Duration::ZERO,
+        ..SmConfig::default()
+    }
+}
+
+/// Fixture F-DISC (subnet-init.md §2.3): SM.1–C.2, C.4–A.1, A.2–D.1, D.3–H10.1, plus the
+/// branch A.3–E.1, E.2–B.1, B.2–D.2 (a cycle A–D–B–E–A) and D.4–H13.1 (filler port).
+fn f_disc() -> (Fake, [usize; 8]) {
+    let mut f = Fake::new();
+    let sm = f.add(0x100, false, 1, "sm host");
+    let c = f.add(0xC, true, 6, "C");
+    let a = f.add(0xA, true, 6, "A");
+    let d = f.add(0xD, true, 6, "D");
+    let h10 = f.add(0x1000, false, 1, "host 10");
+    let e = f.add(0xE, true, 6, "E");
+    let b = f.add(0xB, true, 6, "B");
+    let h13 = f.add(0x1300, false, 1, "host 13");
+    f.link(sm, 1, c, 2);
+    f.link(c, 4, a, 1);
+    f.link(a, 2, d, 1);
+    f.link(d, 3, h10, 1);
+    f.link(a, 3, e, 1);
+    f.link(e, 2, b, 1);
+    f.link(b, 2, d, 2);
+    f.link(d, 4, h13, 1);
+    (f, [sm, c, a, d, h10, e, b, h13])
+}
+
+fn bring_up(sm: &mut Sm, f: &mut Fake) -> Vec<Event> {
+    let mut now = Time::ZERO;
+    drive(sm, f, &mut now, Time::from_millis(60_000))
+}
+
+fn assert_all_active(f: &Fake) {
+    for (i, n) in f.nodes.iter().enumerate() {
+        for (p, port) in n.ports.iter().enumerate() {
+            if port.remote.is_some() && !f.nodes[i].mute {
+                let peer_mute = port.remote.is_some_and(|(r, _)| f.nodes[r].mute);
+                if !peer_mute {
+                    assert_eq!(
+                        port.info.port_state(),
+                        PortState::ACTIVE,
+                        "node {:#x} port {p}",
+                        n.guid
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn f_disc_routes_and_links() {
+    let (mut f, [_, c, a, d, h10, e, b, h13]) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    assert!(ev.contains(&Event::SubnetUp), "{ev:#?}");
+    let s = sm.subnet();
+    let path = |guid: u64| s.node(s.node_by_guid(Guid(guid)).unwrap()).dr_path;
+    // The walk of the seed, hop by hop.
+    assert_eq!(path(f.nodes[c].guid).to_string(), "0,1");
+    assert_eq!(path(f.nodes[a].guid).to_string(), "0,1,4");
+    assert_eq!(path(f.nodes[d].guid).to_string(), "0,1,4,2");
+    assert_eq!(path(f.nodes[h10].guid).to_string(), "0,1,4,2,3");
+    // The other branches were walked too (BFS, ascending ports).
+    assert_eq!(path(f.nodes[e].guid).to_string(), "0,1,4,3");
+    assert_eq!(path(f.nodes[h13].guid).to_string(), "0,1,4,2,4");
+    assert!(s.node_by_guid(Guid(f.nodes[b].guid)).is_some());
+    assert_eq!(s.nodes.len(), 8);
+    // The cycle's closing link B.2–D.2 is a link, not a new node.
+    let bid = s.node_by_guid(Guid(0xB)).unwrap();
+    let did = s.node_by_guid(Guid(0xD)).unwrap();
+    assert_eq!(
+        s.port(bid, PortNum(2)).unwrap().remote,
+        Some((did, PortNum(2)))
+    );
+    assert_eq!(s.node(did).desc, "D");
+    assert_all_active(&f);
+}
+
+#[test]
+fn never_probes_beyond_a_ca_and_each_link_once() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    bring_up(&mut sm, &mut f);
+    let (ph, disc) = sm.phase_history()[0];
+    assert_eq!(ph, Phase::Discovery);
+    // 8 nodes: 8 NodeInfo for new nodes + at most one extra for the cycle-closing link;
+    // NodeDesc 8, SwitchInfo 5, PortInfo 5*7 + 3.
+    let expected_max = 9 + 8 + 5 + 35 + 3;
+    assert!(
+        disc.smps <= expected_max as u64,
+        "{} discovery SMPs > {expected_max}",
+        disc.smps
+    );
+    assert_eq!(disc.retried, 0);
+}
+
+#[test]
+fn lids_unique_and_sm_lid_programmed() {
+    let (mut f, ids) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    bring_up(&mut sm, &mut f);
+    let mut lids = HashSet::new();
+    for &n in &ids {
+        let p = if f.nodes[n].is_switch { 0 } else { 1 };
+        let lid = f.lid_of(n, p);
+        assert!(lid != 0 && lid < 0xC000, "node {n} has no LID");
+        assert!(lids.insert(lid), "duplicate LID {lid}");
+        let info = f.nodes[n].ports[p as usize].info;
+        assert_eq!(info.master_sm_lid.get(), sm.sm_lid().0);
+    }
+    assert_eq!(f.lid_of(ids[0], 1), sm.sm_lid().0);
+    // MTU/VL configured on a switch-switch link: min of caps (5/4) capped by max_op_vls 5.
+    let a = &f.nodes[ids[2]].ports[2].info;
+    assert_eq!(a.neighbor_mtu(), 5);
+    assert_eq!(a.operational_vls(), 4);
+}
+
+#[test]
+fn lfts_programmed_route_every_ca_to_every_ca() {
+    let (mut f, ids) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    bring_up(&mut sm, &mut f);
+    let cas: Vec<usize> = ids
+        .iter()
+        .copied()
+        .filter(|&n| !f.nodes[n].is_switch)
+        .collect();
+    // Walk the programmed LFTs in the fake from every CA to every CA.
+    for &src in &cas {
+        for &dst in &cas {
+            if src == dst {
+                continue;
+            }
+            let dlid = f.lid_of(dst, 1) as usize;
+            let (mut n, mut hops) = (f.nodes[src].ports[1].remote.unwrap().0, 0);
+            while n != dst {
+                assert!(f.nodes[n].is_switch);
+                let out = f.nodes[n].lft[dlid];
+                assert_ne!(
+                    out, 0xFF,
+                    "no route at {:#x} to lid {dlid}",
+                    f.nodes[n].guid
+                );
+                n = f.nodes[n].ports[out as usize].remote.unwrap().0;
+                hops += 1;
+                assert!(hops < 10, "loop");
+            }
+        }
+    }
+}
+
+#[test]
+fn second_heavy_sweep_sends_no_programming() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let mut now = Time::ZERO;
+    drive(&mut sm, &mut f, &mut now, Time::from_millis(60_000));
+    let sets_before = f.sets_seen;
+    sm.handle_command(now, Command::HeavySweep);
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(120_000));
+    assert!(ev.contains(&Event::SubnetUp));
+    assert_eq!(f.sets_seen, sets_before, "an unchanged fabric needs no Set");
+    let prog = sm
+        .phase_history()
+        .iter()
+        .rev()
+        .find(|(p, _)| *p == Phase::Programming)
+        .unwrap()
+        .1;
+    assert_eq!(prog.smps, 0);
+}
+
+#[test]
+fn loss_and_duplicates_give_the_same_result() {
+    let (mut clean, ids) = f_disc();
+    let mut sm0 = Sm::new(cfg()).unwrap();
+    bring_up(&mut sm0, &mut clean);
+    let (mut lossy, _) = f_disc();
+    lossy.drop_every = 7;
+    lossy.dup_every = 5;
+    let mut sm1 = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm1, &mut lossy);
+    assert!(ev.contains(&Event::SubnetUp), "{ev:#?}");
+    assert!(sm1.phase_history().iter().any(|(_, s)| s.retried > 0));
+    for &n in &ids {
+        assert_eq!(clean.nodes[n].lft, lossy.nodes[n].lft);
+        for p in 0..clean.nodes[n].ports.len() as u8 {
+            assert_eq!(clean.lid_of(n, p), lossy.lid_of(n, p));
+        }
+    }
+    assert_all_active(&lossy);
+}
+
+#[test]
+fn mute_node_is_reported_and_the_rest_comes_up() {
+    let (mut f, [_, _, _, _, _, e, _, _]) = f_disc();
+    f.nodes[e].mute = true;
+    let mut sm = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    let unreachable: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::NodeUnreachable { dr_path, attempts } => Some((*dr_path, *attempts)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        unreachable.contains(&(DrPath::parse("0,1,4,3").unwrap(), 4)),
+        "{unreachable:?}"
+    );
+    assert!(ev.contains(&Event::SubnetUp));
+    assert!(sm.subnet().node_by_guid(Guid(0xE)).is_none());
+    assert_eq!(sm.subnet().nodes.len(), 7);
+    assert_all_active(&f);
+}
+
+#[test]
+fn duplicate_guid_is_reported() {
+    let (mut f, [_, _, _, _, _, _, b, _]) = f_disc();
+    // B claims C's GUID.
+    f.nodes[b].guid = 0xC;
+    let mut sm = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, Event::DuplicateGuid { guid, .. } if *guid == Guid(0xC))),
+        "{ev:#?}"
+    );
+    // The impostor is not linked through C's unused (Down) port 1.
+    let s = sm.subnet();
+    let c = s.node_by_guid(Guid(0xC)).unwrap();
+    assert_eq!(s.port(c, PortNum(1)).unwrap().remote, None);
+}
+
+#[test]
+fn restart_with_guid2lid_keeps_lids() {
+    let (mut f, ids) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    let text = ev
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Guid2LidUpdated(t) => Some(t.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let lids: Vec<u16> = ids
+        .iter()
+        .map(|&n| f.lid_of(n, if f.nodes[n].is_switch { 0 } else { 1 }))
+        .collect();
+    // A fresh fabric (LIDs lost, e.g. power cycle) and a new SM given the file.
+    let (mut f2, _) = f_disc();
+    let mut sm2 = Sm::new(SmConfig { seed: 0, ..cfg() }).unwrap();
+    // Discover in a different order: the SM's LID assignment order must not matter.
+    sm2.handle_command(Time::ZERO, Command::Guid2Lid(text));
+    bring_up(&mut sm2, &mut f2);
+    let lids2: Vec<u16> = ids
+        .iter()
+        .map(|&n| f2.lid_of(n, if f2.nodes[n].is_switch { 0 } else { 1 }))
+        .collect();
+    assert_eq!(lids, lids2);
+}
+
+#[test]
+fn corrupt_guid2lid_warns_with_line_and_assigns_fresh() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    sm.handle_command(
+        Time::ZERO,
+        Command::Guid2Lid("0x000000000000000c 1 1\nthis is not a guid line\n".into()),
+    );
+    let ev = bring_up(&mut sm, &mut f);
+    let warn = ev
+        .iter()
+        .find_map(|e| match e {
+            Event::Log {
+                level: sm::Level::Warn,
+                line,
+            } if line.contains("guid2lid") => Some(line.clone()),
+            _ => None,
+        })
+        .expect("a guid2lid warning");
+    assert!(warn.contains('2'), "names the line: {warn}");
+    assert!(ev.contains(&Event::SubnetUp));
+}
+
+#[test]
+fn light_sweep_quiet_then_link_change_triggers_heavy() {
+    let (mut f, [_, _, _, d, _, _, _, h13]) = f_disc();
+    let mut sm = Sm::new(SmConfig {
+        sweep_interval: core::time::Duration::from_secs(10),
+        ..SmConfig::default()
+    })
+    .unwrap();
+    let mut now = Time::ZERO;
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(5_000));
+    assert!(ev.contains(&Event::SubnetUp));
+    assert_eq!(sm.heavy_sweeps(), 1);
+    // One quiet light sweep.
+    drive(&mut sm, &mut f, &mut now, Time::from_millis(15_000));
+    assert_eq!(sm.heavy_sweeps(), 1);
+    assert!(sm
+        .phase_history()
+        .iter()
+        .any(|(p, _)| *p == Phase::LightSweep));
+    // Pull H13's cable: the next light sweep sees PortStateChange and sweeps heavily.
+    f.unlink(d, 4);
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(25_000));
+    assert_eq!(sm.heavy_sweeps(), 2, "{ev:#?}");
+    assert!(sm.subnet().node_by_guid(Guid(f.nodes[h13].guid)).is_none());
+    assert!(ev.contains(&Event::SubnetUp));
+}
+
+#[test]
+fn phase_stats_and_log_lines() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    let lines: Vec<&str> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Log { line, .. } => Some(line.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("minhop tables configured on all switches")));
+    assert_eq!(lines.last().copied(), Some("SUBNET UP"));
+    let phases: Vec<Phase> = sm.phase_history().iter().map(|x| x.0).collect();
+    assert_eq!(
+        phases,
+        vec![
+            Phase::Discovery,
+            Phase::LidAssignment,
+            Phase::Routing,
+            Phase::Programming,
+            Phase::Arming,
+            Phase::Activation
+        ]
+    );
+    for (p, s) in sm.phase_history() {
+        println!("{p}: {s:?}");
+    }
+    let total: u64 = sm.phase_history().iter().map(|x| x.1.smps).sum();
+    assert_eq!(total, f.smps_seen);
+    // Arming and activation: one Set per linked port each (8 links = 16 ports) and per
+    // switch port 0 (5).
+    assert_eq!(sm.phase_history()[4].1.smps, 21);
+    assert_eq!(sm.phase_history()[5].1.smps, 21);
+}
+
+#[test]
+fn folding_configuration_into_arm_saves_a_set_per_port() {
+    let (mut f0, ids) = f_disc();
+    let mut sm0 = Sm::new(cfg()).unwrap();
+    bring_up(&mut sm0, &mut f0);
+    let (mut f1, _) = f_disc();
+    let mut sm1 = Sm::new(SmConfig {
+        fold_config_into_arm: true,
+        ..cfg()
+    })
+    .unwrap();
+    let ev = bring_up(&mut sm1, &mut f1);
+    assert!(ev.contains(&Event::SubnetUp));
+    assert_all_active(&f1);
+    for &n in &ids {
+        assert_eq!(f0.nodes[n].lft, f1.nodes[n].lft);
+        for (a, b) in f0.nodes[n].ports.iter().zip(&f1.nodes[n].ports) {
+            assert_eq!(a.info, b.info, "node {n}");
+        }
+    }
+    // Every PortInfo configuration Set of the unfolded run is saved (8 end ports + 13
+    // switch-side link ports in F-DISC).
+    assert_eq!(f0.sets_seen - f1.sets_seen, 21);
+}
