@@ -562,6 +562,12 @@ impl<H: Hardware> Agent<H> {
         self.timers.next_timeout()
     }
 
+    /// The deadline of one timer (for tests and diagnostics).
+    #[must_use]
+    pub fn timer(&self, t: Timer) -> Option<Time> {
+        self.timers.get(t)
+    }
+
     /// The next event.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {

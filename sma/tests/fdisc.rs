@@ -2,6 +2,8 @@
 //! of real switch agents, bytes moved by hand. Checks responder LocalPortNum, return paths and
 //! the hop-by-hop return route for each round.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

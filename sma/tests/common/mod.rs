@@ -89,8 +89,16 @@ pub fn drain<H: sma::Hardware>(a: &mut Agent<H>) -> Vec<(Transmit, Smp)> {
     out
 }
 
+thread_local! {
+    /// Events `local` polled past while looking for the response; `events` returns them first.
+    static STASH: std::cell::RefCell<Vec<Event>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Every pending event (including those `local` stashed). Tests use one agent at a time.
 pub fn events<H: sma::Hardware>(a: &mut Agent<H>) -> Vec<Event> {
-    std::iter::from_fn(|| a.poll_event()).collect()
+    let mut v = STASH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    v.extend(std::iter::from_fn(|| a.poll_event()));
+    v
 }
 
 /// A DR request as the SM's own SMI sends it: hop pointer already advanced (C14-9:1).
@@ -106,9 +114,12 @@ pub fn dr(method: Method, attr: SmpAttrId, attr_mod: u32, path: &[u8]) -> Smp {
 pub fn local<H: sma::Hardware>(a: &mut Agent<H>, port: u8, req: Smp) -> Option<Smp> {
     a.handle_mad(Time::ZERO, &meta(port), req.as_bytes());
     let mut got = None;
-    for e in events(a) {
-        if let Event::ForSm { mad, .. } = e {
-            got = Some(Smp::read_from_bytes(&mad[..]).unwrap());
+    for e in std::iter::from_fn(|| a.poll_event()).collect::<Vec<_>>() {
+        match e {
+            Event::ForSm { mad, .. } if got.is_none() => {
+                got = Some(Smp::read_from_bytes(&mad[..]).unwrap());
+            }
+            e => STASH.with(|s| s.borrow_mut().push(e)),
         }
     }
     got
@@ -210,4 +221,84 @@ impl Fabric {
         }
         panic!("fabric did not quiesce");
     }
+}
+
+/// A Hardware that records every call.
+#[derive(Default, Debug)]
+pub struct Recorder {
+    pub link_requests: Vec<(PortNum, sma::LinkRequest)>,
+    pub port_infos: Vec<PortNum>,
+    pub lft_blocks: Vec<u16>,
+    pub switch_infos: usize,
+    pub mft_blocks: Vec<(u16, u8)>,
+    pub sl2vl: Vec<(PortNum, PortNum)>,
+    pub vl_arb: Vec<(PortNum, u8)>,
+    pub pkeys: Vec<PortNum>,
+    pub guid_infos: Vec<PortNum>,
+}
+
+impl sma::Hardware for Recorder {
+    fn port_info_written(&mut self, port: PortNum, _pi: &ibmad::attr::PortInfo) {
+        self.port_infos.push(port);
+    }
+    fn link_request(&mut self, port: PortNum, req: sma::LinkRequest) {
+        self.link_requests.push((port, req));
+    }
+    fn switch_info_written(&mut self, _si: &ibmad::attr::SwitchInfo) {
+        self.switch_infos += 1;
+    }
+    fn lft_block_written(&mut self, block: u16, _ports: &[u8; 64]) {
+        self.lft_blocks.push(block);
+    }
+    fn mft_block_written(&mut self, block: u16, position: u8, _m: &ibmad::attr::MftBlock) {
+        self.mft_blocks.push((block, position));
+    }
+    fn sl2vl_written(&mut self, i: PortNum, o: PortNum, _t: &ibmad::attr::SlToVl) {
+        self.sl2vl.push((i, o));
+    }
+    fn vl_arb_written(&mut self, port: PortNum, block: u8, _t: &ibmad::attr::VlArbTable) {
+        self.vl_arb.push((port, block));
+    }
+    fn pkeys_written(&mut self, port: PortNum, _b: u16, _t: &ibmad::attr::PKeyTable) {
+        self.pkeys.push(port);
+    }
+    fn guid_info_written(&mut self, port: PortNum, _b: u16, _t: &ibmad::attr::GuidInfo) {
+        self.guid_infos.push(port);
+    }
+}
+
+pub fn rec_switch(guid: u64, ports: u8) -> Agent<Recorder> {
+    Agent::new(switch_cfg(guid, ports), Recorder::default()).unwrap()
+}
+
+pub fn rec_ca(guid: u64, ports: u8) -> Agent<Recorder> {
+    Agent::new(ca_cfg(guid, ports), Recorder::default()).unwrap()
+}
+
+pub fn port_info<H: sma::Hardware>(a: &Agent<H>, port: u8) -> ibmad::attr::PortInfo {
+    *a.port_info(PortNum(port)).unwrap()
+}
+
+/// PortInfo Set of `pi` to `port` of `a` (arriving on `in_port`), returning the response.
+pub fn set_pi<H: sma::Hardware>(
+    a: &mut Agent<H>,
+    in_port: u8,
+    port: u8,
+    pi: &ibmad::attr::PortInfo,
+) -> Smp {
+    set(
+        a,
+        in_port,
+        SmpAttrId::PORT_INFO,
+        u32::from(port),
+        pi.as_bytes(),
+    )
+}
+
+/// A parameter-only PortInfo Set template: the current value with PortState/PhysState = 0.
+pub fn pi_template<H: sma::Hardware>(a: &Agent<H>, port: u8) -> ibmad::attr::PortInfo {
+    let mut pi = port_info(a, port);
+    pi.set_port_state(ibmad::PortState::NO_CHANGE);
+    pi.set_phys_state(ibmad::PhysState::NO_CHANGE);
+    pi
 }
