@@ -203,6 +203,31 @@ impl Subnet {
     }
 }
 
+impl Subnet {
+    /// True if port `p` of node `id` is linked to a discovered port and its logical state is
+    /// Init, Armed or Active (the OpenSM "has a remote physp" condition routing requires).
+    #[must_use]
+    pub fn is_link_up(&self, id: NodeId, p: PortNum) -> bool {
+        self.port(id, p).is_some_and(|port| {
+            port.remote.is_some()
+                && matches!(
+                    port.state(),
+                    PortState::INIT | PortState::ARMED | PortState::ACTIVE
+                )
+        })
+    }
+
+    /// The SM's own end port: the node reached by the empty directed route (a switch's port 0,
+    /// or a CA's lowest-numbered port that has PortInfo).
+    #[must_use]
+    pub fn sm_port(&self) -> Option<(NodeId, PortNum)> {
+        let id = self
+            .node_ids()
+            .find(|&id| self.node(id).dr_path.is_empty())?;
+        self.end_ports().find(|&(n, _)| n == id)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,596 @@
+//! Min-hop routing (OpenSM `minhop`, the default engine): shortest paths with per-port load
+//! balancing, transcribed from `osm_ucast_mgr.c` / `osm_switch_recommend_path` semantics.
+//!
+//! # Phase 1: hop matrix
+//! A BFS from every switch over the usable switch–switch links gives `hops(a, b)` in a compact
+//! `u8` matrix (switches × switches, 0xFF = unreachable). This equals the fixed point of
+//! OpenSM's relaxation (`ucast_mgr_process_hop_0_1` + `ucast_mgr_process_neighbors` with the
+//! default hop weight 1): the hop count via port `p` of switch `s` to switch `t` is
+//! `1 + hops(remote(p), t)`. A CA LID uses its attached switch's row (the CA link adds 1 to
+//! every candidate alike). A link is usable when both ends are linked and in Init/Armed/Active.
+//!
+//! # Phase 2: egress ports
+//! Destinations are visited in OpenSM's `port_order_list` order:
+//! 1. end ports attached to switches, grouped by switch; switches sorted by the number of
+//!    end-port links, descending, ties in `sw_guid_tbl` order (ascending GUID as a byte-swapped
+//!    `u64`, what OpenSM's `cl_qmap` keyed by a network-order GUID yields on x86), end ports of
+//!    one switch in port-number order (`sort_ports_by_switch_load`, stable like glibc's
+//!    merge-sort `qsort`);
+//! 2. all remaining end ports (switch port 0s, unattached CAs) in port-GUID order (same key).
+//!
+//! With LMC > 0 all ports' offset 0 are routed first, then offset 1, and so on. For each
+//! switch and destination LID (`ucast_mgr_process_port` + `osm_switch_recommend_path`):
+//! - own LID → port 0; a CA attached to this switch → the port it is attached to;
+//! - otherwise the candidates are the usable ports whose hop count equals the minimum; ports
+//!   are scanned from `start_from` (1, or for LMC offset `i > 0` the port chosen for offset
+//!   `i − 1` plus 1, wrapping modulo `num_ports + 1`), and the first port with strictly fewer
+//!   routes so far wins — so ties go to the lowest port number from `start_from`;
+//! - with LMC > 0 a candidate leading to a system (SystemImageGUID) not yet used by this
+//!   destination's earlier LIDs is preferred, then one leading to an unused node (NodeGUID),
+//!   then the fewest-routes port, ties broken by how often the remote node was used;
+//! - no path → 0xFF.
+//!
+//! The chosen port's counter grows by one, except for routes to switch LIDs (unless
+//! [`EngineOptions::port_profile_switch_nodes`]). Counters are per switch, so every switch is
+//! routed independently — in parallel with the `parallel` feature, with identical results.
+//!
+//! Not modelled: OpenSM keeping an existing LFT entry that is still minimal (our input has no
+//! current LFTs: this is `ignore_existing_lfts`), `scatter_ports`, `port_shifting`, hop-weight,
+//! port-search-ordering, GUID-routing-order and port-profile-ignore files.
+
+use ibmad::{Lid, NodeType, PortNum};
+
+use super::{EngineOptions, Lfts, RouteError, RoutingEngine, NO_PATH};
+use crate::subnet::{NodeId, Subnet};
+
+/// Hop count meaning "unreachable".
+pub const UNREACHABLE: u8 = 0xFF;
+const NOT_SW: u32 = u32::MAX;
+
+/// True if the link at (n, p) can carry routes: linked, local port Init/Armed/Active, and the
+/// remote port not known to be Down.
+#[must_use]
+pub fn link_usable(subnet: &Subnet, n: NodeId, p: PortNum) -> bool {
+    if !subnet.is_link_up(n, p) {
+        return false;
+    }
+    let Some((rn, rp)) = subnet.port(n, p).and_then(|x| x.remote) else {
+        return false;
+    };
+    subnet
+        .port(rn, rp)
+        .is_some_and(|rport| rport.info.is_none() || rport.state() != ibmad::PortState::DOWN)
+}
+
+/// The switch graph and its all-pairs hop matrix.
+#[derive(Clone, Debug)]
+pub struct HopMatrix {
+    sw_index: Vec<u32>,
+    sws: Vec<NodeId>,
+    adj_start: Vec<u32>,
+    adj: Vec<(u8, u32)>,
+    dist: Vec<u8>,
+}
+
+impl HopMatrix {
+    /// BFS from every switch over usable switch–switch links.
+    #[must_use]
+    pub fn build(subnet: &Subnet) -> HopMatrix {
+        let sws: Vec<NodeId> = subnet.switches().collect();
+        let mut sw_index = vec![NOT_SW; subnet.nodes.len()];
+        for (i, s) in sws.iter().enumerate() {
+            sw_index[s.idx()] = i as u32;
+        }
+        let mut adj_start = Vec::with_capacity(sws.len() + 1);
+        let mut adj = Vec::new();
+        for &s in &sws {
+            adj_start.push(adj.len() as u32);
+            for p in 1..=subnet.node(s).num_ports {
+                let Some((rn, _)) = subnet.port(s, PortNum(p)).and_then(|x| x.remote) else {
+                    continue;
+                };
+                let r = sw_index[rn.idx()];
+                if r == NOT_SW || rn == s || !link_usable(subnet, s, PortNum(p)) {
+                    continue;
+                }
+                adj.push((p, r));
+            }
+        }
+        adj_start.push(adj.len() as u32);
+        let n = sws.len();
+        let mut dist = vec![UNREACHABLE; n * n];
+        let bfs = |src: usize, row: &mut [u8], queue: &mut Vec<u32>| {
+            queue.clear();
+            row[src] = 0;
+            queue.push(src as u32);
+            let mut head = 0;
+            while head < queue.len() {
+                let u = queue[head] as usize;
+                head += 1;
+                let d = row[u];
+                if d >= UNREACHABLE - 1 {
+                    continue;
+                }
+                for &(_, v) in &adj[adj_start[u] as usize..adj_start[u + 1] as usize] {
+                    if row[v as usize] == UNREACHABLE {
+                        row[v as usize] = d + 1;
+                        queue.push(v);
+                    }
+                }
+            }
+        };
+        if n > 0 {
+            #[cfg(feature = "parallel")]
+            {
+                use rayon::prelude::*;
+                dist.par_chunks_mut(n)
+                    .enumerate()
+                    .for_each_init(Vec::new, |q, (src, row)| bfs(src, row, q));
+            }
+            #[cfg(not(feature = "parallel"))]
+            {
+                let mut q = Vec::new();
+                for (src, row) in dist.chunks_mut(n).enumerate() {
+                    bfs(src, row, &mut q);
+                }
+            }
+        }
+        HopMatrix {
+            sw_index,
+            sws,
+            adj_start,
+            adj,
+            dist,
+        }
+    }
+
+    /// Number of switches.
+    #[must_use]
+    pub fn switch_count(&self) -> usize {
+        self.sws.len()
+    }
+
+    /// Index of switch `n` in the matrix.
+    #[must_use]
+    pub fn index_of(&self, n: NodeId) -> Option<usize> {
+        match self.sw_index.get(n.idx()) {
+            Some(&i) if i != NOT_SW => Some(i as usize),
+            _ => None,
+        }
+    }
+
+    /// Switch at matrix index `i`.
+    #[must_use]
+    pub fn switch_at(&self, i: usize) -> Option<NodeId> {
+        self.sws.get(i).copied()
+    }
+
+    /// Switch hops from switch `a` to switch `b` (`None` if unreachable or not switches).
+    #[must_use]
+    pub fn hops(&self, a: NodeId, b: NodeId) -> Option<u8> {
+        let (a, b) = (self.index_of(a)?, self.index_of(b)?);
+        self.hops_idx(a, b)
+    }
+
+    /// Hops by matrix index.
+    #[must_use]
+    pub fn hops_idx(&self, a: usize, b: usize) -> Option<u8> {
+        let n = self.sws.len();
+        match self.dist.get(a * n + b) {
+            Some(&d) if d != UNREACHABLE => Some(d),
+            _ => None,
+        }
+    }
+
+    fn row(&self, a: usize) -> &[u8] {
+        let n = self.sws.len();
+        &self.dist[a * n..(a + 1) * n]
+    }
+
+    fn neighbors(&self, a: usize) -> &[(u8, u32)] {
+        &self.adj[self.adj_start[a] as usize..self.adj_start[a + 1] as usize]
+    }
+
+    /// Bytes held by the matrix and graph.
+    #[must_use]
+    pub fn memory_bytes(&self) -> usize {
+        self.dist.len() + self.adj.len() * 8 + self.sw_index.len() * 4 + self.sws.len() * 4
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum DestKind {
+    /// A switch, by matrix index.
+    Switch(u32),
+    /// A CA/router port: its attached switch (matrix index, port on that switch), if any.
+    Ca(Option<(u32, u8)>),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Dest {
+    base: u16,
+    nlids: u16,
+    kind: DestKind,
+}
+
+/// OpenSM's `port_order_list` (see the module docs), as destinations with LIDs.
+fn destinations(subnet: &Subnet, hm: &HopMatrix) -> Vec<Dest> {
+    let key = |g: ibmad::Guid| g.0.swap_bytes();
+    // Switches in sw_guid_tbl order, then stable-sorted by end-port links, descending.
+    let mut sws: Vec<NodeId> = subnet.switches().collect();
+    sws.sort_by_key(|&s| key(subnet.node(s).guid));
+    let endport_links = |s: NodeId| -> usize {
+        (1..=subnet.node(s).num_ports)
+            .filter(|&p| {
+                subnet
+                    .port(s, PortNum(p))
+                    .and_then(|x| x.remote)
+                    .is_some_and(|(rn, _)| !subnet.node(rn).is_switch())
+            })
+            .count()
+    };
+    let links: Vec<usize> = sws.iter().map(|&s| endport_links(s)).collect();
+    let mut order: Vec<usize> = (0..sws.len()).collect();
+    order.sort_by(|&a, &b| links[b].cmp(&links[a])); // stable
+    let mut listed = std::collections::HashSet::new();
+    let mut ports: Vec<(NodeId, PortNum)> = Vec::new();
+    for i in order {
+        let s = sws[i];
+        for p in 1..=subnet.node(s).num_ports {
+            let Some((rn, rp)) = subnet.port(s, PortNum(p)).and_then(|x| x.remote) else {
+                continue;
+            };
+            if subnet.node(rn).is_switch() {
+                continue;
+            }
+            let Some(rport) = subnet.port(rn, rp) else {
+                continue;
+            };
+            if rport.info.is_none() || !listed.insert(rport.guid) {
+                continue;
+            }
+            ports.push((rn, rp));
+        }
+    }
+    let mut rest: Vec<(NodeId, PortNum)> = subnet
+        .end_ports()
+        .filter(|&(n, p)| subnet.port(n, p).is_some_and(|x| !listed.contains(&x.guid)))
+        .collect();
+    rest.sort_by_key(|&(n, p)| subnet.port(n, p).map_or(0, |x| key(x.guid)));
+    ports.extend(rest);
+
+    ports
+        .into_iter()
+        .filter_map(|(n, p)| {
+            let port = subnet.port(n, p)?;
+            if port.lid == Lid::UNASSIGNED {
+                return None; // OpenSM ERR 3A04: port has LID 0, ignored
+            }
+            let node = subnet.node(n);
+            let kind = if node.is_switch() {
+                DestKind::Switch(hm.index_of(n)? as u32)
+            } else {
+                let attach = port.remote.and_then(|(rn, rp)| {
+                    let i = hm.index_of(rn)?;
+                    link_usable(subnet, n, p).then_some((i as u32, rp.0))
+                });
+                DestKind::Ca(attach)
+            };
+            let nlids = 1u16 << port.lmc.min(7);
+            Some(Dest {
+                base: port.lid.0,
+                nlids,
+                kind,
+            })
+        })
+        .collect()
+}
+
+/// The highest LID of any end port (the LFT top).
+#[must_use]
+pub fn max_lid(subnet: &Subnet) -> Lid {
+    subnet
+        .end_ports()
+        .filter_map(|(n, p)| subnet.port(n, p))
+        .filter(|x| x.lid != Lid::UNASSIGNED)
+        .map(|x| {
+            let last = u32::from(x.lid.0) + (1u32 << x.lmc.min(7)) - 1;
+            Lid(last.min(u32::from(Lid::UNICAST_MAX.0)) as u16)
+        })
+        .max()
+        .unwrap_or(Lid::UNASSIGNED)
+}
+
+/// The min-hop engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MinHop {
+    opts: EngineOptions,
+}
+
+impl MinHop {
+    /// With options.
+    #[must_use]
+    pub fn new(opts: EngineOptions) -> MinHop {
+        MinHop { opts }
+    }
+
+    /// Routes with a prebuilt hop matrix (lets callers reuse it, e.g. for checking).
+    #[must_use]
+    pub fn route_with(&self, subnet: &Subnet, hm: &HopMatrix) -> Lfts {
+        let top = max_lid(subnet);
+        let mut lfts = Lfts::new(subnet, top);
+        let dests = destinations(subnet, hm);
+        let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
+        let ctx = Ctx {
+            subnet,
+            hm,
+            dests: &dests,
+            max_lids,
+            lmc_routing: max_lids > 1,
+            count_switches: self.opts.port_profile_switch_nodes,
+        };
+        #[cfg(feature = "parallel")]
+        {
+            use rayon::prelude::*;
+            lfts.par_rows_mut()
+                .for_each(|(sw, row)| ctx.route_switch(sw, row));
+        }
+        #[cfg(not(feature = "parallel"))]
+        for (sw, row) in lfts.rows_mut() {
+            ctx.route_switch(sw, row);
+        }
+        lfts
+    }
+}
+
+impl RoutingEngine for MinHop {
+    fn name(&self) -> &'static str {
+        "minhop"
+    }
+
+    fn route(&self, subnet: &Subnet, _rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
+        if let Some((n, _)) = subnet
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.node_type == NodeType::SWITCH && n.num_ports == 0)
+        {
+            return Err(RouteError::Unroutable {
+                engine: "minhop",
+                reason: format!("switch {} reports 0 ports", subnet.nodes[n].guid),
+            });
+        }
+        let hm = HopMatrix::build(subnet);
+        Ok(self.route_with(subnet, &hm))
+    }
+}
+
+struct Ctx<'a> {
+    subnet: &'a Subnet,
+    hm: &'a HopMatrix,
+    dests: &'a [Dest],
+    max_lids: u16,
+    lmc_routing: bool,
+    count_switches: bool,
+}
+
+type Mask = [u64; 4];
+
+/// Calls `f` for every set bit `p` of `m` with `lo <= p < hi`, ascending.
+fn for_each_bit(m: &Mask, lo: u32, hi: u32, f: &mut impl FnMut(u32)) {
+    if lo >= hi {
+        return;
+    }
+    for (w, &word) in m.iter().enumerate() {
+        let base = w as u32 * 64;
+        if base + 64 <= lo || base >= hi {
+            continue;
+        }
+        let mut bits = word;
+        if lo > base {
+            bits &= !0u64 << (lo - base);
+        }
+        if hi < base + 64 {
+            bits &= (1u64 << (hi - base)) - 1;
+        }
+        while bits != 0 {
+            let b = bits.trailing_zeros();
+            f(base + b);
+            bits &= bits - 1;
+        }
+    }
+}
+
+impl Ctx<'_> {
+    fn route_switch(&self, sw: NodeId, row: &mut [u8]) {
+        let Some(si) = self.hm.index_of(sw) else {
+            return;
+        };
+        let n = self.hm.switch_count();
+        let num_ports = u32::from(self.subnet.node(sw).num_ports) + 1;
+        // Candidate ports per destination switch: hop via port == least hops.
+        let my = self.hm.row(si);
+        let mut cand: Vec<Mask> = vec![[0; 4]; n];
+        for &(p, r) in self.hm.neighbors(si) {
+            let rrow = self.hm.row(r as usize);
+            let (w, b) = ((p / 64) as usize, 1u64 << (p % 64));
+            for t in 0..n {
+                let via = rrow[t];
+                if via != UNREACHABLE && via + 1 == my[t] {
+                    cand[t][w] |= b;
+                }
+            }
+        }
+        // Remote node per port (for the LMC system/node spreading).
+        let remote: Vec<Option<NodeId>> = (0..num_ports)
+            .map(|p| {
+                self.subnet
+                    .port(sw, PortNum(p as u8))
+                    .and_then(|x| x.remote)
+                    .map(|(rn, _)| rn)
+            })
+            .collect();
+        let mut counts = [0u32; 256];
+        // LMC tracking: per destination, up to max_lids (node, forwarded_to).
+        let cap = usize::from(self.max_lids);
+        let mut used: Vec<(u32, u32)> = if self.lmc_routing {
+            vec![(0, 0); self.dests.len() * cap]
+        } else {
+            Vec::new()
+        };
+        let mut used_n: Vec<u8> = if self.lmc_routing {
+            vec![0; self.dests.len()]
+        } else {
+            Vec::new()
+        };
+        for offset in 0..self.max_lids {
+            for (di, d) in self.dests.iter().enumerate() {
+                if offset >= d.nlids {
+                    continue;
+                }
+                let lid = usize::from(d.base) + usize::from(offset);
+                if lid >= row.len() {
+                    continue;
+                }
+                let (port, counted) = match d.kind {
+                    DestKind::Switch(t) if t as usize == si => (0u8, false),
+                    DestKind::Switch(t) => (
+                        self.recommend(
+                            &cand, my, t, row, lid, offset, num_ports, &counts, &remote, di, &used,
+                            &used_n,
+                        ),
+                        self.count_switches,
+                    ),
+                    DestKind::Ca(None) => (NO_PATH, false),
+                    DestKind::Ca(Some((t, p))) if t as usize == si => (p, true),
+                    DestKind::Ca(Some((t, _))) => (
+                        self.recommend(
+                            &cand, my, t, row, lid, offset, num_ports, &counts, &remote, di, &used,
+                            &used_n,
+                        ),
+                        true,
+                    ),
+                };
+                row[lid] = port;
+                if counted && port != NO_PATH {
+                    counts[usize::from(port)] += 1;
+                    if port > 0 && self.lmc_routing {
+                        if let Some(rn) = remote.get(usize::from(port)).copied().flatten() {
+                            let k = usize::from(used_n[di]);
+                            let slot = &mut used[di * cap..di * cap + k];
+                            if let Some(e) = slot.iter_mut().find(|e| e.0 == rn.0) {
+                                e.1 += 1;
+                            } else if k < cap {
+                                used[di * cap + k] = (rn.0, 1);
+                                used_n[di] += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `osm_switch_recommend_path` for a destination behind switch `t` (≠ this switch).
+    #[allow(clippy::too_many_arguments)]
+    fn recommend(
+        &self,
+        cand: &[Mask],
+        my: &[u8],
+        t: u32,
+        row: &[u8],
+        lid: usize,
+        offset: u16,
+        num_ports: u32,
+        counts: &[u32; 256],
+        remote: &[Option<NodeId>],
+        di: usize,
+        used: &[(u32, u32)],
+        used_n: &[u8],
+    ) -> u8 {
+        let t = t as usize;
+        if my[t] == UNREACHABLE {
+            return NO_PATH;
+        }
+        let m = &cand[t];
+        let start = if offset > 0 {
+            (u32::from(row[lid - 1]) + 1) % num_ports
+        } else {
+            1 % num_ports
+        };
+        let mut least = u32::MAX;
+        let mut best = 0u8;
+        let mut found = false;
+        let (mut least_sys, mut best_sys) = (u32::MAX, 0u8);
+        let (mut least_node, mut best_node) = (u32::MAX, 0u8);
+        let mut least_fwd = u32::MAX;
+        let lmc = self.lmc_routing;
+        let cap = usize::from(self.max_lids);
+        let entries: &[(u32, u32)] = if lmc {
+            &used[di * cap..di * cap + usize::from(used_n[di])]
+        } else {
+            &[]
+        };
+        let mut visit = |p: u32| {
+            let cc = counts[p as usize];
+            let mut rg: Option<u32> = None;
+            if lmc {
+                let rem = remote.get(p as usize).copied().flatten();
+                let (sys, node) = rem.map_or((None, None), |r| {
+                    let nd = self.subnet.node(r);
+                    (Some(nd.sys_guid), Some(nd.guid))
+                });
+                let sys_hit = entries
+                    .iter()
+                    .any(|e| Some(self.subnet.node(NodeId(e.0)).sys_guid) == sys);
+                if !sys_hit {
+                    if cc < least_sys {
+                        least_sys = cc;
+                        best_sys = p as u8;
+                        least_fwd = 0;
+                    }
+                } else {
+                    let node_hit = entries
+                        .iter()
+                        .find(|e| Some(self.subnet.node(NodeId(e.0)).guid) == node);
+                    if node_hit.is_none() && cc < least_node {
+                        least_node = cc;
+                        best_node = p as u8;
+                        least_fwd = 0;
+                    }
+                    rg = node_hit.map(|e| e.1);
+                }
+            }
+            if cc < least {
+                found = true;
+                best = p as u8;
+                least = cc;
+                if let Some(f) = rg {
+                    if f < least_fwd {
+                        least_fwd = f;
+                    }
+                }
+            } else if let Some(f) = rg {
+                if cc == least && f < least_fwd {
+                    least_fwd = f;
+                    best = p as u8;
+                }
+            }
+        };
+        // Ports start..num_ports, then 0..start (port 0 is never a candidate).
+        for_each_bit(m, start.max(1), num_ports, &mut visit);
+        for_each_bit(m, 1, start.min(num_ports), &mut visit);
+        if !found {
+            return NO_PATH;
+        }
+        if lmc && best != 0 {
+            if best_sys != 0 {
+                return best_sys;
+            }
+            if best_node != 0 {
+                return best_node;
+            }
+        }
+        best
+    }
+}

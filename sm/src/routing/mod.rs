@@ -1,0 +1,346 @@
+//! Unicast routing: the engine interface, the engine chain with OpenSM's fallback, and the
+//! linear forwarding tables ([`Lfts`]) engines produce.
+//!
+//! Engines are pure (STYLE P7): they read a [`Subnet`] whose ports carry LIDs
+//! ([`crate::lid::assign_lids`]) and return tables; they never touch switches. The chain
+//! ([`route_chain`]) tries the configured engines in order and, unless `no_fallback` is given,
+//! falls back to min-hop (OpenSM `osm_ucast_mgr_process`), recording the log lines OpenSM prints
+//! so operators can grep for `"<engine> tables configured on all switches"`.
+
+pub mod fixtures;
+pub mod minhop;
+
+use ibmad::{Lid, PortNum};
+use rand::SeedableRng;
+use thiserror::Error;
+
+use crate::subnet::{NodeId, Subnet};
+
+/// LFT entry meaning "no path" (OpenSM `OSM_NO_PATH`).
+pub const NO_PATH: u8 = 0xFF;
+
+/// Entries per LinearForwardingTable block (IBA vol1 §14.2.5.10).
+pub const LFT_BLOCK: usize = 64;
+
+/// Desired linear forwarding tables: one row per switch, indexed by LID `0..=top`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lfts {
+    top: Lid,
+    width: usize,
+    slot: Vec<u32>,
+    switches: Vec<NodeId>,
+    data: Vec<u8>,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+impl Lfts {
+    /// Empty tables (every entry [`NO_PATH`]) for every switch of `subnet`, LIDs `0..=top`.
+    #[must_use]
+    pub fn new(subnet: &Subnet, top: Lid) -> Lfts {
+        let switches: Vec<NodeId> = subnet.switches().collect();
+        let mut slot = vec![NO_SLOT; subnet.nodes.len()];
+        for (i, s) in switches.iter().enumerate() {
+            slot[s.idx()] = i as u32;
+        }
+        let width = usize::from(top.0) + 1;
+        Lfts {
+            top,
+            width,
+            slot,
+            data: vec![NO_PATH; width * switches.len()],
+            switches,
+        }
+    }
+
+    /// The highest LID the tables cover (SwitchInfo.LinearFDBTop).
+    #[must_use]
+    pub fn top(&self) -> Lid {
+        self.top
+    }
+
+    /// Switches that have a table, in discovery order.
+    #[must_use]
+    pub fn switches(&self) -> &[NodeId] {
+        &self.switches
+    }
+
+    /// The egress port for `lid` at switch `sw`; `None` if no path, not a switch or beyond top.
+    #[must_use]
+    pub fn get(&self, sw: NodeId, lid: Lid) -> Option<PortNum> {
+        let t = self.table(sw)?;
+        match t.get(usize::from(lid.0)) {
+            Some(&p) if p != NO_PATH => Some(PortNum(p)),
+            _ => None,
+        }
+    }
+
+    /// The whole row of switch `sw` (index = LID, [`NO_PATH`] = none).
+    #[must_use]
+    pub fn table(&self, sw: NodeId) -> Option<&[u8]> {
+        let s = *self.slot.get(sw.idx())?;
+        if s == NO_SLOT {
+            return None;
+        }
+        let b = s as usize * self.width;
+        self.data.get(b..b + self.width)
+    }
+
+    /// Mutable row of switch `sw`.
+    pub fn table_mut(&mut self, sw: NodeId) -> Option<&mut [u8]> {
+        let s = *self.slot.get(sw.idx())?;
+        if s == NO_SLOT {
+            return None;
+        }
+        let b = s as usize * self.width;
+        self.data.get_mut(b..b + self.width)
+    }
+
+    /// Sets one entry (`None` = no path). Returns false if `sw` has no table or `lid > top`.
+    pub fn set(&mut self, sw: NodeId, lid: Lid, port: Option<PortNum>) -> bool {
+        match self
+            .table_mut(sw)
+            .and_then(|t| t.get_mut(usize::from(lid.0)))
+        {
+            Some(e) => {
+                *e = port.map_or(NO_PATH, |p| p.0);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of 64-entry LFT blocks needed to cover `0..=top`.
+    #[must_use]
+    pub fn num_blocks(&self) -> usize {
+        self.width.div_ceil(LFT_BLOCK)
+    }
+
+    /// Block `block` of switch `sw` as sent in a LinearForwardingTable Set (entries past top
+    /// are [`NO_PATH`]).
+    #[must_use]
+    pub fn block(&self, sw: NodeId, block: usize) -> Option<[u8; LFT_BLOCK]> {
+        let t = self.table(sw)?;
+        let start = block.checked_mul(LFT_BLOCK)?;
+        if start >= t.len() {
+            return None;
+        }
+        let mut out = [NO_PATH; LFT_BLOCK];
+        let end = (start + LFT_BLOCK).min(t.len());
+        out[..end - start].copy_from_slice(&t[start..end]);
+        Some(out)
+    }
+
+    /// All rows as one slice per switch: `(switch, row)`.
+    #[cfg(not(feature = "parallel"))]
+    pub(crate) fn rows_mut(&mut self) -> impl Iterator<Item = (NodeId, &mut [u8])> {
+        self.switches
+            .iter()
+            .copied()
+            .zip(self.data.chunks_mut(self.width.max(1)))
+    }
+
+    /// Parallel version of [`Lfts::rows_mut`].
+    #[cfg(feature = "parallel")]
+    pub(crate) fn par_rows_mut(
+        &mut self,
+    ) -> impl rayon::iter::IndexedParallelIterator<Item = (NodeId, &mut [u8])> {
+        use rayon::prelude::*;
+        let w = self.width.max(1);
+        self.switches
+            .par_iter()
+            .copied()
+            .zip(self.data.par_chunks_mut(w))
+    }
+}
+
+/// Why routing failed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum RouteError {
+    /// The name is no engine this SM knows.
+    #[error("cannot find or setup routing engine '{0}'")]
+    UnknownEngine(String),
+    /// A known OpenSM engine that this SM does not implement yet; the chain falls back.
+    #[error("routing engine '{0}' is not implemented yet")]
+    NotImplemented(String),
+    /// The subnet is not routable by this engine (bad input, named in the text).
+    #[error("{engine}: cannot route: {reason}")]
+    Unroutable {
+        /// Engine name.
+        engine: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Every engine failed and `no_fallback` was given (or min-hop itself failed).
+    #[error("no routing engine able to configure switch tables (tried {tried:?})")]
+    AllEnginesFailed {
+        /// Engines tried, in order.
+        tried: Vec<String>,
+        /// The OpenSM-style log lines of the attempt (as in [`RouteOutcome::log`]).
+        log: Vec<String>,
+    },
+}
+
+/// Options shared by engines (OpenSM names in brackets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Count routes to switch LIDs in the per-port balancing counters
+    /// [`port_profile_switch_nodes`]; OpenSM default false.
+    pub port_profile_switch_nodes: bool,
+}
+
+/// A unicast routing engine: pure function from subnet (with LIDs) to LFTs.
+pub trait RoutingEngine: Send + Sync {
+    /// The OpenSM name (`minhop`, `updn`, …).
+    fn name(&self) -> &'static str;
+    /// Computes the tables. `rng` is the only source of randomness an engine may use.
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError>;
+}
+
+/// OpenSM engine names this SM recognises but does not implement yet.
+pub const PLANNED_ENGINES: &[&str] = &[
+    "updn",
+    "dnup",
+    "ftree",
+    "file",
+    "lash",
+    "dor",
+    "torus-2QoS",
+    "nue",
+    "dfsssp",
+    "sssp",
+];
+
+/// The engine called `name` (`"minhop"`, or the legacy `"null"`).
+pub fn engine_by_name(
+    name: &str,
+    opts: &EngineOptions,
+) -> Result<Box<dyn RoutingEngine>, RouteError> {
+    match name {
+        "minhop" | "null" => Ok(Box::new(minhop::MinHop::new(*opts))),
+        n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
+        n => Err(RouteError::UnknownEngine(n.to_string())),
+    }
+}
+
+/// What [`route_chain`] produced.
+#[derive(Clone, Debug)]
+pub struct RouteOutcome {
+    /// The tables.
+    pub lfts: Lfts,
+    /// The engine that produced them (`"none"` for a subnet without switches).
+    pub engine: &'static str,
+    /// OpenSM-style log lines, `function: message`, in order.
+    pub log: Vec<String>,
+}
+
+/// Runs the engine chain: each name in order (the token `no_fallback` in the list has the same
+/// effect as `no_fallback = true`), then min-hop as the fallback unless disabled. An empty list
+/// means min-hop. `seed` seeds the RNG handed to engines (ChaCha8).
+pub fn route_chain(
+    engines: &[String],
+    no_fallback: bool,
+    subnet: &Subnet,
+    seed: u64,
+) -> Result<RouteOutcome, RouteError> {
+    route_chain_with(
+        engines,
+        no_fallback,
+        subnet,
+        seed,
+        &EngineOptions::default(),
+    )
+}
+
+/// [`route_chain`] with explicit engine options.
+pub fn route_chain_with(
+    engines: &[String],
+    no_fallback: bool,
+    subnet: &Subnet,
+    seed: u64,
+    opts: &EngineOptions,
+) -> Result<RouteOutcome, RouteError> {
+    let mut log = Vec::new();
+    let mut no_fallback = no_fallback;
+    let mut chain: Vec<Box<dyn RoutingEngine>> = Vec::new();
+    let mut tried = Vec::new();
+    for name in engines.iter().flat_map(|e| e.split([',', ' ', '\t'])) {
+        if name.is_empty() {
+            continue;
+        }
+        if name == "no_fallback" {
+            no_fallback = true;
+            continue;
+        }
+        match engine_by_name(name, opts) {
+            Ok(e) => chain.push(e),
+            Err(e) => {
+                tried.push(name.to_string());
+                if matches!(e, RouteError::UnknownEngine(_)) {
+                    log.push(format!(
+                        "setup_routing_engine: cannot find or setup routing engine '{name}'"
+                    ));
+                } else {
+                    log.push(format!("setup_routing_engine: {e}"));
+                }
+                log.push(format!(
+                    "setup_routing_engines: Failed to setup routing engine '{name}'"
+                ));
+            }
+        }
+    }
+    if subnet.switches().next().is_none() {
+        return Ok(RouteOutcome {
+            lfts: Lfts::new(subnet, Lid(0)),
+            engine: "none",
+            log,
+        });
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for e in &chain {
+        tried.push(e.name().to_string());
+        match e.route(subnet, &mut rng) {
+            Ok(lfts) => {
+                log.push(format!(
+                    "osm_ucast_mgr_process: {} tables configured on all switches",
+                    e.name()
+                ));
+                return Ok(RouteOutcome {
+                    lfts,
+                    engine: e.name(),
+                    log,
+                });
+            }
+            Err(err) => {
+                log.push(format!("ucast_mgr_route: {err}"));
+                log.push(format!(
+                    "ucast_mgr_route: {}: cannot build lid matrices",
+                    e.name()
+                ));
+            }
+        }
+    }
+    if !no_fallback {
+        let mh = minhop::MinHop::new(*opts);
+        tried.push(mh.name().to_string());
+        match mh.route(subnet, &mut rng) {
+            Ok(lfts) => {
+                log.push(format!(
+                    "osm_ucast_mgr_process: {} tables configured on all switches",
+                    mh.name()
+                ));
+                return Ok(RouteOutcome {
+                    lfts,
+                    engine: mh.name(),
+                    log,
+                });
+            }
+            Err(err) => log.push(format!("ucast_mgr_route: {err}")),
+        }
+    }
+    log.push(
+        "osm_ucast_mgr_process: No routing engine able to successfully configure  switch tables on current fabric"
+            .to_string(),
+    );
+    Err(RouteError::AllEnginesFailed { tried, log })
+}
