@@ -13,3 +13,14 @@ pub mod check;
 pub mod dump;
 pub mod lid;
 pub mod routing;
+pub mod config;
+pub mod core;
+pub mod discovery;
+pub mod event;
+pub mod program;
+pub mod timer;
+mod txn;
+
+pub use crate::config::{ConfigError, SmConfig};
+pub use crate::core::{Sm, SmState, Transmit};
+pub use crate::event::{Command, Event, Level, Phase, PhaseStats};
