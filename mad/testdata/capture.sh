@@ -12,6 +12,10 @@
 # and fuzz seeds ../fuzz/corpus/parse_mad/NAME-<n>.bin (one per MAD).
 #
 # Usage: mad/testdata/capture.sh            (from anywhere; writes next to this script)
+#
+# Re-running changes the TIDs, SMInfo's ActCount and the stale bytes libibmad leaves in the
+# receive buffer past HopCount; the static BYTES vectors in mad/src/attr/*.rs tests are checked
+# against these files (bytes_are_the_capture), so update them together.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=$here/../fuzz/corpus/parse_mad
