@@ -42,4 +42,4 @@ pub mod testutil;
 pub use error::{SysError, UmadError};
 pub use port::{Agent, IoMode, PortStats, Received, UmadConfig, UmadPort};
 pub use sys::uring::UringStats;
-pub use sysfs::{CaInfo, PortAttrs, UmadDevice};
+pub use sysfs::{CaInfo, PortAttrs, SysPaths, UmadDevice};

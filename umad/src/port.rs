@@ -35,7 +35,7 @@ use crate::abi::{HdrFraming, MethodMask, RegReq, RegReq2, UmadHdr, HDR_LEN_NEW, 
 use crate::error::{SysError, UmadError};
 use crate::sys::uring::{UringEngine, UringStats};
 use crate::sys::{self, Fd};
-use crate::sysfs::{find_device, UmadDevice};
+use crate::sysfs::{find_device_in, SysPaths, UmadDevice};
 
 /// How MADs are moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -68,6 +68,8 @@ pub struct UmadConfig {
     pub rx_depth: usize,
     /// io_uring send slots.
     pub tx_depth: usize,
+    /// Where to discover devices (the real sysfs by default).
+    pub paths: SysPaths,
 }
 
 impl Default for UmadConfig {
@@ -81,6 +83,7 @@ impl Default for UmadConfig {
             try_agent2: true,
             rx_depth: 1024,
             tx_depth: 256,
+            paths: SysPaths::default(),
         }
     }
 }
@@ -182,7 +185,7 @@ impl UmadPort {
     /// [`UmadError::PortNotFound`]), [`UmadError::PermissionDenied`],
     /// [`UmadError::RegistrationRefused`], [`UmadError::UringUnavailable`] (explicit io_uring).
     pub fn open(cfg: &UmadConfig) -> Result<UmadPort, UmadError> {
-        let dev = find_device(cfg.ca.as_deref(), cfg.port)?;
+        let dev = find_device_in(&cfg.paths, cfg.ca.as_deref(), cfg.port)?;
         Self::open_device(dev, cfg)
     }
 
@@ -526,6 +529,9 @@ impl Drop for UmadPort {
     fn drop(&mut self) {
         if let Backend::Thread(t) = &mut self.backend {
             t.stop.store(true, Ordering::Relaxed);
+            // Drop our end of the channel first: a thread blocked in `send` on a full channel
+            // then fails instead of waiting forever for a consumer that is gone.
+            drop(std::mem::replace(&mut t.rx, mpsc::sync_channel(1).1));
             if let Some(h) = t.handle.take() {
                 let _ = h.join();
             }
@@ -862,6 +868,30 @@ mod tests {
         let lr = Smp::lid_request(Method::GET, SmpAttrId::PORT_INFO, 1, 0x99);
         let e = p.send(&MadMeta::default(), lr.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("0x01"), "{e}");
+    }
+
+    #[test]
+    fn drop_does_not_hang_when_the_rx_channel_is_full() {
+        let (a, b) = socketpair_seqpacket().unwrap();
+        let cfg = UmadConfig {
+            mode: IoMode::Syscall,
+            rx_depth: 1,
+            ..UmadConfig::default()
+        };
+        let p = UmadPort::with_registered(fake_dev(), a, HdrFraming::Old, vec![], &cfg).unwrap();
+        let rec = vec![0u8; 56 + 256];
+        for _ in 0..5 {
+            sys::write(b.raw(), &rec).unwrap();
+        }
+        // Let the thread fill the 1-slot channel and block on the second send.
+        let t0 = std::time::Instant::now();
+        while p.stats().received.load(Ordering::Relaxed) < 2 && t0.elapsed().as_secs() < 5 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(p.stats().received.load(Ordering::Relaxed) >= 2);
+        let t1 = std::time::Instant::now();
+        drop(p);
+        assert!(t1.elapsed() < Duration::from_secs(2));
     }
 
     #[test]

@@ -20,6 +20,28 @@ pub const SYS_INFINIBAND_MAD: &str = "/sys/class/infiniband_mad";
 /// Where the device nodes are.
 pub const DEV_INFINIBAND: &str = "/dev/infiniband";
 
+/// The three roots discovery looks under. [`SysPaths::default`] is the real system (and what
+/// umad2sim redirects); tests point it at a fake tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SysPaths {
+    /// `/sys/class/infiniband`.
+    pub infiniband: String,
+    /// `/sys/class/infiniband_mad`.
+    pub infiniband_mad: String,
+    /// `/dev/infiniband`.
+    pub dev: String,
+}
+
+impl Default for SysPaths {
+    fn default() -> Self {
+        SysPaths {
+            infiniband: SYS_INFINIBAND.to_owned(),
+            infiniband_mad: SYS_INFINIBAND_MAD.to_owned(),
+            dev: DEV_INFINIBAND.to_owned(),
+        }
+    }
+}
+
 /// A user_mad device: one CA port, its `umadN` and `issmN` nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UmadDevice {
@@ -124,9 +146,17 @@ fn list(path: &str) -> Result<Vec<String>, UmadError> {
 /// # Errors
 /// [`UmadError::NoIbDevice`] if `/sys/class/infiniband` does not exist.
 pub fn ca_names() -> Result<Vec<String>, UmadError> {
-    match list(SYS_INFINIBAND) {
+    ca_names_in(&SysPaths::default())
+}
+
+/// [`ca_names`] under `p`.
+///
+/// # Errors
+/// As [`ca_names`].
+pub fn ca_names_in(p: &SysPaths) -> Result<Vec<String>, UmadError> {
+    match list(&p.infiniband) {
         Err(UmadError::Sys(e)) if e.errno() == Some(libc::ENOENT) => Err(UmadError::NoIbDevice {
-            path: SYS_INFINIBAND.to_owned(),
+            path: p.infiniband.clone(),
         }),
         r => r,
     }
@@ -137,13 +167,21 @@ pub fn ca_names() -> Result<Vec<String>, UmadError> {
 /// # Errors
 /// [`UmadError::PortNotFound`] if the port directory does not exist; sysfs read errors.
 pub fn port_attrs(ca: &str, port: PortNum) -> Result<PortAttrs, UmadError> {
-    let dir = format!("{SYS_INFINIBAND}/{ca}/ports/{}", port.0);
+    port_attrs_in(&SysPaths::default(), ca, port)
+}
+
+/// [`port_attrs`] under `p`.
+///
+/// # Errors
+/// As [`port_attrs`].
+pub fn port_attrs_in(p: &SysPaths, ca: &str, port: PortNum) -> Result<PortAttrs, UmadError> {
+    let dir = format!("{}/{ca}/ports/{}", p.infiniband, port.0);
     let lid = match read_num(&format!("{dir}/lid")) {
         Err(UmadError::Sys(e)) if e.errno() == Some(libc::ENOENT) => {
             return Err(UmadError::PortNotFound {
                 ca: ca.to_owned(),
                 port: port.0,
-                available: ca_ports(ca).unwrap_or_default(),
+                available: ca_ports(p, ca).unwrap_or_default(),
             })
         }
         r => r?,
@@ -160,8 +198,8 @@ pub fn port_attrs(ca: &str, port: PortNum) -> Result<PortAttrs, UmadError> {
     })
 }
 
-fn ca_ports(ca: &str) -> Result<Vec<u8>, UmadError> {
-    let mut v: Vec<u8> = list(&format!("{SYS_INFINIBAND}/{ca}/ports"))?
+fn ca_ports(p: &SysPaths, ca: &str) -> Result<Vec<u8>, UmadError> {
+    let mut v: Vec<u8> = list(&format!("{}/{ca}/ports", p.infiniband))?
         .iter()
         .filter_map(|s| s.parse().ok())
         .collect();
@@ -174,15 +212,23 @@ fn ca_ports(ca: &str) -> Result<Vec<u8>, UmadError> {
 /// # Errors
 /// [`UmadError::NoIbDevice`] without `/sys/class/infiniband`; sysfs read errors.
 pub fn list_cas() -> Result<Vec<CaInfo>, UmadError> {
+    list_cas_in(&SysPaths::default())
+}
+
+/// [`list_cas`] under `p`.
+///
+/// # Errors
+/// As [`list_cas`].
+pub fn list_cas_in(p: &SysPaths) -> Result<Vec<CaInfo>, UmadError> {
     let mut out = Vec::new();
-    for name in ca_names()? {
-        let base = format!("{SYS_INFINIBAND}/{name}");
+    for name in ca_names_in(p)? {
+        let base = format!("{}/{name}", p.infiniband);
         let gpath = format!("{base}/node_guid");
         let node_guid = parse_guid(&gpath, &read_text(&gpath)?)?;
         let node_type = read_num(&format!("{base}/node_type")).unwrap_or(0) as u8;
         let mut ports = Vec::new();
-        for p in ca_ports(&name)? {
-            ports.push(port_attrs(&name, PortNum(p))?);
+        for n in ca_ports(p, &name)? {
+            ports.push(port_attrs_in(p, &name, PortNum(n))?);
         }
         out.push(CaInfo {
             name,
@@ -200,11 +246,19 @@ pub fn list_cas() -> Result<Vec<CaInfo>, UmadError> {
 /// [`UmadError::NoIbDevice`] without `/sys/class/infiniband`, [`UmadError::NoUmadDevice`] without
 /// `/sys/class/infiniband_mad`; sysfs read errors.
 pub fn list_umad_devices() -> Result<Vec<UmadDevice>, UmadError> {
-    ca_names()?;
-    let entries = match list(SYS_INFINIBAND_MAD) {
+    list_umad_devices_in(&SysPaths::default())
+}
+
+/// [`list_umad_devices`] under `p`.
+///
+/// # Errors
+/// As [`list_umad_devices`].
+pub fn list_umad_devices_in(p: &SysPaths) -> Result<Vec<UmadDevice>, UmadError> {
+    ca_names_in(p)?;
+    let entries = match list(&p.infiniband_mad) {
         Err(UmadError::Sys(e)) if e.errno() == Some(libc::ENOENT) => {
             return Err(UmadError::NoUmadDevice {
-                path: SYS_INFINIBAND_MAD.to_owned(),
+                path: p.infiniband_mad.clone(),
             })
         }
         r => r?,
@@ -214,7 +268,7 @@ pub fn list_umad_devices() -> Result<Vec<UmadDevice>, UmadError> {
         let Some(idx) = e.strip_prefix("umad").and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let dir = format!("{SYS_INFINIBAND_MAD}/{e}");
+        let dir = format!("{}/{e}", p.infiniband_mad);
         let ca = read_text(&format!("{dir}/ibdev"))?;
         let ppath = format!("{dir}/port");
         let port = read_num(&ppath)?;
@@ -223,8 +277,8 @@ pub fn list_umad_devices() -> Result<Vec<UmadDevice>, UmadError> {
             ca,
             port: PortNum(port),
             index: idx,
-            umad_path: format!("{DEV_INFINIBAND}/umad{idx}"),
-            issm_path: format!("{DEV_INFINIBAND}/issm{idx}"),
+            umad_path: format!("{}/umad{idx}", p.dev),
+            issm_path: format!("{}/issm{idx}", p.dev),
         });
     }
     Ok(out)
@@ -238,8 +292,20 @@ pub fn list_umad_devices() -> Result<Vec<UmadDevice>, UmadError> {
 /// [`UmadError::NoIbDevice`], [`UmadError::NoUmadDevice`], [`UmadError::CaNotFound`],
 /// [`UmadError::PortNotFound`].
 pub fn find_device(ca: Option<&str>, port: Option<u8>) -> Result<UmadDevice, UmadError> {
-    let devs = list_umad_devices()?;
-    let cas = ca_names()?;
+    find_device_in(&SysPaths::default(), ca, port)
+}
+
+/// [`find_device`] under `p`.
+///
+/// # Errors
+/// As [`find_device`].
+pub fn find_device_in(
+    p: &SysPaths,
+    ca: Option<&str>,
+    port: Option<u8>,
+) -> Result<UmadDevice, UmadError> {
+    let devs = list_umad_devices_in(p)?;
+    let cas = ca_names_in(p)?;
     let candidates: Vec<&UmadDevice> = match ca {
         Some(name) => {
             if !cas.iter().any(|c| c == name) {
@@ -258,18 +324,18 @@ pub fn find_device(ca: Option<&str>, port: Option<u8>) -> Result<UmadDevice, Uma
     };
     if candidates.is_empty() {
         return Err(UmadError::NoUmadDevice {
-            path: SYS_INFINIBAND_MAD.to_owned(),
+            path: p.infiniband_mad.clone(),
         });
     }
-    if let Some(p) = port {
+    if let Some(want) = port {
         let ca_name = ca.map_or_else(|| candidates[0].ca.clone(), str::to_owned);
         return candidates
             .iter()
-            .find(|d| d.port.0 == p && d.ca == ca_name)
+            .find(|d| d.port.0 == want && d.ca == ca_name)
             .map(|d| (*d).clone())
             .ok_or_else(|| UmadError::PortNotFound {
                 ca: ca_name.clone(),
-                port: p,
+                port: want,
                 available: candidates
                     .iter()
                     .filter(|d| d.ca == ca_name)
@@ -279,7 +345,7 @@ pub fn find_device(ca: Option<&str>, port: Option<u8>) -> Result<UmadDevice, Uma
     }
     let attrs: Vec<Option<PortAttrs>> = candidates
         .iter()
-        .map(|d| port_attrs(&d.ca, d.port).ok())
+        .map(|d| port_attrs_in(p, &d.ca, d.port).ok())
         .collect();
     let pick = attrs
         .iter()
@@ -325,6 +391,117 @@ mod tests {
         let mut v = vec!["umad10", "umad2", "umad1", "mlx5_0"];
         v.sort_by_key(|a| natural_key(a));
         assert_eq!(v, vec!["mlx5_0", "umad1", "umad2", "umad10"]);
+    }
+
+    /// A fake sysfs: mlx5_0 (ports 1 INIT/LinkUp, 2 ACTIVE), mlx5_1 (port 1 DOWN), umad0..2.
+    fn fake_tree() -> (tempfile::TempDir, SysPaths) {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        let w = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w("ib/mlx5_0/node_guid", "0002:c903:00ab:cd01\n");
+        w("ib/mlx5_0/node_type", "1: CA\n");
+        w("ib/mlx5_0/ports/1/lid", "0x0\n");
+        w("ib/mlx5_0/ports/1/state", "2: INIT\n");
+        w("ib/mlx5_0/ports/1/phys_state", "5: LinkUp\n");
+        w("ib/mlx5_0/ports/2/lid", "0x1a\n");
+        w("ib/mlx5_0/ports/2/sm_lid", "0x1\n");
+        w("ib/mlx5_0/ports/2/state", "4: ACTIVE\n");
+        w("ib/mlx5_0/ports/2/phys_state", "5: LinkUp\n");
+        w("ib/mlx5_0/ports/2/cap_mask", "0x02510868\n");
+        w("ib/mlx5_1/node_guid", "0002:c903:00ab:cd02\n");
+        w("ib/mlx5_1/node_type", "1: CA\n");
+        w("ib/mlx5_1/ports/1/lid", "0x0\n");
+        w("ib/mlx5_1/ports/1/state", "1: DOWN\n");
+        w("ib/mlx5_1/ports/1/phys_state", "3: Disabled\n");
+        w("mad/umad0/ibdev", "mlx5_0\n");
+        w("mad/umad0/port", "1\n");
+        w("mad/umad1/ibdev", "mlx5_0\n");
+        w("mad/umad1/port", "2\n");
+        w("mad/umad2/ibdev", "mlx5_1\n");
+        w("mad/umad2/port", "1\n");
+        w("mad/abi_version", "5\n");
+        let s = |rel: &str| root.join(rel).to_str().unwrap().to_owned();
+        let paths = SysPaths {
+            infiniband: s("ib"),
+            infiniband_mad: s("mad"),
+            dev: "/dev/fake".into(),
+        };
+        (d, paths)
+    }
+
+    #[test]
+    fn discovery_reads_cas_and_ports() {
+        let (_d, p) = fake_tree();
+        let cas = list_cas_in(&p).unwrap();
+        assert_eq!(cas.len(), 2);
+        assert_eq!(cas[0].name, "mlx5_0");
+        assert_eq!(cas[0].node_guid, Guid(0x0002_c903_00ab_cd01));
+        assert_eq!(cas[0].ports.len(), 2);
+        let p2 = &cas[0].ports[1];
+        assert_eq!(
+            (p2.num, p2.lid, p2.sm_lid, p2.state, p2.cap_mask),
+            (PortNum(2), Lid(0x1a), Lid(1), 4, 0x0251_0868)
+        );
+        let devs = list_umad_devices_in(&p).unwrap();
+        assert_eq!(devs.len(), 3, "abi_version is not a device");
+        assert_eq!(devs[1].umad_path, "/dev/fake/umad1");
+        assert_eq!(devs[1].issm_path, "/dev/fake/issm1");
+    }
+
+    #[test]
+    fn default_port_is_the_first_active_one() {
+        let (_d, p) = fake_tree();
+        let d = find_device_in(&p, None, None).unwrap();
+        assert_eq!((d.ca.as_str(), d.port, d.index), ("mlx5_0", PortNum(2), 1));
+        // mlx5_1's only port is down: still chosen when that CA is asked for.
+        let d = find_device_in(&p, Some("mlx5_1"), None).unwrap();
+        assert_eq!((d.port, d.index), (PortNum(1), 2));
+        let d = find_device_in(&p, Some("mlx5_0"), Some(1)).unwrap();
+        assert_eq!(d.index, 0);
+    }
+
+    #[test]
+    fn unknown_ca_and_port_are_named_in_the_error() {
+        let (_d, p) = fake_tree();
+        let e = find_device_in(&p, Some("mlx4_0"), None).unwrap_err();
+        match &e {
+            UmadError::CaNotFound { name, available } => {
+                assert_eq!(name, "mlx4_0");
+                assert_eq!(available, &["mlx5_0".to_string(), "mlx5_1".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e.to_string().contains("mlx4_0"));
+        let e = find_device_in(&p, Some("mlx5_0"), Some(3)).unwrap_err();
+        match e {
+            UmadError::PortNotFound {
+                ca,
+                port,
+                available,
+            } => assert_eq!((ca.as_str(), port, available), ("mlx5_0", 3, vec![1, 2])),
+            other => panic!("{other:?}"),
+        }
+        let e = port_attrs_in(&p, "mlx5_0", PortNum(7)).unwrap_err();
+        assert!(
+            matches!(e, UmadError::PortNotFound { port: 7, .. }),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn missing_roots_are_clear_errors() {
+        let (d, mut p) = fake_tree();
+        p.infiniband_mad = d.path().join("nope").to_str().unwrap().to_owned();
+        assert!(matches!(
+            find_device_in(&p, None, None),
+            Err(UmadError::NoUmadDevice { .. })
+        ));
+        p.infiniband = d.path().join("nope2").to_str().unwrap().to_owned();
+        assert!(matches!(list_cas_in(&p), Err(UmadError::NoIbDevice { .. })));
     }
 
     #[test]
