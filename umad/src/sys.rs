@@ -94,8 +94,8 @@ pub(crate) fn open(path: &str, flags: libc::c_int) -> Result<Fd, SysError> {
     })
 }
 
-/// `close(2)`.
-pub(crate) fn close(fd: RawFd) -> Result<(), SysError> {
+/// `close(2)`. Private: only [`Fd::drop`] closes descriptors, so no fd is closed twice.
+fn close(fd: RawFd) -> Result<(), SysError> {
     // SAFETY: close(2) takes no pointers; callers pass an fd they own and never use it again
     // (only `Fd::drop` calls this).
     let r = unsafe { libc::close(fd) };
