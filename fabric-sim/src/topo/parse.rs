@@ -508,7 +508,7 @@ impl Reader {
                 _ => {}
             }
         }
-        if let Some(comment) = rest.trim_start().strip_prefix('#') {
+        if let Some(comment) = unquoted_comment(rest) {
             // A CA/router line starts its comment with its own "lid L lmc M".
             if nt != NodeType::SWITCH {
                 if let Some((l, m)) = leading_lid_lmc(comment) {
@@ -847,6 +847,19 @@ fn rate_trailer(tail: &str) -> Result<Option<(LinkWidth, LinkSpeed)>, ParseError
         return Ok(Some((width, speed)));
     }
     Ok(None)
+}
+
+/// The text after the first `#` that is not inside quotes.
+fn unquoted_comment(s: &str) -> Option<&str> {
+    let mut quoted = false;
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' if !quoted => return Some(&s[i + 1..]),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Whitespace-separated tokens, skipping quoted strings.
