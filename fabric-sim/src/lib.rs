@@ -3,3 +3,4 @@
 #![deny(missing_docs)]
 pub mod sim;
 pub mod topo;
+pub use sim::{Fabric, FaultConfig, SimConfig, SimError, SimPort, SmAttachment, SmHandle};

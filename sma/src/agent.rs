@@ -298,7 +298,7 @@ impl<H: Hardware> Agent<H> {
             return self.malformed(meta.port, Discard::NotSmp(smp.class()));
         }
         if !self.port_exists(meta.port) {
-            return self.discard(meta.port, Discard::BadEgressPort(meta.port));
+            return self.discard(meta.port, Discard::BadIngressPort(meta.port));
         }
         if smp.is_dr() {
             self.handle_dr(now, meta, &mut smp);
@@ -442,6 +442,7 @@ impl<H: Hardware> Agent<H> {
             return;
         }
         let i = usize::from(port.0);
+        let before = self.ports[i].pi;
         let pi = &mut self.ports[i].pi;
         let was_down = pi.port_state() == PortState::DOWN;
         match ev {
@@ -474,8 +475,11 @@ impl<H: Hardware> Agent<H> {
                 pi.set_port_state(PortState::DOWN);
             }
         }
-        let now_down = self.ports[i].pi.port_state() == PortState::DOWN;
-        self.state_changed(now, port, was_down != now_down);
+        let after = self.ports[i].pi;
+        if after.port_state() != before.port_state() || after.phys_state() != before.phys_state() {
+            let now_down = after.port_state() == PortState::DOWN;
+            self.state_changed(now, port, was_down != now_down);
+        }
     }
 
     /// Call when [`Agent::poll_timeout`] is reached: retransmits due traps and expires M_Key

@@ -5,6 +5,7 @@ use ibmad::{Lid, MadMeta, Method, MgmtClass, PhysState, PortNum, PortState, SmpA
 
 /// An event for the owner of the agent (the simulator, a daemon, a test).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Event {
     /// A MAD for the subnet manager co-located on this node: a returning DR SMP that reached its
     /// end (D=1, hop pointer 0), a LID-routed response, Trap or SMInfo request, or the answer to
@@ -90,6 +91,7 @@ pub enum Event {
 
 /// Why a MAD was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Discard {
     /// Not 256 bytes.
     BadLength {
@@ -108,6 +110,8 @@ pub enum Discard {
     EgressDown(PortNum),
     /// The egress port does not exist (or is port 0 of a switch).
     BadEgressPort(PortNum),
+    /// The MAD was given to a port that does not exist (or port 0 of a CA).
+    BadIngressPort(PortNum),
     /// Failed the M_Key check.
     MKey,
     /// A response or TrapRepress that matches nothing here.

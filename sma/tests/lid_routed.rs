@@ -118,3 +118,26 @@ fn malformed_mads_are_dropped_and_counted() {
         ]
     );
 }
+
+#[test]
+fn mad_on_a_port_that_does_not_exist_is_dropped() {
+    let mut a = ca(0x500, 1);
+    let s = Smp::lid_request(Method::GET, SmpAttrId::NODE_INFO, 0, 1);
+    a.handle_mad(Time::ZERO, &lid_meta(0, 1, 2), s.as_bytes());
+    a.handle_mad(Time::ZERO, &lid_meta(3, 1, 2), s.as_bytes());
+    assert!(drain(&mut a).is_empty());
+    let reasons: Vec<Discard> = events(&mut a)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Discarded { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            Discard::BadIngressPort(PortNum(0)),
+            Discard::BadIngressPort(PortNum(3))
+        ]
+    );
+}

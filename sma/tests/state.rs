@@ -243,3 +243,44 @@ fn reset_forgets_everything_the_sm_set_but_keeps_links() {
         [0xFF; 64]
     );
 }
+
+#[test]
+fn link_up_on_an_up_port_only_updates_the_active_values() {
+    let mut a = switch(0x700, 4);
+    a.handle_link(Time::ZERO, PortNum(1), UP);
+    let _ = events(&mut a);
+    let mut si = a.switch_info().unwrap();
+    si.set_port_state_change(1);
+    set(
+        &mut a,
+        0,
+        ibmad::SmpAttrId::SWITCH_INFO,
+        0,
+        ibmad::zerocopy::IntoBytes::as_bytes(&si),
+    );
+    let _ = events(&mut a);
+    a.handle_link(
+        Time::ZERO,
+        PortNum(1),
+        LinkEvent::Up {
+            width_active: 1,
+            speed_active: 1,
+            speed_ext_active: 0,
+        },
+    );
+    let p = port_info(&a, 1);
+    assert_eq!((p.link_width_active, p.link_speed_active()), (1, 1));
+    assert_eq!(p.port_state(), PortState::INIT);
+    assert!(events(&mut a).is_empty(), "no state change, no event");
+    assert_eq!(a.switch_info().unwrap().port_state_change(), 0);
+}
+
+#[test]
+fn link_events_for_missing_ports_are_ignored() {
+    let mut a = ca(0x500, 1);
+    a.handle_link(Time::ZERO, PortNum(0), UP);
+    a.handle_link(Time::ZERO, PortNum(2), UP);
+    assert!(events(&mut a).is_empty());
+    assert!(a.port_info(PortNum(0)).is_none());
+    assert!(a.port_info(PortNum(2)).is_none());
+}
