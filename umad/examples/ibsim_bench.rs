@@ -36,13 +36,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .env(CHILD, "1")
         .status()?;
     if !status.success() {
-        return Err(format!("bench child failed: {status}; ibsim said:\n{}", sim.output()).into());
+        return Err(format!(
+            "bench child failed: {status}; ibsim said:\n{}",
+            sim.output()
+        )
+        .into());
     }
     Ok(())
 }
 
 fn child(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
-    let count: usize = args.first().map(|s| s.parse()).transpose()?.unwrap_or(20_000);
+    let count: usize = args
+        .first()
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(20_000);
     let mut windows: Vec<usize> = args[1.min(args.len())..]
         .iter()
         .map(|s| s.parse())

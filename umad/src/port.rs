@@ -480,8 +480,13 @@ impl MadPort for UmadPort {
             } else {
                 Lid::PERMISSIVE.0
             }
-        } else {
+        } else if meta.dlid.is_unicast() || meta.dlid.is_permissive() {
             meta.dlid.0
+        } else {
+            return Err(PortError::Other(format!(
+                "a LID-routed MAD needs a unicast or permissive DLID, got {:#06x}",
+                meta.dlid.0
+            )));
         };
         let hl = self.framing.hdr_len();
         let hdr = UmadHdr {
@@ -892,6 +897,61 @@ mod tests {
         let t1 = std::time::Instant::now();
         drop(p);
         assert!(t1.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn registration_refused_names_class_and_keeps_errno() {
+        // /dev/null rejects every umad ioctl with ENOTTY: REGISTER_AGENT2 first (falls back),
+        // then REGISTER_AGENT, whose failure is reported.
+        let null = sys::open("/dev/null", libc::O_RDWR).unwrap();
+        let e = register(&null, &UmadConfig::default()).unwrap_err();
+        match &e {
+            UmadError::RegistrationRefused { class, qpn, source } => {
+                assert_eq!((*class, *qpn), (0x81, 0));
+                assert_eq!(source.op, "ioctl(IB_USER_MAD_REGISTER_AGENT)");
+                assert_eq!(source.errno(), Some(libc::ENOTTY));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e.to_string().contains("0x81"), "{e}");
+        let cfg = UmadConfig {
+            try_agent2: false,
+            classes: vec![MgmtClass::SUBN_LID_ROUTED],
+            ..UmadConfig::default()
+        };
+        let e = register(&null, &cfg).unwrap_err();
+        assert!(matches!(
+            e,
+            UmadError::RegistrationRefused { class: 0x01, .. }
+        ));
+    }
+
+    #[test]
+    fn lid_routed_send_needs_a_usable_dlid() {
+        let (a, _b) = socketpair_seqpacket().unwrap();
+        let agents = vec![Agent {
+            class: MgmtClass::SUBN_LID_ROUTED,
+            id: 0,
+        }];
+        let cfg = UmadConfig {
+            mode: IoMode::Syscall,
+            ..UmadConfig::default()
+        };
+        let mut p =
+            UmadPort::with_registered(fake_dev(), a, HdrFraming::Old, agents, &cfg).unwrap();
+        let lr = Smp::lid_request(Method::GET, SmpAttrId::PORT_INFO, 1, 0x99);
+        let e = p.send(&MadMeta::default(), lr.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("DLID"), "{e}");
+        let meta = MadMeta {
+            dlid: Lid(0xC001),
+            ..MadMeta::default()
+        };
+        assert!(p.send(&meta, lr.as_bytes()).is_err());
+        let meta = MadMeta {
+            dlid: Lid::PERMISSIVE,
+            ..MadMeta::default()
+        };
+        p.send(&meta, lr.as_bytes()).unwrap();
     }
 
     #[test]

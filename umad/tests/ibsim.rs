@@ -98,7 +98,13 @@ fn dr_nodeinfo_through_umad2sim() {
     // The child really ran the probe (not filtered out by the harness).
     assert!(stdout.contains("1 passed"), "child did not run shim_child");
     assert!(stdout.contains("NODEINFO-OK hops=2"), "{stdout}");
-    // The shim's fake sysfs tree was cleaned up, and ibsim is still alive for the guard to stop.
+    // The shim wrote its fake sysfs tree into the child's cwd and removed it at exit.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    eprintln!("left in the shim's cwd: {leftovers:?}");
     drop(dir);
     sim.stop();
 }
