@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::{ConfigError, ConfigWarning, Origin};
-use super::file::load_config_file;
+use super::file::{clean_value, load_config_file};
 use super::keys::{self, parse_c_uint, parse_hex};
 use super::options::{Options, CACHE_DIR_ENV, DEFAULT_CONFIG_FILE};
 
@@ -369,7 +369,8 @@ fn apply(
     typed: &str,
     value: Option<&str>,
 ) -> Result<(), ConfigError> {
-    let v = value.unwrap_or("");
+    // Cleaned like a config-file value, so that `-c` writes what was given.
+    let v = clean_value(value.unwrap_or(""));
     match opt.act {
         Act::Key(key) | Act::KeyHex(key) => {
             let Some(spec) = keys::spec(key) else {

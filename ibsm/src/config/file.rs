@@ -87,7 +87,7 @@ pub fn parse_config_str(text: &str, file: &Path, base: Options) -> Result<Config
 }
 
 /// Trims whitespace and one pair of matching surrounding quotes (OpenSM's `clean_val`).
-fn clean_value(v: &str) -> &str {
+pub(crate) fn clean_value(v: &str) -> &str {
     let v = v.trim();
     for q in ['"', '\''] {
         if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
@@ -168,7 +168,8 @@ impl Options {
         keys::spec(key).map(|k| (k.get)(self))
     }
 
-    /// Sets a config key from a value in opensm.conf syntax, validated as in the file.
+    /// Sets a config key from a value in opensm.conf syntax, validated and cleaned (outer
+    /// whitespace and one pair of quotes removed) as in the file.
     ///
     /// # Errors
     /// [`ConfigError::UnknownOption`] for a key ibsm does not have, [`ConfigError::BadValue`]
@@ -182,6 +183,7 @@ impl Options {
                     .map(|k| format!("did you mean {k}?")),
             });
         };
+        let value = clean_value(value);
         (spec.set)(self, value).map_err(|expected| ConfigError::BadValue {
             origin,
             key: spec.key,

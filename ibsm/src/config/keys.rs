@@ -113,16 +113,29 @@ fn boolean(v: &str) -> Result<bool, String> {
     }
 }
 
-fn opt_path(v: &str) -> Option<PathBuf> {
-    if v.is_empty() || v == "(null)" {
-        None
+/// A file name or `(null)`. `#` would start a comment in the file, and a value still
+/// quoted after the outer quotes were removed would lose its quotes when written and re-read,
+/// so both are refused.
+fn opt_path(v: &str) -> Result<Option<PathBuf>, String> {
+    let quoted = v.len() >= 2
+        && ['"', '\'']
+            .iter()
+            .any(|q| v.starts_with(*q) && v.ends_with(*q));
+    if v.contains('#') || quoted {
+        Err(
+            "a name without # (it starts a comment in opensm.conf) and not quoted twice, \
+             or (null)"
+                .to_string(),
+        )
+    } else if v.is_empty() || v == "(null)" {
+        Ok(None)
     } else {
-        Some(PathBuf::from(v))
+        Ok(Some(PathBuf::from(v)))
     }
 }
 
 fn path(v: &str) -> Result<PathBuf, String> {
-    opt_path(v).ok_or_else(|| "a path (not empty, not (null))".to_string())
+    opt_path(v)?.ok_or_else(|| "a path (not empty, not (null))".to_string())
 }
 
 fn fmt_bool(b: bool) -> String {
@@ -389,7 +402,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
         ],
         get: |o| fmt_opt_path(&o.root_guid_file),
         set: |o, v| {
-            o.root_guid_file = opt_path(v);
+            o.root_guid_file = opt_path(v)?;
             Ok(())
         },
     },
@@ -402,7 +415,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
         ],
         get: |o| fmt_opt_path(&o.cn_guid_file),
         set: |o, v| {
-            o.cn_guid_file = opt_path(v);
+            o.cn_guid_file = opt_path(v)?;
             Ok(())
         },
     },
@@ -417,7 +430,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
         ],
         get: |o| fmt_opt_path(&o.io_guid_file),
         set: |o, v| {
-            o.io_guid_file = opt_path(v);
+            o.io_guid_file = opt_path(v)?;
             Ok(())
         },
     },
@@ -440,7 +453,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
         doc: &["The file holding guid routing order guids (for MinHop and Up/Down)"],
         get: |o| fmt_opt_path(&o.guid_routing_order_file),
         set: |o, v| {
-            o.guid_routing_order_file = opt_path(v);
+            o.guid_routing_order_file = opt_path(v)?;
             Ok(())
         },
     },
@@ -662,7 +675,7 @@ pub(crate) static KEYS: &[KeySpec] = &[
         doc: &["The HCA to bind, e.g. mlx5_0 ((null): the first one)"],
         get: |o| o.ca_name.clone().unwrap_or_else(|| "(null)".to_string()),
         set: |o, v| {
-            o.ca_name = opt_path(v).map(|p| p.display().to_string());
+            o.ca_name = opt_path(v)?.map(|p| p.display().to_string());
             Ok(())
         },
     },
