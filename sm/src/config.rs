@@ -8,7 +8,8 @@ use ibmad::PortNum;
 /// Subnet-manager options. `Default` gives OpenSM's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmConfig {
-    /// The local port the SM sends on (`port_num`, 1-based; OpenSM picks the first active port).
+    /// The local port the SM sends on: a CA port (1-based), or 0 for an SM running on a switch
+    /// (OpenSM `port_num`; OpenSM picks the first active port).
     pub port: PortNum,
     /// LID mask count, 0..=7 (`lmc`, default 0): 2^lmc LIDs per CA port.
     pub lmc: u8,
@@ -124,8 +125,8 @@ impl SmConfig {
         check(
             "port_num",
             self.port.0.into(),
-            (1..=254).contains(&self.port.0),
-            "1..=254",
+            self.port.0 <= 254,
+            "0..=254",
         )?;
         check(
             "max_wire_smps",
@@ -216,7 +217,7 @@ mod tests {
                 ..SmConfig::default()
             },
             SmConfig {
-                port: PortNum(0),
+                port: PortNum(255),
                 ..SmConfig::default()
             },
         ] {

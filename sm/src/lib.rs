@@ -10,14 +10,14 @@ pub mod subnet;
 
 pub use subnet::{Node, NodeId, Port, Subnet};
 pub mod check;
-pub mod dump;
-pub mod lid;
-pub mod routing;
 pub mod config;
 pub mod core;
 pub mod discovery;
+pub mod dump;
 pub mod event;
+pub mod lid;
 pub mod program;
+pub mod routing;
 pub mod timer;
 mod txn;
 

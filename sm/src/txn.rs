@@ -193,9 +193,10 @@ impl Engine {
                 continue;
             }
             if let Some(n) = txn.req.node {
+                // Deferred only while the node has `max_per_node` in flight, so every deferred
+                // request has a release ahead of it that puts it back in the queue.
                 let busy = self.node_inflight.get(&n).copied().unwrap_or(0);
-                let waiting = self.deferred.get(&n).is_some_and(|d| !d.is_empty());
-                if busy >= self.max_per_node || (waiting && txn.attempts == 0) {
+                if busy >= self.max_per_node {
                     self.deferred.entry(n).or_default().push_back(tid);
                     continue;
                 }
@@ -350,6 +351,28 @@ mod tests {
         assert!(e.complete(a).is_none(), "late duplicate is unknown");
         assert!(e.next_to_send(Time(0), |_| false).is_some());
         assert_eq!(e.stats.smps, 3);
+    }
+
+    #[test]
+    fn deferred_requests_are_never_stranded() {
+        let mut e = Engine::new(100, 2, Duration::from_millis(200), 3);
+        let tids: Vec<u32> = (0..7).map(|_| e.submit(pi(1))).collect();
+        let mut done = 0;
+        while !e.is_idle() {
+            let mut sent = Vec::new();
+            while let Some((t, _)) = e.next_to_send(Time(0), |_| false) {
+                sent.push(t);
+            }
+            assert!(
+                !sent.is_empty() && sent.len() <= 2,
+                "stuck or over the limit"
+            );
+            for t in sent {
+                e.complete(t);
+                done += 1;
+            }
+        }
+        assert_eq!(done, tids.len());
     }
 
     #[test]

@@ -1,0 +1,518 @@
+//! Scenario tests: the real `sm::Sm` against `fabric_sim::Fabric` running a real `sma::Agent`
+//! per node, driven on the simulator's virtual clock (quinn `Pair` style: move MADs between
+//! the SM attachment and the core, jump to min(sm.poll_timeout, fabric.next_event_time)).
+//!
+//! Every scenario checks the fabric itself, read back from the simulated agents: every linked
+//! port Active, LIDs unique, and every CA port reaches every other CA port through the
+//! programmed LFTs along a shortest path.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+
+use core::time::Duration;
+
+use fabric_sim::sim::{Fabric, FaultConfig, SimConfig, SmHandle};
+use fabric_sim::topo::{NodeId, PortRef, Topology};
+use ibmad::{Lid, NodeType, PortNum, PortState, Time};
+use sm::{Command, Event, Sm, SmConfig};
+
+struct Run {
+    fabric: Fabric,
+    sm: Sm,
+    h: SmHandle,
+    events: Vec<Event>,
+}
+
+fn net_example(name: &str) -> Topology {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric-sim/testdata/ibsim-net-examples")
+        .join(name);
+    Topology::from_file(&p).unwrap()
+}
+
+/// The SM's attachment: ibsim's convention, the first node of the topology (a switch: port 0;
+/// a CA: its first cabled port).
+fn sm_place(t: &Topology) -> (NodeId, PortNum) {
+    let (id, n) = t.nodes().next().unwrap();
+    if n.is_switch() {
+        return (id, PortNum(0));
+    }
+    let p = t
+        .ports(id)
+        .find(|(p, port)| p.0 >= 1 && port.peer().is_some())
+        .unwrap()
+        .0;
+    (id, p)
+}
+
+/// The first CA with a cabled port.
+fn first_ca(t: &Topology) -> (NodeId, PortNum) {
+    for id in t.nodes_of_type(NodeType::CA) {
+        if let Some((p, _)) = t
+            .ports(id)
+            .find(|(p, port)| p.0 >= 1 && port.peer().is_some())
+        {
+            return (id, p);
+        }
+    }
+    panic!("no cabled CA");
+}
+
+fn start(t: &Topology, at: (NodeId, PortNum), sim: SimConfig, cfg: SmConfig) -> Run {
+    let mut fabric = Fabric::new(t, sim).unwrap();
+    let att = fabric.attach_sm(at.0, at.1).unwrap();
+    let sm = Sm::new(SmConfig { port: at.1, ..cfg }).unwrap();
+    Run {
+        fabric,
+        sm,
+        h: att.handle,
+        events: Vec::new(),
+    }
+}
+
+fn quiet() -> SmConfig {
+    SmConfig {
+        sweep_interval: Duration::ZERO,
+        ..SmConfig::default()
+    }
+}
+
+impl Run {
+    fn now(&self) -> Time {
+        self.fabric.now()
+    }
+
+    /// Runs until nothing is scheduled or `limit` (virtual) is reached.
+    fn drive(&mut self, limit: Time) {
+        let mut buf = [0u8; 256];
+        loop {
+            let now = self.fabric.now();
+            while let Ok(Some((meta, len))) = self.fabric.sm_recv(self.h, &mut buf) {
+                self.sm.handle_mad(now, &meta, &buf[..len]);
+            }
+            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
+                self.sm.handle_timeout(now);
+            }
+            while let Some(tx) = self.sm.poll_transmit(now, &mut buf) {
+                self.fabric
+                    .sm_send(self.h, &tx.meta, &buf[..tx.len])
+                    .unwrap();
+            }
+            while let Some(e) = self.sm.poll_event() {
+                self.events.push(e);
+            }
+            if self.fabric.sm_pending(self.h) > 0 {
+                continue;
+            }
+            let next = match (self.fabric.next_event_time(), self.sm.poll_timeout()) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => break,
+                },
+            };
+            if next > limit {
+                break;
+            }
+            self.fabric.run_until(next.max(now));
+        }
+    }
+
+    fn up(&mut self) -> &mut Self {
+        self.drive(Time::from_millis(600_000));
+        assert!(
+            self.events.contains(&Event::SubnetUp),
+            "no SUBNET UP; last events: {:#?}",
+            &self.events[self.events.len().saturating_sub(30)..]
+        );
+        self
+    }
+
+    fn count(&self, f: impl Fn(&Event) -> bool) -> usize {
+        self.events.iter().filter(|e| f(e)).count()
+    }
+
+    fn unreachable(&self) -> Vec<ibmad::DrPath> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::NodeUnreachable { dr_path, .. } => Some(*dr_path),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// (node, port) → LID of every end port as the agents hold it.
+    fn lids(&self) -> HashMap<(u32, u8), u16> {
+        let t = self.fabric.topology();
+        let mut m = HashMap::new();
+        for (id, n) in t.nodes() {
+            let a = self.fabric.agent(id).unwrap();
+            let ports: Vec<u8> = if n.is_switch() {
+                vec![0]
+            } else {
+                (1..=n.num_ports()).collect()
+            };
+            for p in ports {
+                if let Some(pi) = a.port_info(PortNum(p)) {
+                    m.insert((id.0, p), pi.lid.get());
+                }
+            }
+        }
+        m
+    }
+
+    /// Every switch's LFT as the agents hold it, by node.
+    fn lfts(&self, top: u16) -> Vec<Vec<u8>> {
+        let t = self.fabric.topology();
+        t.nodes()
+            .map(|(id, n)| {
+                let a = self.fabric.agent(id).unwrap();
+                if !n.is_switch() {
+                    return Vec::new();
+                }
+                (0..=top)
+                    .map(|l| a.lft_port(Lid(l)).map_or(0xFF, |p| p.0))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Asserts the fabric as the agents hold it: every cabled port whose node answers is
+    /// Active, end-port LIDs are unique and set, and every CA port reaches every other CA port
+    /// through the LFTs along a shortest path. `mute` nodes (and ports facing them) are skipped.
+    fn check_fabric(&self, mute: &HashSet<u32>) {
+        let t = self.fabric.topology();
+        // States.
+        for (id, n) in t.nodes() {
+            if mute.contains(&id.0) {
+                continue;
+            }
+            let a = self.fabric.agent(id).unwrap();
+            for (p, port) in t.ports(id) {
+                let Some(peer) = port.peer() else { continue };
+                if mute.contains(&peer.node.0) || !self.fabric.is_link_up(id, p) {
+                    continue;
+                }
+                let st = a.port_info(p).unwrap().port_state();
+                assert_eq!(st, PortState::ACTIVE, "{} port {p}", n.name());
+            }
+            if n.is_switch() {
+                assert_eq!(
+                    a.port_info(PortNum(0)).unwrap().port_state(),
+                    PortState::ACTIVE,
+                    "{} port 0",
+                    n.name()
+                );
+            }
+        }
+        // LIDs unique.
+        let lids = self.lids();
+        let mut seen = HashMap::new();
+        for (&(n, p), &lid) in &lids {
+            if mute.contains(&n) {
+                continue;
+            }
+            let cabled = t.node(NodeId(n)).unwrap().is_switch()
+                || t.port(PortRef {
+                    node: NodeId(n),
+                    port: PortNum(p),
+                })
+                .unwrap()
+                .peer()
+                .is_some();
+            if !cabled {
+                continue;
+            }
+            assert!(lid != 0 && lid < 0xC000, "node {n} port {p} has LID {lid}");
+            if let Some(o) = seen.insert(lid, (n, p)) {
+                panic!("LID {lid} on {o:?} and {:?}", (n, p));
+            }
+        }
+        // Switch-graph distances (BFS from every switch), for the shortest-path check.
+        let sw_of = |r: PortRef| -> Option<(NodeId, PortNum)> {
+            let peer = t.port(r)?.peer()?;
+            Some((peer.node, peer.port))
+        };
+        let cas: Vec<(NodeId, PortNum, u16)> = lids
+            .iter()
+            .filter(|(&(n, p), _)| {
+                !mute.contains(&n)
+                    && !t.node(NodeId(n)).unwrap().is_switch()
+                    && t.port(PortRef {
+                        node: NodeId(n),
+                        port: PortNum(p),
+                    })
+                    .unwrap()
+                    .peer()
+                    .is_some_and(|pr| !mute.contains(&pr.node.0))
+            })
+            .map(|(&(n, p), &l)| (NodeId(n), PortNum(p), l))
+            .collect();
+        // Switch-only BFS from the switch a source port is cabled to (distance 1 = that
+        // switch): a route may not pass through a CA, not even the source's other port.
+        let dist_from = |first: NodeId| -> HashMap<u32, u32> {
+            let mut d = HashMap::new();
+            let mut q = VecDeque::new();
+            d.insert(first.0, 1);
+            q.push_back(first);
+            while let Some(u) = q.pop_front() {
+                let du = d[&u.0];
+                for (p, port) in t.ports(u) {
+                    if let Some(pr) = port.peer() {
+                        if !t.node(pr.node).unwrap().is_switch() || !self.fabric.is_link_up(u, p) {
+                            continue;
+                        }
+                        if let std::collections::hash_map::Entry::Vacant(e) = d.entry(pr.node.0) {
+                            e.insert(du + 1);
+                            q.push_back(pr.node);
+                        }
+                    }
+                }
+            }
+            d
+        };
+        // Sample sources so the big fabrics stay fast: every CA as destination, up to 24 sources.
+        let step = (cas.len() / 24).max(1);
+        for &(sn, sp, _) in cas.iter().step_by(step) {
+            let (first_sw, _) = sw_of(PortRef { node: sn, port: sp }).unwrap();
+            let dist = dist_from(first_sw);
+            for &(dn, dp, dlid) in &cas {
+                if dn == sn {
+                    continue;
+                }
+                let mut at = first_sw;
+                let mut hops = 1;
+                loop {
+                    if at == dn {
+                        break;
+                    }
+                    let a = self.fabric.agent(at).unwrap();
+                    assert!(a.is_switch(), "walk to LID {dlid} reached CA {at:?}");
+                    let out = a
+                        .lft_port(Lid(dlid))
+                        .unwrap_or_else(|| panic!("no route at {:?} to LID {dlid}", at));
+                    let (nx, _) = sw_of(PortRef {
+                        node: at,
+                        port: out,
+                    })
+                    .unwrap();
+                    at = nx;
+                    hops += 1;
+                    assert!(hops <= 64, "loop towards LID {dlid}");
+                }
+                let (last_sw, _) = sw_of(PortRef { node: dn, port: dp }).unwrap();
+                assert_eq!(
+                    hops,
+                    dist[&last_sw.0] + 1,
+                    "path {sn:?}->{dn:?} is not shortest"
+                );
+            }
+        }
+    }
+}
+
+fn bring_up(t: &Topology, at: (NodeId, PortNum), cfg: SmConfig) -> Run {
+    let mut r = start(t, at, SimConfig::default(), cfg);
+    r.up();
+    r
+}
+
+#[test]
+fn ibsim_net_examples_come_up() {
+    for name in [
+        "net",
+        "net.1",
+        "net.2sw2path",
+        "net.2sw2path4hca",
+        "net.2sw2path4hca2port",
+    ] {
+        let t = net_example(name);
+        let r = bring_up(&t, sm_place(&t), quiet());
+        r.check_fabric(&HashSet::new());
+        assert!(r.unreachable().is_empty(), "{name}: {:?}", r.unreachable());
+        // The SM's model agrees with itself: every CA reaches every CA on a shortest path.
+        let reach = sm::check::check_all_pairs(r.sm.subnet(), r.sm.lfts().unwrap());
+        assert!(reach.is_ok(), "{name}: {reach:?}");
+    }
+}
+
+#[test]
+fn two_level_fat_tree_radix_36() {
+    let t = Topology::generate("fat-tree:2,36").unwrap();
+    let r = bring_up(&t, first_ca(&t), quiet());
+    r.check_fabric(&HashSet::new());
+    assert_eq!(r.sm.subnet().nodes.len(), 54 + 648);
+}
+
+#[test]
+fn three_level_fat_tree_small_radix() {
+    let t = Topology::generate("fat-tree:3,8").unwrap();
+    let r = bring_up(&t, first_ca(&t), quiet());
+    r.check_fabric(&HashSet::new());
+    assert_eq!(r.sm.subnet().nodes.len(), 80 + 128);
+}
+
+#[test]
+fn torus_8x8x8() {
+    let t = Topology::generate("torus:8,8,8").unwrap();
+    let r = bring_up(&t, first_ca(&t), quiet());
+    r.check_fabric(&HashSet::new());
+    assert_eq!(r.sm.subnet().switches().count(), 512);
+}
+
+#[test]
+fn dragonfly_plus() {
+    let t = Topology::generate("dragonfly:4,4,4,4").unwrap();
+    let r = bring_up(&t, first_ca(&t), quiet());
+    r.check_fabric(&HashSet::new());
+}
+
+#[test]
+fn random_irregular_with_dual_port_cas() {
+    for seed in [1, 7, 42] {
+        let t = Topology::generate(&format!("random:24,40,12,{seed},ports=12")).unwrap();
+        let r = bring_up(&t, first_ca(&t), quiet());
+        r.check_fabric(&HashSet::new());
+        // Both ports of a dual-port CA get distinct LIDs.
+        let lids = r.lids();
+        for id in t.nodes_of_type(NodeType::CA) {
+            if let (Some(a), Some(b)) = (lids.get(&(id.0, 1)), lids.get(&(id.0, 2))) {
+                assert_ne!(a, b);
+            }
+        }
+    }
+}
+
+#[test]
+fn faults_give_the_same_lids_and_lfts() {
+    let t = Topology::generate("fat-tree:2,12").unwrap();
+    let at = first_ca(&t);
+    let clean = bring_up(&t, at, quiet());
+    let faults = FaultConfig::parse("drop=0.01,dup=0.001").unwrap();
+    let mut lossy = start(
+        &t,
+        at,
+        SimConfig {
+            faults,
+            seed: 3,
+            ..SimConfig::default()
+        },
+        quiet(),
+    );
+    lossy.up();
+    let retried: u64 = lossy.sm.phase_history().iter().map(|p| p.1.retried).sum();
+    assert!(retried > 0, "1% loss should have cost some retries");
+    assert_eq!(clean.lids(), lossy.lids());
+    let top = clean.sm.lfts().unwrap().top().0;
+    assert_eq!(clean.lfts(top), lossy.lfts(top));
+    lossy.check_fabric(&HashSet::new());
+}
+
+#[test]
+fn mute_node_is_reported_and_the_rest_comes_up() {
+    let t = Topology::generate("fat-tree:2,8").unwrap();
+    let at = first_ca(&t);
+    let mut r = start(&t, at, SimConfig::default(), quiet());
+    // Mute a CA that is not the SM's.
+    let victim = t
+        .nodes_of_type(NodeType::CA)
+        .find(|&id| id != at.0)
+        .unwrap();
+    r.fabric.set_mute(victim, true).unwrap();
+    r.up();
+    assert_eq!(r.unreachable().len(), 1, "{:?}", r.unreachable());
+    let guid = t.node(victim).unwrap().guid();
+    assert!(r.sm.subnet().node_by_guid(guid).is_none());
+    let mut mute = HashSet::new();
+    mute.insert(victim.0);
+    r.check_fabric(&mute);
+}
+
+#[test]
+fn restart_with_guid2lid_gives_identical_lids() {
+    let t = Topology::generate("fat-tree:2,8").unwrap();
+    let at = first_ca(&t);
+    let first = bring_up(&t, at, quiet());
+    let text = first
+        .events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Event::Guid2LidUpdated(s) => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap();
+    // A fresh fabric (every LID lost) with the SM elsewhere, so discovery order differs.
+    let other = t
+        .nodes_of_type(NodeType::CA)
+        .filter(|&id| id != at.0)
+        .last()
+        .unwrap();
+    let mut second = start(&t, (other, PortNum(1)), SimConfig::default(), quiet());
+    second
+        .sm
+        .handle_command(Time::ZERO, Command::Guid2Lid(text));
+    second.up();
+    assert_eq!(first.lids(), second.lids());
+}
+
+#[test]
+fn corrupt_guid2lid_warns_and_assigns_fresh() {
+    let t = Topology::generate("fat-tree:2,8").unwrap();
+    let mut r = start(&t, first_ca(&t), SimConfig::default(), quiet());
+    r.sm.handle_command(
+        Time::ZERO,
+        Command::Guid2Lid("0x0001000000000000 1 1\n0xzz 2 2\n".into()),
+    );
+    r.up();
+    let warn = r
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Log {
+                level: sm::Level::Warn,
+                line,
+            } => Some(line.clone()),
+            _ => None,
+        })
+        .expect("a warning");
+    assert!(warn.contains("line 2"), "{warn}");
+    r.check_fabric(&HashSet::new());
+}
+
+#[test]
+fn link_failure_is_healed_by_a_sweep() {
+    let t = Topology::generate("fat-tree:2,8").unwrap();
+    let at = first_ca(&t);
+    let mut r = start(
+        &t,
+        at,
+        SimConfig::default(),
+        SmConfig {
+            sweep_interval: Duration::from_secs(10),
+            ..SmConfig::default()
+        },
+    );
+    r.drive(Time::from_millis(5_000));
+    assert!(r.events.contains(&Event::SubnetUp));
+    // Cut one leaf-spine link; a trap or the next light sweep triggers a heavy sweep.
+    let leaf = t.nodes_of_type(NodeType::SWITCH).next().unwrap();
+    let up = t
+        .ports(leaf)
+        .filter(|(_, p)| {
+            p.peer()
+                .is_some_and(|pr| t.node(pr.node).unwrap().is_switch())
+        })
+        .map(|(p, _)| p)
+        .next()
+        .unwrap();
+    r.fabric.set_link(leaf, up, false).unwrap();
+    let before = r.count(|e| *e == Event::SubnetUp);
+    let now = r.now();
+    r.drive(now + Duration::from_secs(25));
+    assert!(r.sm.heavy_sweeps() >= 2);
+    assert!(r.count(|e| *e == Event::SubnetUp) > before);
+    r.check_fabric(&HashSet::new());
+}
