@@ -30,6 +30,22 @@
 //! let got = port.recv_wait(&mut buf, std::time::Duration::from_secs(1))?;
 //! # let _ = got; Ok(()) }
 //! ```
+//!
+//! ## Running against ibsim (`libumad2sim.so`)
+//! Verified behaviour of Debian's ibsim 0.10 shim, all handled here (see `tests/ibsim.rs`):
+//! * only `REGISTER_AGENT` works (`REGISTER_AGENT2` → EINVAL), so the header is the 56-byte one;
+//! * `read` on an empty queue *returns* `-EWOULDBLOCK` instead of -1/errno;
+//! * `poll` only waits on the umad fd, so receiving runs in its own thread;
+//! * descriptors are fake numbers ≥ 1024: [`IoMode::Auto`] detects that (`fstat` fails) and
+//!   never uses io_uring there; [`IoMode::Uring`] is refused with [`UmadError::UringUnavailable`];
+//! * the shim builds its fake sysfs in `./sys-<pid>/` (cwd must be writable) and removes it at
+//!   exit; opening `issm0` sets PortInfo.CapabilityMask.IsSM and closing it clears it;
+//! * an undeliverable SMP comes back as the request itself with header status 110 (ETIMEDOUT);
+//! * **received MADs are only valid up to byte 231**: the shim's receive buffer is 288 bytes
+//!   (56-byte header + 232 MAD bytes) while it reports 312, so bytes 232..255 (ReturnPath[40..63]
+//!   of a DR SMP) are heap garbage. Harmless for paths shorter than 40 hops.
+//! * TIDs: the shim puts the agent id into TID bits 32..47 and ibsim its client slot into bits
+//!   48..63; match responses on the low 32 bits (as on a real kernel).
 #![deny(missing_docs)]
 
 pub mod abi;

@@ -5,7 +5,7 @@
 //! * `/sys/class/infiniband_mad/umad<N>/{ibdev,port}` — which CA and port `/dev/infiniband/umad<N>`
 //!   (and `issm<N>`) belong to.
 //!
-//! Every file is read with `libc::open` + `read` (see [`crate::sys`]), so under ibsim's
+//! Every file is read with `libc::open` + `read` (the private `sys` module), so under ibsim's
 //! `libumad2sim.so` the shim's fake tree (`./sys-<pid>/…`) is read instead.
 
 use ibmad::{Guid, Lid, PortNum};

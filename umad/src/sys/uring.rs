@@ -12,8 +12,8 @@
 //! non-blocking `READ`s (one per free slot, up to `rx_batch`) is queued; reads that find the
 //! queue empty complete with `-EAGAIN` and return their slot. When no read is in flight the poll
 //! is re-armed. Send path: each MAD is copied into a free tx slot and a `WRITE` is queued;
-//! queued entries are submitted together by the next [`UringEngine::pump`] (or when the ring is
-//! full). The device fd must be non-blocking (`O_NONBLOCK`).
+//! queued entries are submitted together by the next [`UringEngine::pump`], or as soon as
+//! `BATCH` (32) are queued. The device fd must be non-blocking (`O_NONBLOCK`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -29,6 +29,10 @@ const TAG_RX: u64 = 1;
 const TAG_TX: u64 = 2;
 const TAG_POLL: u64 = 3;
 const TAG_CANCEL: u64 = 4;
+/// Reads queued per readiness event, and queued SQEs that trigger a submit on their own: large
+/// enough to amortise `io_uring_enter`, small enough not to flood io-wq with reads that will
+/// mostly find the queue empty.
+const BATCH: usize = 32;
 
 fn ud(tag: u64, slot: usize) -> u64 {
     (tag << TAG_SHIFT) | slot as u64
@@ -124,7 +128,7 @@ impl UringEngine {
                 .collect(),
             rx_free: (0..rx_slots).rev().collect(),
             rx_inflight: 0,
-            rx_batch: rx_slots,
+            rx_batch: rx_slots.min(BATCH),
             ready: VecDeque::new(),
             tx_bufs: (0..tx_slots)
                 .map(|_| vec![0u8; rec_len].into_boxed_slice())
@@ -250,6 +254,9 @@ impl UringEngine {
         // or freed while in flight (see `Drop`).
         unsafe { self.push(&e) }?;
         self.tx_inflight += 1;
+        if self.queued >= BATCH {
+            self.submit()?;
+        }
         Ok(true)
     }
 
