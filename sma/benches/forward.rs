@@ -7,6 +7,8 @@
 //!
 //! Run: `cargo bench -p sma --bench forward`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+// A benchmark measures wall time; the library itself never reads a clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::hint::black_box;
 use std::time::Instant;

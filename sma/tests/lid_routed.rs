@@ -141,3 +141,18 @@ fn mad_on_a_port_that_does_not_exist_is_dropped() {
         ]
     );
 }
+
+#[test]
+fn short_transmit_buffer_keeps_the_mad_queued() {
+    let mut a = ca(0x500, 1);
+    a.handle_link(Time::ZERO, PortNum(1), UP);
+    let s = Smp::lid_request(Method::GET, SmpAttrId::NODE_INFO, 0, 1);
+    a.handle_mad(Time::ZERO, &lid_meta(1, 4, 0), s.as_bytes());
+    let mut small = [0u8; 100];
+    assert!(a.poll_transmit(Time::ZERO, &mut small).is_none());
+    let mut big = [0u8; 300];
+    let t = a.poll_transmit(Time::ZERO, &mut big).unwrap();
+    assert_eq!(t.len, 256);
+    assert_eq!(big[3], Method::GET_RESP.0);
+    assert!(a.poll_transmit(Time::ZERO, &mut big).is_none());
+}
