@@ -955,6 +955,12 @@ mod tests {
     }
 
     #[test]
+    fn port_can_move_to_another_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<UmadPort>();
+    }
+
+    #[test]
     fn auto_mode_takes_syscalls_on_a_non_char_device() {
         let (a, _b) = socketpair_seqpacket().unwrap();
         let cfg = UmadConfig {

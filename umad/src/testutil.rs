@@ -72,6 +72,10 @@ pub struct IbsimGuard {
     child: Child,
     sockname: String,
     log: Arc<Mutex<String>>,
+    /// The topology file written by [`IbsimGuard::start_text`], removed after ibsim stops.
+    owned_topology: Option<TempDir>,
+    /// The stdout/stderr drain threads (end at EOF once ibsim exits).
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
 fn append(log: &Mutex<String>, line: &str) {
@@ -123,9 +127,10 @@ impl IbsimGuard {
             })?;
         let log = Arc::new(Mutex::new(String::new()));
         let (ready_tx, ready_rx) = mpsc::channel::<()>();
+        let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
             let log = Arc::clone(&log);
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 for line in BufReader::new(out).lines() {
                     let Ok(line) = line else { break };
                     append(&log, &line);
@@ -133,11 +138,11 @@ impl IbsimGuard {
                         let _ = ready_tx.send(());
                     }
                 }
-            });
+            }));
         }
         if let Some(mut err) = child.stderr.take() {
             let log = Arc::clone(&log);
-            std::thread::spawn(move || {
+            readers.push(std::thread::spawn(move || {
                 let mut s = String::new();
                 let mut chunk = [0u8; 4096];
                 while let Ok(n) = err.read(&mut chunk) {
@@ -150,22 +155,51 @@ impl IbsimGuard {
                         s.drain(..=i);
                     }
                 }
-            });
+                if !s.is_empty() {
+                    append(&log, &s);
+                }
+            }));
         }
         let guard = IbsimGuard {
             child,
             sockname,
             log,
+            owned_topology: None,
+            readers,
         };
         let waited = Duration::from_secs(20);
         match ready_rx.recv_timeout(waited) {
             Ok(()) => Ok(guard),
             Err(_) => {
+                let mut guard = guard;
+                let _ = guard.child.kill();
+                let _ = guard.child.wait();
+                // ibsim is gone, so both pipes are at EOF: collect everything it printed.
+                for r in guard.readers.drain(..) {
+                    let _ = r.join();
+                }
                 let output = guard.output();
-                drop(guard);
                 Err(IbsimError::NotReady { waited, output })
             }
         }
+    }
+
+    /// Writes `net` (ibsim .net text) to a private temp file and starts ibsim on it; the file is
+    /// removed when the guard drops.
+    ///
+    /// # Errors
+    /// [`IbsimError::Spawn`] also when the file cannot be written; [`IbsimError::NotReady`].
+    pub fn start_text(net: &str, extra: &[&str]) -> Result<IbsimGuard, IbsimError> {
+        let spawn_err = |source| IbsimError::Spawn {
+            program: "ibsim (writing the topology file)".into(),
+            source,
+        };
+        let dir = TempDir::new("net").map_err(spawn_err)?;
+        let file = dir.path().join("topology.net");
+        std::fs::write(&file, net).map_err(spawn_err)?;
+        let mut g = Self::start_with(&file, extra)?;
+        g.owned_topology = Some(dir);
+        Ok(g)
     }
 
     /// The `IBSIM_SOCKNAME` this instance listens on.
@@ -210,6 +244,48 @@ impl Drop for IbsimGuard {
         // By PID: `Child::kill` signals exactly this process.
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // `owned_topology` (if any) is removed after this, once ibsim has exited.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_starts_and_stops_ibsim_from_text() {
+        if let Some(why) = missing_peers() {
+            assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+            eprintln!("SKIPPED: IbsimGuard test: {why}");
+            return;
+        }
+        let net = "Switch\t4 \"S1\"\n[1]\t\"H1\"[1]\n\nHca\t1 \"H1\"\n[1]\t\"S1\"[1]\n";
+        let g = IbsimGuard::start_text(net, &[]).unwrap();
+        let pid = g.pid();
+        assert!(g.output().contains("ready"), "{}", g.output());
+        assert!(g.sockname().starts_with("umadt"));
+        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+        assert!(proc_dir.exists());
+        let topo = g.owned_topology.as_ref().unwrap().path().to_path_buf();
+        assert!(topo.join("topology.net").exists());
+        g.stop();
+        // Reaped by wait(): the pid is gone (or reused by an unrelated non-ibsim process).
+        let comm = std::fs::read_to_string(proc_dir.join("comm")).unwrap_or_default();
+        assert_ne!(comm.trim(), "ibsim");
+        assert!(!topo.exists(), "topology temp dir removed");
+    }
+
+    #[test]
+    fn a_bad_topology_is_not_ready_with_output() {
+        if missing_peers().is_some() {
+            eprintln!("SKIPPED: IbsimGuard test: peers missing");
+            return;
+        }
+        let e = IbsimGuard::start(Path::new("/nonexistent/x.net")).unwrap_err();
+        match e {
+            IbsimError::NotReady { output, .. } => assert!(!output.is_empty()),
+            other => panic!("{other:?}"),
+        }
     }
 }
 
