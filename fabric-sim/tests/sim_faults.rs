@@ -206,3 +206,61 @@ fn sm_port_rejects_what_is_not_an_smp() {
     let mut small = [0u8; 10];
     assert!(matches!(port.recv(&mut small), Ok(None)));
 }
+
+#[test]
+fn a_link_down_trap_reaches_the_sm_and_repeats_until_repressed() {
+    let (mut f, sm) = fdisc(SimConfig::default());
+    program_fdisc_lids(&mut f, sm);
+    // A reports to the SM at LID 1.
+    edit_port_info(&mut f, sm, "0,1,4", 0, |pi| pi.master_sm_lid.set(1));
+    let a = f.node_by_name("A").unwrap();
+    f.set_link(a, PortNum(3), false).unwrap();
+    f.run_for(Duration::from_millis(1));
+    let got = drain(&mut f, sm);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (meta, trap) = got[0];
+    assert_eq!(trap.method(), Method::TRAP);
+    assert_eq!(trap.attr(), SmpAttrId::NOTICE);
+    assert!(!trap.is_dr());
+    assert_eq!(meta.slid, Lid(3), "from A's LID");
+    assert_eq!(meta.dlid, Lid(1), "to the SM's LID");
+    let notice: ibmad::attr::Notice = attr(&trap);
+    assert_eq!(notice.trap_num(), ibmad::TrapNum::LINK_STATE_CHANGE);
+
+    // Unrepressed, the trap is sent again (with back-off).
+    f.run_for(Duration::from_secs(2));
+    let again = drain(&mut f, sm);
+    assert!(!again.is_empty(), "trap 128 repeats until repressed");
+    assert!(again.iter().all(|(_, t)| t.tid.get() == trap.tid.get()));
+
+    // TrapRepress, LID-routed back to A: the repeats stop.
+    let mut repress = trap;
+    repress.method = Method::TRAP_REPRESS.0;
+    f.sm_port(sm)
+        .send(&lid_meta(Lid(3)), repress.as_bytes())
+        .unwrap();
+    f.run_for(Duration::from_millis(1));
+    let _ = drain(&mut f, sm);
+    f.run_for(Duration::from_secs(10));
+    assert!(drain(&mut f, sm).is_empty(), "no trap after TrapRepress");
+}
+
+#[test]
+fn virtual_time_follows_hop_latency_and_service_time() {
+    let cfg = SimConfig {
+        hop_latency: Duration::from_micros(1),
+        sma_service_time: Duration::from_micros(10),
+        ..SimConfig::default()
+    };
+    let (mut f, sm) = fdisc(cfg);
+    let t0 = f.now();
+    let path = DrPath::parse("0,1,4,2,3").unwrap();
+    let q = Smp::dr_request(Method::GET, SmpAttrId::NODE_INFO, 0, 1, &path);
+    f.sm_port(sm).send(&dr_meta(), q.as_bytes()).unwrap();
+    while f.sm_pending(sm) == 0 {
+        f.step().expect("the response is on its way");
+    }
+    // 4 hops out, 4 back; the switches pass the SMP through at wire speed, H10's SMA takes
+    // the service time, and the SM host hands the returning SMP to its SM on arrival.
+    assert_eq!(f.now() - t0, Duration::from_micros(8 + 10));
+}

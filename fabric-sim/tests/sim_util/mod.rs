@@ -141,15 +141,21 @@ pub fn after(t: Time, ms: u64) -> Time {
     t + Duration::from_millis(ms)
 }
 
-/// Gets PortInfo of `port` over `path`, sets its LID to `lid` (PortState/PhysState "no
-/// change") and checks the SetResp.
-pub fn set_lid(f: &mut Fabric, sm: SmHandle, path: &str, port: u32, lid: u16) {
+/// Gets PortInfo of `port` over `path`, lets `edit` change it (PortState/PhysState start as
+/// "no change"), Sets it and checks the SetResp; returns the PortInfo the SMA answered with.
+pub fn edit_port_info(
+    f: &mut Fabric,
+    sm: SmHandle,
+    path: &str,
+    port: u32,
+    edit: impl FnOnce(&mut ibmad::attr::PortInfo),
+) -> ibmad::attr::PortInfo {
     use ibmad::attr::PortInfo;
     let got = dr_get(f, sm, path, SmpAttrId::PORT_INFO, port, 0x5000).unwrap();
     let mut pi: PortInfo = attr(&got);
-    pi.lid.set(lid);
     pi.set_port_state_raw(0);
     pi.set_phys_state_raw(0);
+    edit(&mut pi);
     let r = dr_set(
         f,
         sm,
@@ -161,7 +167,12 @@ pub fn set_lid(f: &mut Fabric, sm: SmHandle, path: &str, port: u32, lid: u16) {
     )
     .unwrap();
     assert_eq!(r.status(), ibmad::Status::OK, "PortInfo Set at {path}");
-    let back: PortInfo = attr(&r);
+    attr(&r)
+}
+
+/// Sets the LID of `port` over `path`.
+pub fn set_lid(f: &mut Fabric, sm: SmHandle, path: &str, port: u32, lid: u16) {
+    let back = edit_port_info(f, sm, path, port, |pi| pi.lid.set(lid));
     assert_eq!(back.lid.get(), lid);
 }
 
