@@ -11,7 +11,9 @@ use ibmad::PortNum;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkRequest {
     /// PortState := Down: take the link down; it retrains by itself (the carrier decides if and
-    /// when it comes back with [`crate::LinkEvent::Up`]).
+    /// when it comes back with [`crate::LinkEvent::Up`]). The agent has set PortState Down but
+    /// keeps PortPhysicalState LinkUp (so the GetResp can leave) until the carrier reports
+    /// [`crate::LinkEvent::Down`].
     Down,
     /// PortPhysicalState := Disabled: take the link down and keep it down.
     Disable,

@@ -284,3 +284,39 @@ fn link_events_for_missing_ports_are_ignored() {
     assert!(a.port_info(PortNum(0)).is_none());
     assert!(a.port_info(PortNum(2)).is_none());
 }
+
+/// Set PortState=Down on the very port the request came in on: the port is logically Down at
+/// once, the GetResp still goes out (the link drops when the carrier says so), and the
+/// link-up that follows retraining brings it back to Init.
+#[test]
+fn set_down_on_the_ingress_port_still_answers() {
+    let mut a = rec_switch(0x700, 4);
+    a.handle_link(Time::ZERO, PortNum(2), UP);
+    let mut pi = pi_template(&a, 2);
+    pi.set_port_state(PortState::DOWN);
+    let mut req = dr(ibmad::Method::SET, ibmad::SmpAttrId::PORT_INFO, 2, &[2]);
+    req.data
+        .copy_from_slice(ibmad::zerocopy::IntoBytes::as_bytes(&pi));
+    a.handle_mad(
+        Time::ZERO,
+        &meta(2),
+        ibmad::zerocopy::IntoBytes::as_bytes(&req),
+    );
+    let out = drain(&mut a);
+    assert_eq!(out.len(), 1, "the GetResp leaves before the link drops");
+    assert_eq!(out[0].0.meta.port, PortNum(2));
+    assert_eq!(out[0].1.status(), Status::OK);
+    let p = port_info(&a, 2);
+    assert_eq!(
+        (p.port_state(), p.phys_state()),
+        (PortState::DOWN, PhysState::LINK_UP)
+    );
+    assert_eq!(
+        a.hardware().link_requests,
+        vec![(PortNum(2), LinkRequest::Down)]
+    );
+    a.handle_link(Time::ZERO, PortNum(2), LinkEvent::Down);
+    assert_eq!(port_info(&a, 2).phys_state(), PhysState::POLLING);
+    a.handle_link(Time::ZERO, PortNum(2), UP);
+    assert_eq!(port_info(&a, 2).port_state(), PortState::INIT);
+}

@@ -149,11 +149,10 @@ impl<H: Hardware> Agent<H> {
                 StateChange::None => {}
                 // Port 0 has no link to retrain: Down takes it straight back to Init.
                 StateChange::Down if is_sp0 => new.set_port_state(PortState::INIT),
+                // Logical Down now; the physical state follows when the carrier reports the
+                // link going down (LinkEvent::Down), so the GetResp can still leave this port.
                 StateChange::Down => {
                     new.set_port_state(PortState::DOWN);
-                    if new.phys_state() == PhysState::LINK_UP {
-                        new.set_phys_state(PhysState::POLLING);
-                    }
                     link_req = Some(LinkRequest::Down);
                 }
                 StateChange::Arm => new.set_port_state(PortState::ARMED),
