@@ -755,7 +755,7 @@ mod tests {
         let mut p = match UmadPort::with_registered(fake_dev(), a, framing, agents, &cfg) {
             Ok(p) => p,
             Err(UmadError::UringUnavailable { reason }) => {
-                eprintln!("SKIPPED: io_uring unavailable: {reason}");
+                crate::testutil::report_skip("uring roundtrip", &reason);
                 return;
             }
             Err(e) => panic!("{e}"),

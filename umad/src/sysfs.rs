@@ -508,7 +508,10 @@ mod tests {
     fn no_ib_device_is_a_clear_error_here() {
         // This machine (and CI) has no RDMA device and no shim loaded.
         if std::path::Path::new(SYS_INFINIBAND).exists() {
-            eprintln!("SKIPPED: this host has {SYS_INFINIBAND}");
+            crate::testutil::report_skip(
+                "no_ib_device_is_a_clear_error_here",
+                "this host has an RDMA device",
+            );
             return;
         }
         let e = find_device(None, None).unwrap_err();

@@ -60,6 +60,34 @@ pub fn missing_peers() -> Option<String> {
     None
 }
 
+/// Reports a skipped test on stderr directly (not through `eprintln!`, which the test harness
+/// captures and hides for passing tests), so the skip is visible in every `cargo test` run.
+pub fn report_skip(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+}
+
+/// The standard gate for tests that need ibsim: `true` = go ahead. Without the peers it reports
+/// the skip and returns `false`, or panics when `IBSM_REQUIRE_PEERS=1`.
+///
+/// # Panics
+/// When the peers are missing and `IBSM_REQUIRE_PEERS=1` (that is the point).
+#[must_use]
+#[allow(clippy::panic)]
+pub fn peers_or_skip(test: &str) -> bool {
+    match missing_peers() {
+        None => true,
+        Some(why) if require_peers() => panic!("IBSM_REQUIRE_PEERS=1 but {why}"),
+        Some(why) => {
+            report_skip(
+                test,
+                &format!("{why} (set IBSM_REQUIRE_PEERS=1 to make this fatal)"),
+            );
+            false
+        }
+    }
+}
+
 /// True when `IBSM_REQUIRE_PEERS=1`: missing peers are a failure, not a skip.
 #[must_use]
 pub fn require_peers() -> bool {
@@ -254,9 +282,7 @@ mod tests {
 
     #[test]
     fn guard_starts_and_stops_ibsim_from_text() {
-        if let Some(why) = missing_peers() {
-            assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
-            eprintln!("SKIPPED: IbsimGuard test: {why}");
+        if !peers_or_skip("guard_starts_and_stops_ibsim_from_text") {
             return;
         }
         let net = "Switch\t4 \"S1\"\n[1]\t\"H1\"[1]\n\nHca\t1 \"H1\"\n[1]\t\"S1\"[1]\n";
@@ -277,8 +303,7 @@ mod tests {
 
     #[test]
     fn a_bad_topology_is_not_ready_with_output() {
-        if missing_peers().is_some() {
-            eprintln!("SKIPPED: IbsimGuard test: peers missing");
+        if !peers_or_skip("a_bad_topology_is_not_ready_with_output") {
             return;
         }
         let e = IbsimGuard::start(Path::new("/nonexistent/x.net")).unwrap_err();

@@ -425,7 +425,7 @@ mod tests {
         match UringEngine::new(fd, rec, rx, tx) {
             Ok(e) => Some(e),
             Err(e) => {
-                eprintln!("SKIPPED: io_uring unavailable here: {e}: {:?}", e.source);
+                crate::testutil::report_skip("io_uring engine test", &format!("{e}: {}", e.source));
                 None
             }
         }
