@@ -55,7 +55,11 @@ fn bench_spec(spec: &str, runs: usize) {
     );
     println!("  generate                    {}", ms(d));
     let (d, net) = time(runs, || t.to_net());
-    println!("  write .net (to String)      {}  ({} KiB)", ms(d), net.len() / 1024);
+    println!(
+        "  write .net (to String)      {}  ({} KiB)",
+        ms(d),
+        net.len() / 1024
+    );
     let p = tmp("net");
     let (d, ()) = time(runs, || t.save_net(&p).unwrap());
     println!("  write .net file             {}", ms(d));
@@ -63,7 +67,11 @@ fn bench_spec(spec: &str, runs: usize) {
     println!("  read .net file              {}", ms(d));
     assert!(back == t, "{spec}: .net round trip");
     let (d, disc) = time(runs, || t.to_ibnetdiscover(false));
-    println!("  write ibnetdiscover         {}  ({} KiB)", ms(d), disc.len() / 1024);
+    println!(
+        "  write ibnetdiscover         {}  ({} KiB)",
+        ms(d),
+        disc.len() / 1024
+    );
     let (d, back) = time(runs, || Topology::parse_ibnetdiscover(&disc).unwrap());
     println!("  read ibnetdiscover          {}", ms(d));
     assert_eq!(t.diff(&back), None, "{spec}: ibnetdiscover round trip");

@@ -189,6 +189,8 @@ fn random_graphs_are_connected_with_dual_port_cas() {
     );
     let t = gen("random:1,2,0,7,ports=4");
     assert_eq!(counts(&t), (1, 2));
+    let t = gen("random:3,1,0,18446744073709551615");
+    assert_eq!(counts(&t), (3, 1));
 }
 
 #[test]
@@ -265,6 +267,10 @@ fn bad_specs_are_explained() {
         ("fat-tree", "expected name:args"),
         ("fat-tree:2,4,rate=4xXDR", "is not like 4xQDR"),
         ("mesh:2,2,hosts=3", "unknown option"),
+        ("dragonfly:18446744073709551615,2,2,2", "too large"),
+        ("kary-ntree:9223372036854775808,2", "too large"),
+        ("random:1000000,0,0,1,ports=254", "port slots"),
+        ("random:18446744073709551615,1,1,1", "too large"),
     ];
     for (spec, needle) in cases {
         let e = Topology::generate(spec).unwrap_err();

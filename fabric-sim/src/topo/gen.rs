@@ -69,6 +69,13 @@ pub const GENERATORS: [&str; 6] = [
 /// Refuse specs that would build more nodes than this (a guard against typos like `torus:1000,1000,1000`).
 pub const MAX_NODES: u64 = 4_000_000;
 
+/// Refuse specs whose port slots would exceed this (64 Mi slots of 24 bytes = 1.5 GiB).
+pub const MAX_PORT_SLOTS: u64 = 64 << 20;
+
+/// The largest positional argument (other than a random seed), so size arithmetic cannot
+/// overflow.
+const MAX_ARG: u64 = 1 << 20;
+
 /// True if `name` is one of [`GENERATORS`].
 #[must_use]
 pub fn is_generator(name: &str) -> bool {
@@ -187,6 +194,15 @@ impl<'a> Spec<'a> {
         if self.args.len() < min || self.args.len() > max {
             return Err(self.bad(format!("usage: {usage}")));
         }
+        // A random graph's fourth argument is its seed and may be any u64.
+        let sizes = if self.name == "random" {
+            3
+        } else {
+            self.args.len()
+        };
+        if let Some(a) = self.args.iter().take(sizes).find(|a| **a > MAX_ARG) {
+            return Err(self.bad(format!("argument {a} is too large (at most {MAX_ARG})")));
+        }
         for (k, _) in &self.opts {
             if !keys.contains(k) && !["rate", "mtu", "vl"].contains(k) {
                 return Err(self.bad(format!(
@@ -240,6 +256,11 @@ impl<'s, 'a> Builder<'s, 'a> {
         if nodes > MAX_NODES {
             return Err(spec.bad(format!(
                 "{nodes} nodes is more than the generator limit of {MAX_NODES}"
+            )));
+        }
+        if ports > MAX_PORT_SLOTS {
+            return Err(spec.bad(format!(
+                "{ports} port slots is more than the generator limit of {MAX_PORT_SLOTS}"
             )));
         }
         Ok(Builder {
