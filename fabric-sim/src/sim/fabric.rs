@@ -352,6 +352,7 @@ pub struct Fabric {
     topo: Topology,
     service_ns: u64,
     hop_ns: u64,
+    arrivals_pending: usize,
 }
 
 fn dur_ns(d: Duration) -> u64 {
@@ -463,6 +464,7 @@ impl Fabric {
             stats: SimStats::default(),
             trace: Vec::new(),
             topo: topo.clone(),
+            arrivals_pending: 0,
         };
         for g in 0..np {
             let pn = f.peer_node[g];
@@ -539,7 +541,10 @@ impl Fabric {
                 port,
                 local,
                 buf,
-            } => self.arrive(node, port, local, buf),
+            } => {
+                self.arrivals_pending -= 1;
+                self.arrive(node, port, local, buf);
+            }
             Ev::Timer { node } => {
                 let n = node as usize;
                 if self.timer_at[n] == self.now.0 {
@@ -664,23 +669,20 @@ impl Fabric {
                 let copy = self.pool.alloc();
                 let src = self.pool.slot(buf).clone();
                 *self.pool.slot_mut(copy) = src;
-                self.queue.push(
-                    Time(arrival),
-                    Ev::Arrive {
-                        node: pn,
-                        port: pp,
-                        local: false,
-                        buf: copy,
-                    },
-                );
+                self.push_arrive(Time(arrival), pn, pp, false, copy);
             }
         }
+        self.push_arrive(Time(arrival), pn, pp, false, buf);
+    }
+
+    fn push_arrive(&mut self, at: Time, node: u32, port: u8, local: bool, buf: u32) {
+        self.arrivals_pending += 1;
         self.queue.push(
-            Time(arrival),
+            at,
             Ev::Arrive {
-                node: pn,
-                port: pp,
-                local: false,
+                node,
+                port,
+                local,
                 buf,
             },
         );
@@ -1249,15 +1251,7 @@ impl Fabric {
     }
 
     fn push_local(&mut self, n: u32, port: u8, buf: u32) {
-        self.queue.push(
-            self.now,
-            Ev::Arrive {
-                node: n,
-                port,
-                local: true,
-                buf,
-            },
-        );
+        self.push_arrive(self.now, n, port, true, buf);
     }
 
     /// A LID-routed MAD originated at node `n` (an SM's CA port `p`, or switch port 0).
@@ -1312,6 +1306,19 @@ impl Fabric {
     #[must_use]
     pub fn stats(&self) -> &SimStats {
         &self.stats
+    }
+
+    /// MAD buffers currently in use. Every buffer is either on a wire (a pending arrival) or
+    /// free, so this equals [`Fabric::mads_on_the_wire`] between events — a leak check.
+    #[must_use]
+    pub fn mads_in_flight(&self) -> usize {
+        self.pool.slots.len() - self.pool.free.len()
+    }
+
+    /// MADs scheduled to arrive at a port (pending arrival events).
+    #[must_use]
+    pub fn mads_on_the_wire(&self) -> usize {
+        self.arrivals_pending
     }
 
     /// The recorded events (empty unless [`SimConfig::trace`]).
