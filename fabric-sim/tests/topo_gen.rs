@@ -382,6 +382,7 @@ fn ibnetdiscover_writer_matches_real_output() {
         "attrs.nosm.txt",
         "attrs.nosm-full.txt",
         "attrs.sm.txt",
+        "b2b.nosm.txt",
     ] {
         let real = std::fs::read_to_string(dir.join(f)).unwrap();
         let t = Topology::parse_ibnetdiscover(&real).unwrap();

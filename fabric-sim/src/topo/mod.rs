@@ -8,7 +8,7 @@
 //! Three ways to get one:
 //! - **files** — [`Topology::from_file`] / [`Topology::parse_net`] read ibsim `.net` files and
 //!   ibnetdiscover output (one grammar, documented in [`parse`]); [`Topology::to_net`] and
-//!   [`Topology::to_ibnetdiscover`] write them back (see [`write`]);
+//!   [`Topology::to_ibnetdiscover`] write them back (see [`write`](mod@write));
 //! - **generators** — [`Topology::generate`] builds fat trees, k-ary n-trees, tori, meshes,
 //!   dragonfly+ and random graphs from short specs such as `fat-tree:3,36` (see [`gen`]);
 //! - **by hand** — [`Topology::add_node`] and [`Topology::connect`].
