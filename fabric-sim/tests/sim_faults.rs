@@ -264,3 +264,23 @@ fn virtual_time_follows_hop_latency_and_service_time() {
     // the service time, and the SM host hands the returning SMP to its SM on arrival.
     assert_eq!(f.now() - t0, Duration::from_micros(8 + 10));
 }
+
+#[test]
+fn a_flaky_cable_loses_only_its_own_traffic() {
+    let (mut f, sm) = fdisc(SimConfig::default());
+    let d = f.node_by_name("D").unwrap();
+    // D.p3 – H10.p1 drops everything; the rest of the fabric is clean.
+    f.set_link_faults(d, PortNum(3), Some("drop=1".parse().unwrap()))
+        .unwrap();
+    assert!(dr_get(&mut f, sm, "0,1,4,2,3", SmpAttrId::NODE_INFO, 0, 1).is_none());
+    assert!(dr_get(&mut f, sm, "0,1,4,2,4", SmpAttrId::NODE_INFO, 0, 2).is_some());
+    assert_eq!(f.stats().faults.dropped, 1);
+    // Set from the other end, cleared: H10 answers again.
+    let h10 = f.node_by_name("H10").unwrap();
+    f.set_link_faults(h10, PortNum(1), None).unwrap();
+    assert!(dr_get(&mut f, sm, "0,1,4,2,3", SmpAttrId::NODE_INFO, 0, 3).is_some());
+    assert!(
+        f.set_link_faults(d, PortNum(7), None).is_err(),
+        "D.p7 has no cable"
+    );
+}

@@ -347,6 +347,8 @@ pub struct Fabric {
     pool: Pool,
     sms: Vec<SmSlot>,
     faults: FaultInjector,
+    /// Per-cable injectors, keyed by the lower global port of the cable.
+    link_faults: HashMap<u32, FaultInjector>,
     stats: SimStats,
     trace: Vec<TraceEntry>,
     topo: Topology,
@@ -461,6 +463,7 @@ impl Fabric {
             pool: Pool::default(),
             sms: Vec::new(),
             faults,
+            link_faults: HashMap::new(),
             stats: SimStats::default(),
             trace: Vec::new(),
             topo: topo.clone(),
@@ -648,8 +651,19 @@ impl Fabric {
         self.stats.transmitted += 1;
         let pp = self.peer_port[g];
         let mut arrival = depart.saturating_add(self.hop_ns);
-        if !self.faults.config().is_none() {
-            let d = self.faults.decide(SMP_LEN);
+        let decision = if !self.link_faults.is_empty() {
+            let key = (g as u32).min(self.base[pn as usize] + u32::from(pp));
+            match self.link_faults.get_mut(&key) {
+                Some(inj) => Some(inj.decide(SMP_LEN)),
+                None if !self.faults.config().is_none() => Some(self.faults.decide(SMP_LEN)),
+                None => None,
+            }
+        } else if !self.faults.config().is_none() {
+            Some(self.faults.decide(SMP_LEN))
+        } else {
+            None
+        };
+        if let Some(d) = decision {
             if d.drop {
                 self.stats.faults.dropped += 1;
                 return self.drop_buf(buf, DropReason::Fault, n, port);
@@ -1055,10 +1069,35 @@ impl Fabric {
         self.muted.get(node.index()).copied().unwrap_or(false)
     }
 
-    /// Replaces the fault rates from now on (the random stream continues).
+    /// Replaces the fabric-wide fault rates from now on (the random stream continues).
     pub fn set_faults(&mut self, faults: FaultConfig) {
         self.cfg.faults = faults;
         self.faults.set_config(faults);
+    }
+
+    /// Gives the cable at `node`/`port` its own fault rates (both directions), replacing the
+    /// fabric-wide ones on that cable; `None` returns it to the fabric-wide rates. Each such
+    /// cable draws from its own ChaCha8 stream, seeded from [`SimConfig::seed`] and the cable,
+    /// so a flaky cable does not perturb the randomness of the rest of the fabric.
+    pub fn set_link_faults(
+        &mut self,
+        node: NodeId,
+        port: PortNum,
+        faults: Option<FaultConfig>,
+    ) -> Result<(), SimError> {
+        let g = self.cabled_gport(node, port)?;
+        let key = self.peer_gport(g).map_or(g, |pg| g.min(pg));
+        match faults {
+            Some(cfg) => {
+                let seed = self.cfg.seed ^ u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let inj = FaultInjector::new(cfg, ChaCha8Rng::seed_from_u64(seed));
+                self.link_faults.insert(key, inj);
+            }
+            None => {
+                self.link_faults.remove(&key);
+            }
+        }
+        Ok(())
     }
 
     // ----- SMs --------------------------------------------------------------------------
