@@ -23,6 +23,31 @@
 //! A co-located SM receives its MADs as [`Event::ForSm`]; SMInfo requests go to it when the
 //! port's CapabilityMask has IsSM ([`Agent::set_capability_mask`]), and are answered
 //! "method/attribute not supported" otherwise.
+//!
+//! # Decisions worth knowing
+//!
+//! - **SMInfo**: handed to the co-located SM ([`Event::ForSm`], request unchanged) when the
+//!   receiving end port has IsSM in its CapabilityMask; otherwise answered with status
+//!   "method/attribute not supported" (0x000C).
+//! - **Same-state Sets** (Armed → Armed, Active → Active, Init → Init) are accepted as no-ops so
+//!   that a retried Set whose GetResp was lost succeeds again; every other transition not in
+//!   the IBA state machine is INVALID_FIELD ([`rules::port_state_set`]).
+//! - **PortState := Down** sets the logical state at once and asks the carrier
+//!   ([`Hardware::link_request`]) to drop the link; the physical state follows the carrier's
+//!   [`LinkEvent`]s. On a switch's port 0 (no link) Down returns straight to Init.
+//! - **Switch port 0** holds the switch's LID, LMC (forced to 0 unless EnhancedPort0), M_Key and
+//!   SM fields; external ports ignore those fields in a Set and read them as 0.
+//! - **Traps** are queued only while the issuing port has a LID and a unicast MasterSMLID; one
+//!   per (trap number, port) is outstanding, retransmitted from SubnetTimeOut with doubling
+//!   back-off (capped at 32×) until repressed.
+//! - **Tables**: LFT grows lazily in 64-entry blocks (0xFF = no path); one P_Key block per port
+//!   (PartitionCap 32, entry 0 = 0xFFFF), one GUIDInfo block (GUIDCap 8, entry 0 read-only),
+//!   SLtoVL per (in, out) pair on switches allocated on the first Set.
+//!
+//! Not provided: the LID-routed tail of a directed route on the *responder* side (a request
+//! delivered through a non-permissive DrDLID is answered along the DR return path rules only,
+//! as Linux's SMI does), RandomForwardingTable, PortInfoExtended and vendor attributes
+//! (answered 0x000C), data-packet-triggered Armed → Active.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
