@@ -16,7 +16,8 @@
 //! - fat trees: `hosts=H` CAs per leaf/edge switch (partial population, default R/2);
 //!   `leaves=N` (2-level, default R) or `pods=P` (3-level, default R) for a partial tree;
 //!   `par=P` parallel links: the top tier uses bundles of P links, so there are P times fewer
-//!   spines (2-level) or cores (3-level; then `pods` × `par` must be at most R);
+//!   spines (2-level; `leaves` then defaults to R/P) or cores (3-level; `pods` then defaults
+//!   to R/P, and `pods` × `par` must be at most R);
 //! - all generators: `rate=4xEDR` (link width and speed, default 4xSDR as ibsim),
 //!   `mtu=1..5`, `vl=1..5`.
 //!

@@ -272,8 +272,8 @@ impl Reader {
             path: target.clone(),
             reason: e.to_string(),
         })?;
-        // Errors inside the included file carry its own name and line: pass them through
-        // by smuggling via a sentinel; simpler to recurse and convert below.
+        // The included file's own error (with its name and line) becomes the reason, and
+        // this line of the including file is where it is reported.
         match self.feed(&text, Some(&target), depth + 1) {
             Ok(()) => Ok(()),
             Err(e) => Err(ParseErrorKind::Include {
@@ -606,28 +606,21 @@ impl Reader {
             a: d.width_mask,
             b: e.width_mask,
         })?;
+        // ibsim needs a common LinkSpeedEnabled bit even when an extended speed is common.
         let common_s = d.speed_mask & e.speed_mask;
         let common_e = d.ext_mask & e.ext_mask;
-        let mut speed = LinkSpeed::fastest_in_masks(common_s, common_e).ok_or(
-            ParseErrorKind::NoCommonRate {
-                port: d.port,
-                peer: d.peer.to_string(),
-                peer_port: d.peer_port,
-                what: "speed",
-                a: d.speed_mask,
-                b: e.speed_mask,
-            },
-        )?;
+        let no_speed = || ParseErrorKind::NoCommonRate {
+            port: d.port,
+            peer: d.peer.to_string(),
+            peer_port: d.peer_port,
+            what: "speed",
+            a: d.speed_mask,
+            b: e.speed_mask,
+        };
         if common_s == 0 {
-            return Err(ParseErrorKind::NoCommonRate {
-                port: d.port,
-                peer: d.peer.to_string(),
-                peer_port: d.peer_port,
-                what: "speed",
-                a: d.speed_mask,
-                b: e.speed_mask,
-            });
+            return Err(no_speed());
         }
+        let mut speed = LinkSpeed::fastest_in_masks(common_s, common_e).ok_or_else(no_speed)?;
         if speed == LinkSpeed::Qdr && d.fdr10 && e.fdr10 {
             speed = LinkSpeed::Fdr10;
         }
