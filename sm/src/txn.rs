@@ -7,7 +7,7 @@
 //! last retry, into failures. TIDs use the low 32 bits only: the kernel's `user_mad` layer
 //! overwrites the upper 32 with its agent id.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use core::time::Duration;
 
@@ -103,16 +103,71 @@ pub(crate) struct Failed {
     pub attempts: u32,
 }
 
+/// Transactions by TID. TIDs are handed out in increasing order, so the live ones sit in a
+/// window `base..base + slots.len()` and are found by subtraction, without hashing.
+#[derive(Debug, Default)]
+struct Slab {
+    base: u32,
+    slots: VecDeque<Option<Txn>>,
+    live: usize,
+}
+
+impl Slab {
+    fn idx(&self, tid: u32) -> Option<usize> {
+        let i = tid.wrapping_sub(self.base) as usize;
+        (i < self.slots.len()).then_some(i)
+    }
+    /// The TID the next insert will get.
+    fn next_tid(&self, fresh: u32) -> u32 {
+        if self.slots.is_empty() {
+            fresh
+        } else {
+            self.base.wrapping_add(self.slots.len() as u32)
+        }
+    }
+    fn push(&mut self, tid: u32, txn: Option<Txn>) {
+        if self.slots.is_empty() {
+            self.base = tid;
+        }
+        if txn.is_some() {
+            self.live += 1;
+        }
+        self.slots.push_back(txn);
+    }
+    fn get(&self, tid: u32) -> Option<&Txn> {
+        self.slots.get(self.idx(tid)?)?.as_ref()
+    }
+    fn get_mut(&mut self, tid: u32) -> Option<&mut Txn> {
+        let i = self.idx(tid)?;
+        self.slots.get_mut(i)?.as_mut()
+    }
+    fn remove(&mut self, tid: u32) -> Option<Txn> {
+        let i = self.idx(tid)?;
+        let t = self.slots.get_mut(i)?.take()?;
+        self.live -= 1;
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.base = self.base.wrapping_add(1);
+        }
+        Some(t)
+    }
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+}
+
 /// The engine. See the module doc.
 #[derive(Debug)]
 pub(crate) struct Engine {
     next_tid: u32,
-    txns: HashMap<u32, Txn>,
+    txns: Slab,
     queue: VecDeque<u32>,
     deadlines: VecDeque<(Time, u32, u32)>,
     in_flight: usize,
-    node_inflight: HashMap<NodeId, usize>,
-    deferred: HashMap<NodeId, VecDeque<u32>>,
+    /// SMPs in flight per node, by `NodeId` index.
+    node_inflight: Vec<u32>,
+    /// Requests waiting for their node's window, by `NodeId` index.
+    deferred: Vec<VecDeque<u32>>,
     max_wire: usize,
     max_per_node: usize,
     timeout: Duration,
@@ -125,12 +180,12 @@ impl Engine {
     pub fn new(max_wire: usize, max_per_node: usize, timeout: Duration, retries: u32) -> Engine {
         Engine {
             next_tid: 1,
-            txns: HashMap::new(),
+            txns: Slab::default(),
             queue: VecDeque::new(),
             deadlines: VecDeque::new(),
             in_flight: 0,
-            node_inflight: HashMap::new(),
-            deferred: HashMap::new(),
+            node_inflight: Vec::new(),
+            deferred: Vec::new(),
             max_wire: max_wire.max(1),
             max_per_node: max_per_node.max(1),
             timeout,
@@ -139,20 +194,24 @@ impl Engine {
         }
     }
 
-    /// Queues a request; returns its TID.
+    /// Queues a request; returns its TID (never 0).
     pub fn submit(&mut self, req: Request) -> u32 {
-        let mut tid = self.next_tid;
-        while tid == 0 || self.txns.contains_key(&tid) {
-            tid = tid.wrapping_add(1);
+        let mut tid = self.txns.next_tid(self.next_tid);
+        if tid == 0 {
+            // 0 is never used; keep the window contiguous with an empty slot.
+            if !self.txns.slots.is_empty() {
+                self.txns.push(0, None);
+            }
+            tid = 1;
         }
         self.next_tid = tid.wrapping_add(1);
-        self.txns.insert(
+        self.txns.push(
             tid,
-            Txn {
+            Some(Txn {
                 req,
                 attempts: 0,
                 on_wire: false,
-            },
+            }),
         );
         self.queue.push_back(tid);
         tid
@@ -181,28 +240,34 @@ impl Engine {
             return None;
         }
         while let Some(tid) = self.queue.pop_front() {
-            let Some(txn) = self.txns.get(&tid) else {
+            let Some(txn) = self.txns.get(tid) else {
                 continue; // answered while waiting for a resend
             };
             if txn.on_wire {
                 continue;
             }
             if txn.attempts == 0 && skip(&txn.req) {
-                self.txns.remove(&tid);
+                self.txns.remove(tid);
                 self.stats.skipped += 1;
                 continue;
             }
             if let Some(n) = txn.req.node {
                 // Deferred only while the node has `max_per_node` in flight, so every deferred
                 // request has a release ahead of it that puts it back in the queue.
-                let busy = self.node_inflight.get(&n).copied().unwrap_or(0);
-                if busy >= self.max_per_node {
-                    self.deferred.entry(n).or_default().push_back(tid);
+                let i = n.idx();
+                if self.node_inflight.len() <= i {
+                    self.node_inflight.resize(i + 1, 0);
+                }
+                if self.node_inflight[i] as usize >= self.max_per_node {
+                    if self.deferred.len() <= i {
+                        self.deferred.resize_with(i + 1, VecDeque::new);
+                    }
+                    self.deferred[i].push_back(tid);
                     continue;
                 }
-                *self.node_inflight.entry(n).or_insert(0) += 1;
+                self.node_inflight[i] += 1;
             }
-            let txn = self.txns.get_mut(&tid)?;
+            let txn = self.txns.get_mut(tid)?;
             txn.on_wire = true;
             txn.attempts += 1;
             self.in_flight += 1;
@@ -220,38 +285,29 @@ impl Engine {
     /// The request with this TID, if outstanding (for validating a response before
     /// completing it).
     pub fn peek(&self, tid: u32) -> Option<&Request> {
-        self.txns.get(&tid).map(|t| &t.req)
-    }
-
-    fn release(&mut self, tid: u32, txn: &Txn) {
-        let _ = tid;
-        if txn.on_wire {
-            self.in_flight = self.in_flight.saturating_sub(1);
-            if let Some(n) = txn.req.node {
-                self.release_node(n);
-            }
-        }
+        self.txns.get(tid).map(|t| &t.req)
     }
 
     fn release_node(&mut self, n: NodeId) {
-        if let Some(c) = self.node_inflight.get_mut(&n) {
+        let i = n.idx();
+        if let Some(c) = self.node_inflight.get_mut(i) {
             *c = c.saturating_sub(1);
         }
-        if let Some(d) = self.deferred.get_mut(&n) {
-            if let Some(next) = d.pop_front() {
-                self.queue.push_front(next);
-            }
-            if d.is_empty() {
-                self.deferred.remove(&n);
-            }
+        if let Some(next) = self.deferred.get_mut(i).and_then(VecDeque::pop_front) {
+            self.queue.push_front(next);
         }
     }
 
     /// Retires the transaction `tid` (its response arrived); `None` for an unknown TID
     /// (a late duplicate).
     pub fn complete(&mut self, tid: u32) -> Option<Request> {
-        let txn = self.txns.remove(&tid)?;
-        self.release(tid, &txn);
+        let txn = self.txns.remove(tid)?;
+        if txn.on_wire {
+            self.in_flight = self.in_flight.saturating_sub(1);
+            if let Some(n) = txn.req.node {
+                self.release_node(n);
+            }
+        }
         Some(txn.req)
     }
 
@@ -263,26 +319,27 @@ impl Engine {
                 break;
             }
             self.deadlines.pop_front();
-            let live = self
-                .txns
-                .get(&tid)
-                .is_some_and(|t| t.on_wire && t.attempts == attempt);
-            if !live {
-                continue;
-            }
-            let Some(mut txn) = self.txns.remove(&tid) else {
+            let Some(txn) = self.txns.get_mut(tid) else {
                 continue;
             };
-            self.release(tid, &txn);
+            if !(txn.on_wire && txn.attempts == attempt) {
+                continue;
+            }
             txn.on_wire = false;
-            if txn.attempts > self.retries {
-                self.stats.timed_out += 1;
-                failed.push(Failed {
-                    attempts: txn.attempts,
-                    req: txn.req,
-                });
+            let (node, attempts) = (txn.req.node, txn.attempts);
+            self.in_flight = self.in_flight.saturating_sub(1);
+            if let Some(n) = node {
+                self.release_node(n);
+            }
+            if attempts > self.retries {
+                if let Some(txn) = self.txns.remove(tid) {
+                    self.stats.timed_out += 1;
+                    failed.push(Failed {
+                        attempts,
+                        req: txn.req,
+                    });
+                }
             } else {
-                self.txns.insert(tid, txn);
                 self.queue.push_front(tid);
             }
         }
@@ -295,7 +352,7 @@ impl Engine {
         while let Some(&(_, tid, attempt)) = self.deadlines.front() {
             let live = self
                 .txns
-                .get(&tid)
+                .get(tid)
                 .is_some_and(|t| t.on_wire && t.attempts == attempt);
             if live {
                 break;
@@ -423,6 +480,23 @@ mod tests {
         e.prune();
         assert_eq!(e.next_deadline(), None);
         assert!(e.expire(Time(1_000_000_000)).is_empty());
+        assert!(e.is_idle());
+    }
+
+    #[test]
+    fn tids_wrap_past_zero_and_stay_matchable() {
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        e.next_tid = u32::MAX - 1;
+        let a = e.submit(probe());
+        let b = e.submit(probe());
+        let c = e.submit(probe());
+        assert_eq!((a, b, c), (u32::MAX - 1, u32::MAX, 1));
+        assert!(e.peek(0).is_none());
+        assert!(e.complete(c).is_some());
+        assert!(e.complete(a).is_some());
+        assert!(e.peek(b).is_some());
+        assert!(e.complete(a).is_none(), "retired TID is unknown");
+        assert!(e.complete(b).is_some());
         assert!(e.is_idle());
     }
 

@@ -1,0 +1,161 @@
+//! Cold bring-up of `sm::Sm` in the simulator: wall time, virtual time and SMPs per phase.
+//!
+//! `cargo bench -p ibsm-tests --bench sm_bringup [-- SPEC...] [--fold] [--faults F]`
+//! SPEC defaults to `fat-tree:3,16 fat-tree:3,36`. The SM sits on the first CA, or with
+//! `--sm-first` where ibsim puts it (the first node of the topology; a switch's port 0), as
+//! OpenSM does under `opensm-on-ibsim.sh`. `--write-net SPEC PATH` writes the
+//! topology as an ibsim `.net` file (for running OpenSM on the same fabric) and exits.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use core::time::Duration;
+
+use fabric_sim::sim::{Fabric, FaultConfig, SimConfig};
+use fabric_sim::topo::Topology;
+use ibmad::{NodeType, PortNum, Time};
+use sm::{Event, Sm, SmConfig};
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if args.first().map(String::as_str) == Some("--write-net") {
+        let t = Topology::from_spec_or_file(&args[1]).unwrap();
+        t.save_net(&args[2]).unwrap();
+        eprintln!("wrote {}", args[2]);
+        return;
+    }
+    let fold = args.iter().any(|a| a == "--fold");
+    let sm_first = args.iter().any(|a| a == "--sm-first");
+    let faults = args
+        .iter()
+        .position(|a| a == "--faults")
+        .map(|i| FaultConfig::parse(&args[i + 1]).unwrap());
+    let mut specs: Vec<&str> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| !(a.starts_with("--") || *i > 0 && args[i - 1] == "--faults"))
+        .map(|(_, a)| a.as_str())
+        .collect();
+    if specs.is_empty() {
+        specs = vec!["fat-tree:3,16", "fat-tree:3,36"];
+    }
+    for spec in specs {
+        run(spec, fold, sm_first, faults.unwrap_or(FaultConfig::NONE));
+    }
+}
+
+fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
+    let t0 = Instant::now();
+    let topo = Topology::from_spec_or_file(spec).unwrap();
+    let (node, port) = if sm_first {
+        let (id, n) = topo.nodes().next().expect("a node");
+        if n.is_switch() {
+            (id, PortNum(0))
+        } else {
+            (id, PortNum(1))
+        }
+    } else {
+        let ca = topo
+            .nodes_of_type(NodeType::CA)
+            .next()
+            .expect("a CA for the SM");
+        (ca, PortNum(1))
+    };
+    let mut fabric = Fabric::new(
+        &topo,
+        SimConfig {
+            faults,
+            ..SimConfig::default()
+        },
+    )
+    .unwrap();
+    let h = fabric.attach_sm(node, port).unwrap().handle;
+    let mut sm = Sm::new(SmConfig {
+        port,
+        sweep_interval: Duration::ZERO,
+        fold_config_into_arm: fold,
+        ..SmConfig::default()
+    })
+    .unwrap();
+    let setup = t0.elapsed();
+    let t1 = Instant::now();
+    let mut phase_wall = Vec::new();
+    let mut last = Instant::now();
+    let mut up = false;
+    // The longest single handle_mad: the one that ends discovery and runs LID assignment and
+    // routing inside it.
+    let mut compute = Duration::ZERO;
+    let mut buf = [0u8; 256];
+    loop {
+        let now = fabric.now();
+        while let Ok(Some((meta, len))) = fabric.sm_recv(h, &mut buf) {
+            let c = Instant::now();
+            sm.handle_mad(now, &meta, &buf[..len]);
+            let d = c.elapsed();
+            if d > compute {
+                compute = d;
+            }
+        }
+        if sm.poll_timeout().is_some_and(|t| t <= now) {
+            sm.handle_timeout(now);
+        }
+        while let Some(tx) = sm.poll_transmit(now, &mut buf) {
+            fabric.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
+        }
+        while let Some(e) = sm.poll_event() {
+            match e {
+                Event::PhaseDone { phase, .. } => {
+                    phase_wall.push((phase, last.elapsed()));
+                    last = Instant::now();
+                }
+                Event::SubnetUp => up = true,
+                _ => {}
+            }
+        }
+        if up {
+            break;
+        }
+        if fabric.sm_pending(h) > 0 {
+            continue;
+        }
+        let next = match (fabric.next_event_time(), sm.poll_timeout()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        if next > Time::from_millis(3_600_000) {
+            break;
+        }
+        fabric.run_until(next.max(now));
+    }
+    let wall = t1.elapsed();
+    assert!(up, "{spec}: no SUBNET UP");
+    let sw = topo.num_switches();
+    let cas = topo.num_cas();
+    println!(
+        "\n{spec}{}{}: {sw} switches, {cas} CAs, {} links; setup {:.2?}, bring-up wall {:.2?} (of which LID assignment + routing {:.2?}), virtual {:.2?}",
+        if fold { " --fold" } else { "" },
+        if sm_first { " --sm-first" } else { "" },
+        topo.num_links(),
+        setup,
+        wall,
+        compute,
+        Duration::from_nanos(fabric.now().as_nanos()),
+    );
+    println!("| phase | SMPs | retried | timed out | skipped | virtual time | wall |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut total = 0;
+    for ((phase, s), (_, w)) in sm.phase_history().iter().zip(&phase_wall) {
+        total += s.smps;
+        println!(
+            "| {phase} | {} | {} | {} | {} | {:.2?} | {:.2?} |",
+            s.smps, s.retried, s.timed_out, s.skipped, s.elapsed, w
+        );
+    }
+    println!("| **total** | **{total}** | | | | | **{wall:.2?}** |");
+}
