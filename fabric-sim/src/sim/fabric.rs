@@ -254,6 +254,31 @@ pub struct TraceEntry {
     pub tid: u64,
 }
 
+/// One line: `time node:port kind class method attr tid`.
+impl core::fmt::Display for TraceEntry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{:>12}ns #{}:{} {:?}",
+            self.time.as_nanos(),
+            self.node,
+            self.port,
+            self.kind
+        )?;
+        if self.class != 0 {
+            write!(
+                f,
+                " class={:#04x} {:?} {:?} tid={:#x}",
+                self.class,
+                Method(self.method),
+                SmpAttrId(self.attr),
+                self.tid
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// A 256-byte MAD buffer in flight, with its LRH addressing.
 #[derive(Clone)]
 struct Slot {
@@ -1155,7 +1180,7 @@ impl Fabric {
 
     /// Detaches an SM (the SM process died): its queue is discarded, IsSM is cleared on its
     /// port, and MADs for it are dropped ([`DropReason::NoSm`]) from now on. The handle stays
-    /// invalid; its [`SmPort`] reports [`PortError::Closed`].
+    /// invalid; its [`SimPort`] reports [`PortError::Closed`].
     pub fn detach_sm(&mut self, h: SmHandle) {
         let Some(sm) = self.sms.get_mut(h.0 as usize) else {
             return;
