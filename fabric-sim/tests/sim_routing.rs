@@ -375,3 +375,18 @@ fn a_detached_sm_gets_nothing_and_its_port_is_closed() {
     // The port can be attached again.
     assert!(f.attach_sm(h13, PortNum(1)).is_ok());
 }
+
+#[test]
+fn an_sm_host_that_reboots_registers_its_sm_again() {
+    let (mut f, _sm1) = fdisc(SimConfig::default());
+    let h13 = f.node_by_name("H13").unwrap();
+    let _sm2 = f.attach_sm(h13, PortNum(1)).unwrap();
+    f.reboot(h13).unwrap();
+    f.run_for(Duration::from_millis(5));
+    let pi = f.agent(h13).unwrap().port_info(PortNum(1)).unwrap();
+    assert_ne!(
+        pi.capability_mask.get() & ibmad::attr::port_info::cap::IS_SM,
+        0
+    );
+    assert_eq!(pi.port_state(), PortState::INIT);
+}

@@ -996,6 +996,16 @@ impl Fabric {
         self.agents[ni].hardware_mut().requests.clear();
         self.timer_at[ni] = NO_TIMER;
         self.after_agent(n, self.service_ns);
+        // An SM attached here comes back with its node and registers again (IsSM).
+        let sm_ports: Vec<u8> = self
+            .sms
+            .iter()
+            .filter(|s| s.active && s.node == n)
+            .map(|s| s.port)
+            .collect();
+        for p in sm_ports {
+            self.set_is_sm(n, p, true);
+        }
         for p in 1..=np {
             let g = self.base[ni] + u32::from(p);
             if self.peer_node[g as usize] != NO_PEER {
@@ -1028,7 +1038,9 @@ impl Fabric {
     }
 
     /// Cuts (`up = false`) or restores (`up = true`) the cable at `node`/`port` now. Both agents
-    /// get `LinkEvent::Down` / `LinkEvent::Up` (and produce whatever traps they produce).
+    /// get `LinkEvent::Down` / `LinkEvent::Up` (and produce whatever traps they produce). A
+    /// restored cable trains at once, unless an SM has disabled either end (PortPhysicalState
+    /// Disabled), in which case it stays down until the SM sets Polling.
     pub fn set_link(&mut self, node: NodeId, port: PortNum, up: bool) -> Result<(), SimError> {
         let gport = self.cabled_gport(node, port)?;
         self.process(Ev::LinkSet { gport, up });
@@ -1065,7 +1077,9 @@ impl Fabric {
 
     /// Reboots `node` now: its links drop (peers see LinkEvent::Down), the agent loses every
     /// SM-set value (`Agent::reset`), and the links retrain after
-    /// [`SimConfig::link_retrain_time`].
+    /// [`SimConfig::link_retrain_time`]. Ports the SM had disabled come back enabled. An SM
+    /// attached to the node stays attached (its queue is kept) and re-registers: IsSM is set
+    /// again on its port.
     pub fn reboot(&mut self, node: NodeId) -> Result<(), SimError> {
         let n = self.check_node(node)?;
         self.process(Ev::Reboot { node: n });
