@@ -118,39 +118,68 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
         }
     }
     let max_hops = hm.switch_count() as u32 + 1;
-    let walk_one = |s: NodeId, lid: Lid, dst: &CaPort| -> Walk {
+    // Precomputed next hop per (switch slot, port): a switch slot, a CA index, or dead.
+    const DEAD: u32 = u32::MAX;
+    const CA: u32 = 0x8000_0000;
+    let sws = lfts.switches();
+    let mut slot_of = vec![u32::MAX; subnet.nodes.len()];
+    for (i, s) in sws.iter().enumerate() {
+        slot_of[s.idx()] = i as u32;
+    }
+    let mut ca_of = std::collections::HashMap::new();
+    for (i, c) in cas.iter().enumerate() {
+        ca_of.insert((c.node, c.port), i as u32);
+    }
+    let rows: Vec<&[u8]> = sws.iter().map(|&s| lfts.table(s).unwrap_or(&[])).collect();
+    let mut next = vec![DEAD; sws.len() * 256];
+    for (i, &s) in sws.iter().enumerate() {
+        for p in 1..=subnet.node(s).num_ports {
+            let Some((rn, rp)) = subnet.port(s, PortNum(p)).and_then(|x| x.remote) else {
+                continue;
+            };
+            if !link_usable(subnet, s, PortNum(p)) {
+                continue;
+            }
+            next[i * 256 + usize::from(p)] = if subnet.node(rn).is_switch() {
+                slot_of[rn.idx()]
+            } else {
+                ca_of.get(&(rn, rp)).map_or(DEAD, |&c| CA | c)
+            };
+        }
+    }
+    let walk_one = |s: usize, lid: Lid, dst: u32| -> Walk {
         let mut cur = s;
         let mut hops = 0u32;
         loop {
-            let port = lfts
-                .table(cur)
-                .and_then(|t| t.get(usize::from(lid.0)).copied())
+            let port = rows[cur]
+                .get(usize::from(lid.0))
+                .copied()
                 .unwrap_or(NO_PATH);
             if port == NO_PATH || port == 0 {
                 return Walk::Dead;
             }
-            if !link_usable(subnet, cur, PortNum(port)) {
+            let nx = next[cur * 256 + usize::from(port)];
+            if nx == DEAD {
                 return Walk::Dead;
             }
-            let Some((rn, rp)) = subnet.port(cur, PortNum(port)).and_then(|x| x.remote) else {
-                return Walk::Dead;
-            };
-            if subnet.node(rn).is_switch() {
-                hops += 1;
-                if hops > max_hops {
-                    return Walk::Loop;
-                }
-                cur = rn;
-            } else if rn == dst.node && rp == dst.port {
-                return Walk::Arrived(hops);
-            } else {
-                return Walk::Dead;
+            if nx & CA != 0 {
+                return if nx == CA | dst {
+                    Walk::Arrived(hops)
+                } else {
+                    Walk::Dead
+                };
             }
+            hops += 1;
+            if hops > max_hops {
+                return Walk::Loop;
+            }
+            cur = nx as usize;
         }
     };
     let per_source = |&(s, n_src, src_lid): &(NodeId, u64, Lid)| -> Reachability {
         let mut r = Reachability::default();
-        for d in &cas {
+        let s_slot = slot_of[s.idx()] as usize;
+        for (di, d) in cas.iter().enumerate() {
             let shortest = hm.hops(s, d.sw).map(u32::from);
             for off in 0..d.nlids {
                 let Some(l) = d.lid.0.checked_add(off) else {
@@ -159,7 +188,7 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
                 let lid = Lid(l);
                 r.walks += 1;
                 r.pairs += n_src;
-                match walk_one(s, lid, d) {
+                match walk_one(s_slot, lid, di as u32) {
                     Walk::Arrived(h) => {
                         if Some(h) != shortest {
                             r.non_shortest += n_src;

@@ -374,30 +374,111 @@ struct Ctx<'a> {
     count_switches: bool,
 }
 
-type Mask = [u64; 4];
+/// Candidate ports of one switch per destination switch `t`: the minimum-hop ports, ascending
+/// (CSR: `ports[start[t]..start[t + 1]]`).
+struct Candidates {
+    start: Vec<u32>,
+    ports: Vec<u8>,
+}
 
-/// Calls `f` for every set bit `p` of `m` with `lo <= p < hi`, ascending.
-fn for_each_bit(m: &Mask, lo: u32, hi: u32, f: &mut impl FnMut(u32)) {
-    if lo >= hi {
-        return;
+impl Candidates {
+    fn build(hm: &HopMatrix, si: usize) -> Candidates {
+        let n = hm.switch_count();
+        let my = hm.row(si);
+        let nb: Vec<(u8, &[u8])> = hm
+            .neighbors(si)
+            .iter()
+            .map(|&(p, r)| (p, hm.row(r as usize)))
+            .collect();
+        let mut start = Vec::with_capacity(n + 1);
+        let mut ports = Vec::with_capacity(n * 2);
+        for (t, &least) in my.iter().enumerate() {
+            start.push(ports.len() as u32);
+            if least == UNREACHABLE || least == 0 {
+                continue;
+            }
+            for &(p, row) in &nb {
+                if row[t].wrapping_add(1) == least {
+                    ports.push(p);
+                }
+            }
+        }
+        start.push(ports.len() as u32);
+        Candidates { start, ports }
     }
-    for (w, &word) in m.iter().enumerate() {
-        let base = w as u32 * 64;
-        if base + 64 <= lo || base >= hi {
-            continue;
+
+    /// A cursor `(m, pos)` per list: every port of the list has ≥ `m` routes and the ports
+    /// before `pos` have more than `m` (the invariant only speaks about counts, which only
+    /// grow, so it survives picks made through other lists).
+    fn cursors(&self) -> Vec<(u32, u32)> {
+        vec![(0, 0); self.start.len().saturating_sub(1)]
+    }
+
+    /// The port with the fewest routes, ties to the lowest port number — OpenSM's scan from
+    /// port 1 where only a strictly smaller count replaces the best — as `(port, list,
+    /// position)`. Amortised O(1): counts only grow, so the cursor of a list only moves
+    /// forward until it wraps, and a wrap recomputes the list's minimum once.
+    fn least(
+        &self,
+        t: usize,
+        counts: &Counters,
+        cursors: &mut [(u32, u32)],
+    ) -> Option<(u8, u32, u32)> {
+        let l = t as u32;
+        let list = self.of(t);
+        let cur = cursors.get_mut(t)?;
+        if list.is_empty() {
+            return None;
         }
-        let mut bits = word;
-        if lo > base {
-            bits &= !0u64 << (lo - base);
+        loop {
+            let (m, pos) = *cur;
+            if let Some(i) = list[pos as usize..]
+                .iter()
+                .position(|&p| counts.count(p) == m)
+            {
+                let at = pos + i as u32;
+                cur.1 = at;
+                return Some((list[at as usize], l, at));
+            }
+            let min = list.iter().map(|&p| counts.count(p)).min()?;
+            *cur = (min, 0);
         }
-        if hi < base + 64 {
-            bits &= (1u64 << (hi - base)) - 1;
+    }
+
+    fn of(&self, t: usize) -> &[u8] {
+        match (self.start.get(t), self.start.get(t + 1)) {
+            (Some(&a), Some(&b)) => self.ports.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
         }
-        while bits != 0 {
-            let b = bits.trailing_zeros();
-            f(base + b);
-            bits &= bits - 1;
+    }
+}
+
+/// Per-port route counters packed as `count << 8 | port`, so the minimum key is the port with
+/// the fewest routes, ties to the lowest port number.
+struct Counters([u32; 256]);
+
+impl Counters {
+    fn new() -> Counters {
+        let mut k = [0u32; 256];
+        for (p, e) in k.iter_mut().enumerate() {
+            *e = p as u32;
         }
+        Counters(k)
+    }
+    fn count(&self, p: u8) -> u32 {
+        self.0[usize::from(p)] >> 8
+    }
+    fn bump(&mut self, p: u8) {
+        self.0[usize::from(p)] += 256;
+    }
+    /// Fewest routes, lowest port: the scan from port 1 with "strictly fewer wins" (the
+    /// reference the cursor in [`Candidates::least`] is tested against).
+    #[cfg(test)]
+    fn least(&self, list: &[u8]) -> Option<u8> {
+        list.iter()
+            .map(|&p| self.0[usize::from(p)])
+            .min()
+            .map(|k| (k & 0xFF) as u8)
     }
 }
 
@@ -406,21 +487,9 @@ impl Ctx<'_> {
         let Some(si) = self.hm.index_of(sw) else {
             return;
         };
-        let n = self.hm.switch_count();
         let num_ports = u32::from(self.subnet.node(sw).num_ports) + 1;
-        // Candidate ports per destination switch: hop via port == least hops.
+        let cand = Candidates::build(self.hm, si);
         let my = self.hm.row(si);
-        let mut cand: Vec<Mask> = vec![[0; 4]; n];
-        for &(p, r) in self.hm.neighbors(si) {
-            let rrow = self.hm.row(r as usize);
-            let (w, b) = ((p / 64) as usize, 1u64 << (p % 64));
-            for t in 0..n {
-                let via = rrow[t];
-                if via != UNREACHABLE && via + 1 == my[t] {
-                    cand[t][w] |= b;
-                }
-            }
-        }
         // Remote node per port (for the LMC system/node spreading).
         let remote: Vec<Option<NodeId>> = (0..num_ports)
             .map(|p| {
@@ -430,7 +499,8 @@ impl Ctx<'_> {
                     .map(|(rn, _)| rn)
             })
             .collect();
-        let mut counts = [0u32; 256];
+        let mut counts = Counters::new();
+        let mut cursors = cand.cursors();
         // LMC tracking: per destination, up to max_lids (node, forwarded_to).
         let cap = usize::from(self.max_lids);
         let mut used: Vec<(u32, u32)> = if self.lmc_routing {
@@ -452,28 +522,45 @@ impl Ctx<'_> {
                 if lid >= row.len() {
                     continue;
                 }
+                // The fast path (no LMC spreading) remembers which list/position it chose, so
+                // the list's cursor can advance when the route is counted.
+                let mut fast: Option<(u32, u32)> = None;
+                let mut pick = |t: u32| -> u8 {
+                    let t = t as usize;
+                    if my.get(t).is_none_or(|&h| h == UNREACHABLE) {
+                        NO_PATH
+                    } else if !self.lmc_routing {
+                        match cand.least(t, &counts, &mut cursors) {
+                            Some((p, l, pos)) => {
+                                fast = Some((l, pos));
+                                p
+                            }
+                            None => NO_PATH,
+                        }
+                    } else {
+                        // start_from: port of the previous LID of this port, plus one.
+                        let start = if offset > 0 {
+                            (u32::from(row[lid - 1]) + 1) % num_ports
+                        } else {
+                            1 % num_ports
+                        };
+                        let entries = &used[di * cap..di * cap + usize::from(used_n[di])];
+                        self.recommend_lmc(cand.of(t), start, &counts, &remote, entries)
+                    }
+                };
                 let (port, counted) = match d.kind {
-                    DestKind::Switch(t) if t as usize == si => (0u8, false),
-                    DestKind::Switch(t) => (
-                        self.recommend(
-                            &cand, my, t, row, lid, offset, num_ports, &counts, &remote, di, &used,
-                            &used_n,
-                        ),
-                        self.count_switches,
-                    ),
+                    DestKind::Switch(t) if t as usize == si => (0, false),
+                    DestKind::Switch(t) => (pick(t), self.count_switches),
                     DestKind::Ca(None) => (NO_PATH, false),
                     DestKind::Ca(Some((t, p))) if t as usize == si => (p, true),
-                    DestKind::Ca(Some((t, _))) => (
-                        self.recommend(
-                            &cand, my, t, row, lid, offset, num_ports, &counts, &remote, di, &used,
-                            &used_n,
-                        ),
-                        true,
-                    ),
+                    DestKind::Ca(Some((t, _))) => (pick(t), true),
                 };
+                if let (true, Some((l, pos))) = (counted && port != NO_PATH, fast) {
+                    cursors[l as usize].1 = pos + 1;
+                }
                 row[lid] = port;
                 if counted && port != NO_PATH {
-                    counts[usize::from(port)] += 1;
+                    counts.bump(port);
                     if port > 0 && self.lmc_routing {
                         if let Some(rn) = remote.get(usize::from(port)).copied().flatten() {
                             let k = usize::from(used_n[di]);
@@ -491,79 +578,55 @@ impl Ctx<'_> {
         }
     }
 
-    /// `osm_switch_recommend_path` for a destination behind switch `t` (≠ this switch).
-    #[allow(clippy::too_many_arguments)]
-    fn recommend(
+    /// `osm_switch_recommend_path` with LMC-aware spreading (`routing_for_lmc`), scanning the
+    /// ascending candidate `list` from `start` (wrapping). `entries` are the (remote node,
+    /// forwarded_to) pairs this destination's earlier LIDs used at this switch.
+    fn recommend_lmc(
         &self,
-        cand: &[Mask],
-        my: &[u8],
-        t: u32,
-        row: &[u8],
-        lid: usize,
-        offset: u16,
-        num_ports: u32,
-        counts: &[u32; 256],
+        list: &[u8],
+        start: u32,
+        counts: &Counters,
         remote: &[Option<NodeId>],
-        di: usize,
-        used: &[(u32, u32)],
-        used_n: &[u8],
+        entries: &[(u32, u32)],
     ) -> u8 {
-        let t = t as usize;
-        if my[t] == UNREACHABLE {
-            return NO_PATH;
-        }
-        let m = &cand[t];
-        let start = if offset > 0 {
-            (u32::from(row[lid - 1]) + 1) % num_ports
-        } else {
-            1 % num_ports
-        };
         let mut least = u32::MAX;
         let mut best = 0u8;
         let mut found = false;
         let (mut least_sys, mut best_sys) = (u32::MAX, 0u8);
         let (mut least_node, mut best_node) = (u32::MAX, 0u8);
         let mut least_fwd = u32::MAX;
-        let lmc = self.lmc_routing;
-        let cap = usize::from(self.max_lids);
-        let entries: &[(u32, u32)] = if lmc {
-            &used[di * cap..di * cap + usize::from(used_n[di])]
-        } else {
-            &[]
-        };
-        let mut visit = |p: u32| {
-            let cc = counts[p as usize];
+        let split = list.partition_point(|&p| u32::from(p) < start);
+        for &p in list[split..].iter().chain(&list[..split]) {
+            let cc = counts.count(p);
             let mut rg: Option<u32> = None;
-            if lmc {
-                let rem = remote.get(p as usize).copied().flatten();
-                let (sys, node) = rem.map_or((None, None), |r| {
-                    let nd = self.subnet.node(r);
-                    (Some(nd.sys_guid), Some(nd.guid))
-                });
-                let sys_hit = entries
-                    .iter()
-                    .any(|e| Some(self.subnet.node(NodeId(e.0)).sys_guid) == sys);
-                if !sys_hit {
-                    if cc < least_sys {
-                        least_sys = cc;
-                        best_sys = p as u8;
-                        least_fwd = 0;
-                    }
-                } else {
-                    let node_hit = entries
-                        .iter()
-                        .find(|e| Some(self.subnet.node(NodeId(e.0)).guid) == node);
-                    if node_hit.is_none() && cc < least_node {
-                        least_node = cc;
-                        best_node = p as u8;
-                        least_fwd = 0;
-                    }
-                    rg = node_hit.map(|e| e.1);
+            let rem = remote.get(usize::from(p)).copied().flatten();
+            let (sys, node) = rem.map_or((None, None), |r| {
+                let nd = self.subnet.node(r);
+                (Some(nd.sys_guid), Some(nd.guid))
+            });
+            let sys_hit = entries
+                .iter()
+                .any(|e| Some(self.subnet.node(NodeId(e.0)).sys_guid) == sys);
+            if !sys_hit {
+                if cc < least_sys {
+                    least_sys = cc;
+                    best_sys = p;
+                    least_fwd = 0;
                 }
+            } else {
+                let node_hit = entries
+                    .iter()
+                    .find(|e| Some(self.subnet.node(NodeId(e.0)).guid) == node);
+                if node_hit.is_none() && cc < least_node {
+                    least_node = cc;
+                    best_node = p;
+                    least_fwd = 0;
+                }
+                rg = node_hit.map(|e| e.1);
             }
             if cc < least {
                 found = true;
-                best = p as u8;
+                best = p;
                 least = cc;
                 if let Some(f) = rg {
                     if f < least_fwd {
@@ -573,17 +636,14 @@ impl Ctx<'_> {
             } else if let Some(f) = rg {
                 if cc == least && f < least_fwd {
                     least_fwd = f;
-                    best = p as u8;
+                    best = p;
                 }
             }
-        };
-        // Ports start..num_ports, then 0..start (port 0 is never a candidate).
-        for_each_bit(m, start.max(1), num_ports, &mut visit);
-        for_each_bit(m, 1, start.min(num_ports), &mut visit);
+        }
         if !found {
             return NO_PATH;
         }
-        if lmc && best != 0 {
+        if best != 0 {
             if best_sys != 0 {
                 return best_sys;
             }
@@ -592,5 +652,43 @@ impl Ctx<'_> {
             }
         }
         best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The amortised cursor picks exactly what a full scan picks, whatever other lists do
+        /// to the shared counters in between.
+        #[test]
+        fn cursor_matches_full_scan(
+            lists in proptest::collection::vec(
+                proptest::collection::btree_set(1u8..20, 1..8), 1..5),
+            ops in proptest::collection::vec((0usize..5, any::<bool>()), 1..300),
+        ) {
+            let lists: Vec<Vec<u8>> = lists.into_iter().map(|s| s.into_iter().collect()).collect();
+            let mut start = vec![0u32];
+            let mut ports = Vec::new();
+            for l in &lists {
+                ports.extend_from_slice(l);
+                start.push(ports.len() as u32);
+            }
+            let cand = Candidates { start, ports };
+            let mut counts = Counters::new();
+            let mut cursors = cand.cursors();
+            for (t, counted) in ops {
+                let t = t % lists.len();
+                let want = counts.least(&lists[t]);
+                let got = cand.least(t, &counts, &mut cursors);
+                prop_assert_eq!(got.map(|g| g.0), want);
+                if let (true, Some((p, l, pos))) = (counted, got) {
+                    counts.bump(p);
+                    cursors[l as usize].1 = pos + 1;
+                }
+            }
+        }
     }
 }
