@@ -392,3 +392,72 @@ fn folding_configuration_into_arm_saves_a_set_per_port() {
     // switch-side link ports in F-DISC).
     assert_eq!(f0.sets_seen - f1.sets_seen, 21);
 }
+
+#[test]
+fn trap_128_is_repressed_and_triggers_a_heavy_sweep() {
+    use ibmad::attr::Notice;
+    use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
+    use ibmad::{Lid, MadMeta, Method, Smp, SmpAttrId, TrapNum};
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let mut now = Time::ZERO;
+    drive(&mut sm, &mut f, &mut now, Time::from_millis(60_000));
+    assert_eq!(sm.heavy_sweeps(), 1);
+    let mut n = Notice::new_zeroed();
+    n.set_is_generic(1);
+    n.trap_num.set(TrapNum::LINK_STATE_CHANGE.0);
+    n.issuer_lid.set(3);
+    let mut trap = Smp::lid_request(Method::TRAP, SmpAttrId::NOTICE, 0, 0xABCD_0000_0042);
+    trap.data[..64].copy_from_slice(n.as_bytes());
+    let meta = MadMeta {
+        slid: Lid(3),
+        dlid: sm.sm_lid(),
+        ..MadMeta::default()
+    };
+    sm.handle_mad(now, &meta, trap.as_bytes());
+    let mut buf = [0u8; 256];
+    let tx = sm.poll_transmit(now, &mut buf).expect("a TrapRepress");
+    let rep = Smp::read_from_bytes(&buf).unwrap();
+    assert_eq!(rep.method(), Method::TRAP_REPRESS);
+    assert_eq!(rep.tid.get(), 0xABCD_0000_0042, "same TID, all 64 bits");
+    assert_eq!(tx.meta.dlid, Lid(3));
+    assert_eq!(tx.meta.slid, sm.sm_lid());
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(120_000));
+    assert_eq!(sm.heavy_sweeps(), 2);
+    assert!(ev.contains(&Event::SubnetUp));
+}
+
+#[test]
+fn responses_with_wrong_attribute_or_unknown_tid_are_ignored() {
+    use ibmad::zerocopy::{FromBytes, IntoBytes};
+    use ibmad::{MadMeta, Smp, SmpAttrId};
+    let mut sm = Sm::new(cfg()).unwrap();
+    sm.handle_timeout(Time::ZERO);
+    let mut buf = [0u8; 256];
+    sm.poll_transmit(Time::ZERO, &mut buf).expect("NodeInfo of the SM's node");
+    let req = Smp::read_from_bytes(&buf).unwrap();
+    assert_eq!(req.attr(), SmpAttrId::NODE_INFO);
+    assert_eq!(req.hop_cnt, 0);
+    assert_eq!(req.tid.get() >> 32, 0, "only the low 32 TID bits are used");
+    // A response carrying another attribute, and one with another TID: both ignored, so the
+    // request is still outstanding and is resent at its timeout.
+    let mut bad = req;
+    bad.set_direction(true);
+    bad.method = 0x81;
+    bad.attr_id.set(SmpAttrId::PORT_INFO.0);
+    sm.handle_mad(Time(10), &MadMeta::default(), bad.as_bytes());
+    let mut other = req;
+    other.set_direction(true);
+    other.method = 0x81;
+    other.tid.set(req.tid.get() + 1000);
+    sm.handle_mad(Time(20), &MadMeta::default(), other.as_bytes());
+    // A short MAD is ignored too.
+    sm.handle_mad(Time(30), &MadMeta::default(), &buf[..100]);
+    assert!(sm.poll_transmit(Time(40), &mut buf).is_none());
+    let t = sm.poll_timeout().unwrap();
+    assert_eq!(t, Time::from_millis(200));
+    sm.handle_timeout(t);
+    let again = sm.poll_transmit(t, &mut buf).expect("resent");
+    assert_eq!(again.len, 256);
+    assert_eq!(Smp::read_from_bytes(&buf).unwrap().tid.get(), req.tid.get());
+}

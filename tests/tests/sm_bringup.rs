@@ -332,6 +332,9 @@ fn ibsim_net_examples_come_up() {
         let r = bring_up(&t, sm_place(&t), quiet());
         r.check_fabric(&HashSet::new());
         assert!(r.unreachable().is_empty(), "{name}: {:?}", r.unreachable());
+        // Bringing the subnet up triggers no second sweep (no trap storm, no PortStateChange
+        // left set).
+        assert_eq!(r.sm.heavy_sweeps(), 1, "{name}");
         // The SM's model agrees with itself: every CA reaches every CA on a shortest path.
         let reach = sm::check::check_all_pairs(r.sm.subnet(), r.sm.lfts().unwrap());
         assert!(reach.is_ok(), "{name}: {reach:?}");
@@ -513,6 +516,8 @@ fn link_failure_is_healed_by_a_sweep() {
     let now = r.now();
     r.drive(now + Duration::from_secs(25));
     assert!(r.sm.heavy_sweeps() >= 2);
+    // The leaf reported the change with trap 128 and the SM repressed it.
+    assert!(r.events.iter().any(|e| matches!(e, Event::Log { line, .. } if line.contains("Trap 128"))));
     assert!(r.count(|e| *e == Event::SubnetUp) > before);
     r.check_fabric(&HashSet::new());
 }
