@@ -10,3 +10,6 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod daemon;
+pub mod persist;
+pub mod simrun;

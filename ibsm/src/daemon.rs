@@ -1,0 +1,225 @@
+//! `ibsm run`: the SM on a real port through the kernel's user_mad interface (or ibsim's
+//! `libumad2sim.so` shim, which impersonates it).
+//!
+//! The loop is the whole daemon (STYLE P5): it maps `Instant` onto the core's [`Time`],
+//! moves MADs between the [`UmadPort`] and the [`Sm`], sleeps in the port's receive until the
+//! core's next timeout, writes log lines, persists guid2lid atomically after each assignment,
+//! and with `-o` writes the dump files and exits once the subnet is up.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ibmad::{MadPort, PortError, Time};
+use sm::{Command, Event, Level, Sm};
+use umad::{UmadConfig, UmadPort};
+
+use crate::config::{Options, Transport};
+use crate::persist::write_atomic;
+
+/// Where log lines go: OpenSM's `log_file` (or standard output for `stdout`/`-`).
+struct Log {
+    out: Box<dyn Write>,
+    verbose: bool,
+}
+
+/// `YYYY-MM-DD HH:MM:SS.uuuuuu` in UTC, from the system clock (log timestamps only).
+fn timestamp() -> String {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}.{:06}",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60,
+        d.subsec_micros()
+    )
+}
+
+impl Log {
+    fn open(opts: &Options) -> Result<Log, String> {
+        let verbose = opts.log_flags & 0x04 != 0;
+        let p = &opts.log_file;
+        if p.as_os_str() == "stdout" || p.as_os_str() == "-" {
+            return Ok(Log {
+                out: Box::new(std::io::stdout()),
+                verbose,
+            });
+        }
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| format!("log file {}: {e}", p.display()))?;
+        Ok(Log {
+            out: Box::new(f),
+            verbose,
+        })
+    }
+
+    fn line(&mut self, level: Level, text: &str) {
+        if level > Level::Info && !self.verbose {
+            return;
+        }
+        let code = match level {
+            Level::Error => 0x01,
+            Level::Warn | Level::Info => 0x02,
+            Level::Verbose => 0x04,
+        };
+        let _ = writeln!(self.out, "{} [ibsm] 0x{code:02x} -> {text}", timestamp());
+        let _ = self.out.flush();
+    }
+}
+
+fn dump_files(dir: &Path, sm: &Sm) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let subnet = sm.subnet();
+    let mut files = vec![
+        ("opensm-subnet.lst", sm::dump::subnet_lst(subnet)),
+        ("ibnetdiscover.topo", sm::dump::ibnetdiscover(subnet)),
+    ];
+    if let Some(l) = sm.lfts() {
+        files.push(("opensm-lfts.dump", sm::dump::lfts_dump(subnet, l)));
+    }
+    for (name, text) in files {
+        write_atomic(&dir.join(name), text.as_bytes()).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Runs the daemon with `opts`; returns the process exit status.
+pub fn run(opts: &Options) -> ExitCode {
+    match run_inner(opts) {
+        Ok(code) => code,
+        Err(msg) => {
+            eprintln!("ibsm: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_inner(opts: &Options) -> Result<ExitCode, String> {
+    if opts.transport == Transport::Sim {
+        return Err(
+            "transport `sim` is driven by `ibsm sim TOPOLOGY`; `ibsm run` supports `umad`".into(),
+        );
+    }
+    let mut log = Log::open(opts)?;
+    let ucfg = UmadConfig {
+        ca: opts.ca_name.clone(),
+        port: (opts.ca_port != 0).then_some(opts.ca_port),
+        ..UmadConfig::default()
+    };
+    let mut port = UmadPort::open(&ucfg).map_err(|e| e.to_string())?;
+    let dev = port.device().clone();
+    if let Err(e) = port.set_issm(true) {
+        log.line(
+            Level::Warn,
+            &format!("could not set IsSM on {}: {e}", dev.issm_path),
+        );
+    }
+    log.line(
+        Level::Info,
+        &format!(
+            "ibsm {} bound to {} port {}",
+            env!("CARGO_PKG_VERSION"),
+            dev.ca,
+            dev.port
+        ),
+    );
+
+    let mut cfg = opts.to_sm_config();
+    cfg.port = dev.port;
+    let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
+    let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
+    if !opts.reassign_lids {
+        if let Ok(text) = std::fs::read_to_string(&g2l_path) {
+            sm.handle_command(Time::ZERO, Command::Guid2Lid(text));
+        }
+    }
+    let dump_dir = (opts.log_flags & 0x40 != 0
+        || opts.dump_files_dir != Options::default().dump_files_dir)
+        .then(|| opts.dump_files_dir.clone());
+
+    let epoch = Instant::now();
+    let now = || Time(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    let mut buf = [0u8; 256];
+    loop {
+        let t = now();
+        if sm.poll_timeout().is_some_and(|d| d <= t) {
+            sm.handle_timeout(t);
+        }
+        while let Some(tx) = sm.poll_transmit(t, &mut buf) {
+            match port.send(&tx.meta, &buf[..tx.len]) {
+                Ok(()) | Err(PortError::WouldBlock) => {} // a lost send is retried on timeout
+                Err(e) => log.line(Level::Error, &format!("send failed: {e}")),
+            }
+        }
+        while let Some(ev) = sm.poll_event() {
+            match ev {
+                Event::Log { level, line } => log.line(level, &line),
+                Event::Guid2LidUpdated(text) => {
+                    let _ = std::fs::create_dir_all(&opts.cache_dir);
+                    if let Err(e) = write_atomic(&g2l_path, text.as_bytes()) {
+                        log.line(Level::Error, &format!("guid2lid not saved: {e}"));
+                    }
+                }
+                Event::NodeUnreachable { dr_path, attempts } => log.line(
+                    Level::Error,
+                    &format!(
+                        "node at directed route {dr_path} did not answer after {attempts} attempts"
+                    ),
+                ),
+                Event::SubnetUp => {
+                    if let Some(dir) = &dump_dir {
+                        if let Err(e) = dump_files(dir, &sm) {
+                            log.line(Level::Error, &format!("dump files: {e}"));
+                        }
+                    }
+                    if opts.once {
+                        println!("SUBNET UP");
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+                Event::SweepFailed { reason } => {
+                    log.line(Level::Error, &format!("sweep failed: {reason}"));
+                    if opts.once {
+                        return Ok(ExitCode::from(1));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let t = now();
+        let wait = sm
+            .poll_timeout()
+            .map_or(Duration::from_secs(1), |d| d.saturating_since(t))
+            .min(Duration::from_secs(1));
+        match port.recv_wait(&mut buf, wait) {
+            Ok(Some((meta, len))) => {
+                sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);
+                // Take everything already queued before the next transmit round.
+                while let Ok(Some((meta, len))) = port.recv(&mut buf) {
+                    sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("receive on {} port {}: {e}", dev.ca, dev.port)),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! `ibsm sim` end to end: the binary brings a simulated fabric up, writes OpenSM's dump files,
+//! honours its own guid2lid on a second run, and rejects bad input with clear errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn ibsm(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ibsm-sim-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn fat_tree_comes_up_and_dumps_are_written() {
+    let dir = tmp("ft");
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,8", "--dump-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        out.contains("minhop tables configured on all switches"),
+        "{out}"
+    );
+    assert!(out.contains("SUBNET UP"), "{out}");
+    assert!(
+        out.contains("every CA reaches every CA along a shortest path"),
+        "{out}"
+    );
+    for f in [
+        "guid2lid",
+        "opensm-lfts.dump",
+        "opensm-subnet.lst",
+        "ibnetdiscover.topo",
+    ] {
+        let meta = std::fs::metadata(dir.join(f)).unwrap_or_else(|_| panic!("{f} missing"));
+        assert!(meta.len() > 0, "{f} empty");
+    }
+    let lfts = std::fs::read_to_string(dir.join("opensm-lfts.dump")).unwrap();
+    assert!(
+        lfts.starts_with("Unicast lids [0-"),
+        "{}",
+        &lfts[..80.min(lfts.len())]
+    );
+
+    // A second run that honours the guid2lid of the first keeps every LID.
+    let g2l = dir.join("guid2lid");
+    let saved = std::fs::read_to_string(&g2l).unwrap();
+    let dir2 = tmp("ft2");
+    let (code, out, _) = ibsm(&[
+        "sim",
+        "fat-tree:2,8",
+        "--guid2lid",
+        g2l.to_str().unwrap(),
+        "--dump-dir",
+        dir2.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir2.join("guid2lid")).unwrap(),
+        saved
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir2);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let (code, _, err) = ibsm(&["sim", "fat-tree:2,x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("fat-tree:2,x"), "{err}");
+    let (code, _, err) = ibsm(&["sim", "fat-tree:2,8", "--faults", "drop=2"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--faults"), "{err}");
+    let (code, _, err) = ibsm(&["sim", "fat-tree:2,8", "--no-such-option"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no-such-option"), "{err}");
+    let (code, _, err) = ibsm(&["sim"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("missing TOPOLOGY"), "{err}");
+    let (code, _, err) = ibsm(&["frobnicate"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown command"), "{err}");
+}
+
+#[test]
+fn faults_do_not_change_the_outcome() {
+    let (code, out, err) = ibsm(&[
+        "sim",
+        "fat-tree:2,8",
+        "--faults",
+        "drop=0.01,dup=0.001",
+        "--seed",
+        "7",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("SUBNET UP"));
+}
