@@ -1,0 +1,436 @@
+//! Min-hop fixtures from the requirements (subnet-init.md §4.3 T-MINHOP-LITERAL, T-MINHOP-TIE
+//! cases a/b/c), LMC spreading rules, the engine chain with OpenSM's fallback and log lines,
+//! and a property test on random fabrics.
+#![allow(clippy::unwrap_used)]
+
+use ibmad::{Guid, Lid, NodeType, PortNum};
+use proptest::prelude::*;
+use sm::check::check_all_pairs;
+use sm::lid::{assign_lids, Guid2Lid, LidConfig};
+use sm::routing::fixtures::{add, connect, fat_tree, node};
+use sm::routing::minhop::{HopMatrix, MinHop};
+use sm::routing::{engine_by_name, route_chain, EngineOptions, Lfts, RouteError, RoutingEngine};
+use sm::{NodeId, Subnet};
+
+fn sw(s: &mut Subnet, guid: u64, name: &str) -> NodeId {
+    add(s, node(guid, NodeType::SWITCH, 8, name))
+}
+
+fn ca(s: &mut Subnet, guid: u64, name: &str) -> NodeId {
+    add(s, node(guid, NodeType::CA, 1, name))
+}
+
+/// Assigns LIDs with the given port-GUID → LID pins (the rest fresh), LMC `lmc`.
+fn lids(s: &mut Subnet, pins: &[(u64, u16)], lmc: u8) {
+    let mut g = Guid2Lid::new();
+    for &(guid, lid) in pins {
+        g.set(Guid(guid), Lid(lid), Lid(lid + (1 << lmc) - 1));
+    }
+    let rep = assign_lids(
+        s,
+        &LidConfig {
+            lmc,
+            reassign_lids: false,
+        },
+        &g,
+    )
+    .unwrap();
+    assert_eq!(rep.from_guid2lid, pins.len());
+}
+
+fn minhop(s: &Subnet) -> Lfts {
+    let mut rng = rand::rngs::mock::StepRng::new(0, 0);
+    MinHop::new(EngineOptions::default())
+        .route(s, &mut rng)
+        .unwrap()
+}
+
+fn ca_port_guid(s: &Subnet, n: NodeId) -> u64 {
+    s.port(n, PortNum(1)).unwrap().guid.0
+}
+
+/// Routes per port of switch `sw` to CA LIDs (what OpenSM's port counters count).
+fn ca_routes_per_port(s: &Subnet, l: &Lfts, sw: NodeId) -> [u32; 9] {
+    let mut c = [0; 9];
+    for (n, p) in s.end_ports() {
+        if s.node(n).is_switch() {
+            continue;
+        }
+        if let Some(port) = l.get(sw, s.port(n, p).unwrap().lid) {
+            c[usize::from(port.0)] += 1;
+        }
+    }
+    c
+}
+
+/// T-MINHOP-LITERAL: the seed topology as drawn. Via p1: A→C→D (2 switch hops), via p2:
+/// A→D (1), via p3: A→E→B→D (3). The seed's answer "port 1" is wrong; min-hop gives 2.
+#[test]
+fn t_minhop_literal_routes_lid8_via_port_2() {
+    let mut s = Subnet::new();
+    let a = sw(&mut s, 0x0a, "A");
+    let b = sw(&mut s, 0x0b, "B");
+    let c = sw(&mut s, 0x0c, "C");
+    let d = sw(&mut s, 0x0d, "D");
+    let e = sw(&mut s, 0x0e, "E");
+    let h13 = ca(&mut s, 0x1300, "H13");
+    s.nodes[a.idx()].dr_path = ibmad::DrPath::local();
+    connect(&mut s, (a, 1), (c, 4)); // X = 4
+    connect(&mut s, (c, 6), (d, 2));
+    connect(&mut s, (a, 2), (d, 1)); // Z = 1
+    connect(&mut s, (a, 3), (e, 1));
+    connect(&mut s, (e, 2), (b, 1));
+    connect(&mut s, (b, 2), (d, 4));
+    connect(&mut s, (d, 3), (h13, 1));
+    let g = ca_port_guid(&s, h13);
+    lids(&mut s, &[(g, 8)], 0);
+    assert_eq!(s.port(h13, PortNum(1)).unwrap().lid, Lid(8));
+
+    let hm = HopMatrix::build(&s);
+    assert_eq!(hm.hops(a, d), Some(1));
+    assert_eq!(hm.hops(c, d), Some(1));
+    assert_eq!(hm.hops(e, d), Some(2));
+
+    let l = minhop(&s);
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(2)));
+    assert_eq!(l.get(c, Lid(8)), Some(PortNum(6)));
+    assert_eq!(l.get(d, Lid(8)), Some(PortNum(3)));
+    // E: via A (p1) and via B (p2) are both 2 switch hops; equal counts → lowest port.
+    assert_eq!(l.get(e, Lid(8)), Some(PortNum(1)));
+    assert_eq!(l.get(b, Lid(8)), Some(PortNum(2)));
+    assert!(check_all_pairs(&s, &l).is_ok());
+}
+
+/// T-MINHOP-TIE topology, the "C and D symmetric" form: A.p1→C, A.p2→D, C and D both reach
+/// E, H13 (LID 8) hangs off E. From A, H13 is 2 switch hops via p1 or p2. Extra CAs Y (on D,
+/// reachable from A only via p2) and Z (on C, only via p1) load the counters before H13 is
+/// routed: D and C sort before E in OpenSM's destination order (GUID low byte first).
+fn tie(with_y: bool, with_z: bool) -> (Subnet, NodeId) {
+    let mut s = Subnet::new();
+    let a = sw(&mut s, 0x01, "A");
+    let c = sw(&mut s, 0x03, "C");
+    let d = sw(&mut s, 0x04, "D");
+    let e = sw(&mut s, 0x05, "E");
+    s.nodes[a.idx()].dr_path = ibmad::DrPath::local();
+    connect(&mut s, (a, 1), (c, 1));
+    connect(&mut s, (a, 2), (d, 1));
+    connect(&mut s, (c, 2), (e, 1));
+    connect(&mut s, (d, 2), (e, 2));
+    let h13 = ca(&mut s, 0x1300, "H13");
+    connect(&mut s, (e, 3), (h13, 1));
+    if with_y {
+        let y = ca(&mut s, 0x2000, "Y");
+        connect(&mut s, (d, 3), (y, 1));
+    }
+    if with_z {
+        let z = ca(&mut s, 0x3000, "Z");
+        connect(&mut s, (c, 3), (z, 1));
+    }
+    let g = ca_port_guid(&s, h13);
+    lids(&mut s, &[(g, 8)], 0);
+    (s, a)
+}
+
+#[test]
+fn t_minhop_tie_a_fewer_routes_on_port_1_wins() {
+    let (s, a) = tie(true, false);
+    let l = minhop(&s);
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(1)));
+    // Y went out p2 first (its only min-hop port), then H13 took the emptier p1.
+    assert_eq!(ca_routes_per_port(&s, &l, a)[1..3], [1, 1]);
+}
+
+#[test]
+fn t_minhop_tie_b_equal_counts_lowest_port_wins() {
+    for (y, z) in [(false, false), (true, true)] {
+        let (s, a) = tie(y, z);
+        let l = minhop(&s);
+        assert_eq!(l.get(a, Lid(8)), Some(PortNum(1)), "y={y} z={z}");
+        let per = ca_routes_per_port(&s, &l, a);
+        assert_eq!(per[1], 1 + u32::from(z), "p1 counted once more for LID 8");
+        assert_eq!(per[2], u32::from(y));
+    }
+}
+
+#[test]
+fn t_minhop_tie_c_more_routes_on_port_1_loses() {
+    let (s, a) = tie(false, true);
+    let l = minhop(&s);
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(2)));
+    assert_eq!(ca_routes_per_port(&s, &l, a)[1..3], [1, 1]);
+}
+
+#[test]
+fn switch_lid_routes_are_not_counted_by_default_but_can_be() {
+    // A has 3 parallel links to D, H1 hangs off D, LMC 1. Offset 0: H1 → p1, D's LID → p2.
+    // Offset 1 starts after p1: if the route to D's LID was not counted p2 is still empty and
+    // wins; with port_profile_switch_nodes it counts and p3 wins.
+    let mut s = Subnet::new();
+    let a = sw(&mut s, 0x01, "A");
+    let d = sw(&mut s, 0x02, "D");
+    s.nodes[a.idx()].dr_path = ibmad::DrPath::local();
+    for p in 1..=3 {
+        connect(&mut s, (a, p), (d, p + 4));
+    }
+    let h1 = ca(&mut s, 0x100, "H1");
+    connect(&mut s, (d, 1), (h1, 1));
+    lids(&mut s, &[], 1);
+    let base = s.lid_of(h1, PortNum(1));
+    let mut rng = rand::rngs::mock::StepRng::new(0, 0);
+    let l = MinHop::new(EngineOptions::default())
+        .route(&s, &mut rng)
+        .unwrap();
+    assert_eq!(l.get(a, base), Some(PortNum(1)));
+    assert_eq!(l.get(a, s.lid_of(d, PortNum(0))), Some(PortNum(2)));
+    assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(2)));
+    assert_eq!(
+        l.get(a, s.lid_of(a, PortNum(0))),
+        Some(PortNum(0)),
+        "own LID → port 0"
+    );
+    let counted = EngineOptions {
+        port_profile_switch_nodes: true,
+    };
+    let l = MinHop::new(counted).route(&s, &mut rng).unwrap();
+    assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(3)));
+}
+
+/// A→S1/S2/S3→D→H with LMC 1. W CAs on S2/S3 load ports before H is routed.
+fn lmc_fabric(s3_sys_same: bool, w_on_s2: bool) -> (Subnet, NodeId, NodeId) {
+    let mut s = Subnet::new();
+    let a = sw(&mut s, 0x01, "A");
+    let s1 = sw(&mut s, 0x11, "S1");
+    let s2 = sw(&mut s, 0x12, "S2");
+    let s3 = sw(&mut s, 0x13, "S3");
+    let d = sw(&mut s, 0x20, "D");
+    s.nodes[a.idx()].dr_path = ibmad::DrPath::local();
+    s.nodes[s1.idx()].sys_guid = Guid(0xAAAA);
+    s.nodes[s2.idx()].sys_guid = Guid(0xAAAA);
+    if s3_sys_same {
+        s.nodes[s3.idx()].sys_guid = Guid(0xAAAA);
+    }
+    for (i, x) in [s1, s2, s3].into_iter().enumerate() {
+        connect(&mut s, (a, i as u8 + 1), (x, 1));
+        connect(&mut s, (x, 2), (d, i as u8 + 1));
+    }
+    let h = ca(&mut s, 0x9000, "H");
+    connect(&mut s, (d, 5), (h, 1));
+    if w_on_s2 {
+        let w2 = ca(&mut s, 0x7000, "W2");
+        connect(&mut s, (s2, 3), (w2, 1));
+    }
+    let w3 = ca(&mut s, 0x8000, "W3");
+    connect(&mut s, (s3, 3), (w3, 1));
+    lids(&mut s, &[], 1);
+    (s, a, h)
+}
+
+#[test]
+fn lmc_prefers_a_port_to_another_system_over_fewer_routes() {
+    // Offset 0: W3 → p3, H → p1 (S1, system AAAA). Offset 1: W3 → p3 again (count 2); for H
+    // p2 has fewer routes but leads to the same system AAAA; p3 leads to another system.
+    let (s, a, h) = lmc_fabric(false, false);
+    let l = minhop(&s);
+    let base = s.port(h, PortNum(1)).unwrap().lid;
+    assert_eq!(s.port(h, PortNum(1)).unwrap().lmc, 1);
+    assert_eq!(l.get(a, base), Some(PortNum(1)));
+    assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(3)));
+    assert!(check_all_pairs(&s, &l).is_ok());
+}
+
+#[test]
+fn lmc_prefers_an_unused_node_when_all_share_the_system() {
+    // All of S1..S3 in system AAAA. Offset 0: W2 → p2, W3 → p3, H → p1. Offset 1: W2 → p2,
+    // W3 → p3 (counts 2/2), H: p1 has the fewest routes (1) but S1 already carries H's first
+    // LID; p2 leads to an unused node with the fewest routes among those.
+    let (s, a, h) = lmc_fabric(true, true);
+    let l = minhop(&s);
+    let base = s.port(h, PortNum(1)).unwrap().lid;
+    assert_eq!(l.get(a, base), Some(PortNum(1)));
+    assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(2)));
+}
+
+#[test]
+fn lmc_lids_of_a_directly_attached_ca_all_use_its_port() {
+    let (s, _, h) = lmc_fabric(false, false);
+    let l = minhop(&s);
+    let d = s.node_by_guid(Guid(0x20)).unwrap();
+    let base = s.port(h, PortNum(1)).unwrap().lid;
+    assert_eq!(l.get(d, base), Some(PortNum(5)));
+    assert_eq!(l.get(d, Lid(base.0 + 1)), Some(PortNum(5)));
+}
+
+#[test]
+fn unreachable_destination_is_no_path() {
+    let mut s = Subnet::new();
+    let a = sw(&mut s, 0x01, "A");
+    let b = sw(&mut s, 0x02, "B");
+    s.nodes[a.idx()].dr_path = ibmad::DrPath::local();
+    let h = ca(&mut s, 0x100, "H");
+    connect(&mut s, (b, 1), (h, 1)); // B is not linked to A
+    lids(&mut s, &[], 0);
+    let l = minhop(&s);
+    let lid = s.port(h, PortNum(1)).unwrap().lid;
+    assert_eq!(l.get(a, lid), None);
+    assert_eq!(l.table(a).unwrap()[usize::from(lid.0)], 0xFF);
+    assert_eq!(l.get(b, lid), Some(PortNum(1)));
+    let r = check_all_pairs(&s, &l);
+    assert_eq!(r.unreachable_count, 0, "H only talks to itself via B");
+}
+
+#[test]
+fn down_link_is_not_routed_through() {
+    let (mut s, a) = tie(false, false);
+    // Take A.p1 down: only p2 remains.
+    let mut pi = s.port(a, PortNum(1)).unwrap().info.unwrap();
+    pi.set_port_state(ibmad::PortState::DOWN);
+    s.port_mut(a, PortNum(1)).unwrap().info = Some(pi);
+    let l = minhop(&s);
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(2)));
+}
+
+#[test]
+fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
+    let s = fat_tree(4);
+    let mut s2 = s.clone();
+    lids(&mut s2, &[], 0);
+    let out = route_chain(&["updn".to_string()], false, &s2, 1).unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert_eq!(
+        out.log,
+        vec![
+            "setup_routing_engine: routing engine 'updn' is not implemented yet".to_string(),
+            "setup_routing_engines: Failed to setup routing engine 'updn'".to_string(),
+            "osm_ucast_mgr_process: minhop tables configured on all switches".to_string(),
+        ]
+    );
+    let out = route_chain(&["bogus,minhop".to_string()], false, &s2, 1).unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert!(out.log[0].contains("cannot find or setup routing engine 'bogus'"));
+    assert!(check_all_pairs(&s2, &out.lfts).is_ok());
+
+    for (engines, nf) in [
+        (vec!["ftree".to_string()], true),
+        (vec!["ftree,no_fallback".to_string()], false),
+    ] {
+        match route_chain(&engines, nf, &s2, 1) {
+            Err(RouteError::AllEnginesFailed { tried, log }) => {
+                assert_eq!(tried, vec!["ftree".to_string()]);
+                assert_eq!(
+                    log.last().unwrap(),
+                    "osm_ucast_mgr_process: No routing engine able to successfully configure  switch tables on current fabric"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let out = route_chain(&[], false, &s2, 1).unwrap();
+    assert_eq!(out.engine, "minhop");
+}
+
+#[test]
+fn engine_names() {
+    let o = EngineOptions::default();
+    assert_eq!(engine_by_name("minhop", &o).unwrap().name(), "minhop");
+    assert_eq!(engine_by_name("null", &o).unwrap().name(), "minhop");
+    assert!(matches!(
+        engine_by_name("dnup", &o).err(),
+        Some(RouteError::NotImplemented(n)) if n == "dnup"
+    ));
+    assert!(matches!(
+        engine_by_name("up-down", &o).err(),
+        Some(RouteError::UnknownEngine(n)) if n == "up-down"
+    ));
+}
+
+#[test]
+fn fat_tree_k4_and_k8_route_all_pairs_on_shortest_paths() {
+    for k in [4u8, 8] {
+        let mut s = fat_tree(k);
+        lids(&mut s, &[], 0);
+        let l = minhop(&s);
+        let r = check_all_pairs(&s, &l);
+        let cas = u64::from(k) * u64::from(k) * u64::from(k) / 4;
+        assert_eq!(r.pairs, cas * cas);
+        assert!(r.is_ok(), "k={k}: {r:?}");
+        // Balanced: at an edge switch every up port carries the same number of CA routes.
+        let edge = s
+            .node_by_guid(s.nodes.iter().find(|n| n.desc == "edge-0-0").unwrap().guid)
+            .unwrap();
+        let mut per = vec![0u32; usize::from(k) + 1];
+        for (n, p) in s.end_ports() {
+            if !s.node(n).is_switch() {
+                if let Some(port) = l.get(edge, s.port(n, p).unwrap().lid) {
+                    per[usize::from(port.0)] += 1;
+                }
+            }
+        }
+        let up = &per[usize::from(k / 2) + 1..];
+        assert!(
+            up.iter().all(|&c| c == up[0]) && up[0] > 0,
+            "k={k}: {per:?}"
+        );
+    }
+}
+
+/// A random connected fabric: a spanning tree of switches plus extra links, 0–2 CAs each.
+fn random_fabric(n_sw: usize, extra: &[(usize, usize)], cas: &[u8], parents: &[usize]) -> Subnet {
+    let mut s = Subnet::new();
+    let ids: Vec<NodeId> = (0..n_sw)
+        .map(|i| {
+            add(
+                &mut s,
+                node(0x100 + i as u64, NodeType::SWITCH, 16, &format!("s{i}")),
+            )
+        })
+        .collect();
+    s.nodes[ids[0].idx()].dr_path = ibmad::DrPath::local();
+    let mut next_port = vec![1u8; n_sw];
+    let link = |s: &mut Subnet, a: usize, b: usize, np: &mut Vec<u8>| {
+        if a == b || np[a] > 16 || np[b] > 16 {
+            return;
+        }
+        connect(s, (ids[a], np[a]), (ids[b], np[b]));
+        np[a] += 1;
+        np[b] += 1;
+    };
+    for i in 1..n_sw {
+        link(&mut s, i, parents[i - 1] % i, &mut next_port);
+    }
+    for &(a, b) in extra {
+        link(&mut s, a % n_sw, b % n_sw, &mut next_port);
+    }
+    let mut g = 0x10_0000u64;
+    for (i, &k) in cas.iter().enumerate().take(n_sw) {
+        for _ in 0..k {
+            if next_port[i] > 16 {
+                break;
+            }
+            g += 0x10;
+            let c = add(&mut s, node(g, NodeType::CA, 1, "h"));
+            connect(&mut s, (c, 1), (ids[i], next_port[i]));
+            next_port[i] += 1;
+        }
+    }
+    s
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn random_connected_fabrics_route_every_pair_on_a_shortest_path(
+        n_sw in 2usize..10,
+        parents in proptest::collection::vec(0usize..100, 9),
+        extra in proptest::collection::vec((0usize..10, 0usize..10), 0..8),
+        cas in proptest::collection::vec(0u8..3, 10),
+        lmc in 0u8..3,
+    ) {
+        let mut s = random_fabric(n_sw, &extra, &cas, &parents);
+        lids(&mut s, &[], lmc);
+        let l = minhop(&s);
+        let r = check_all_pairs(&s, &l);
+        prop_assert!(r.is_ok(), "{:?}", r);
+        // Deterministic.
+        prop_assert_eq!(&l, &minhop(&s));
+    }
+}
