@@ -105,6 +105,7 @@ pub struct Sm {
     light_changed: bool,
     sweeps: u64,
     set_failures: usize,
+    resweeps: u32,
     history: Vec<(Phase, PhaseStats)>,
 }
 
@@ -117,6 +118,7 @@ impl Sm {
             cfg.max_smps_per_node,
             cfg.transaction_timeout,
             cfg.transaction_retries,
+            cfg.retry_rounds,
         );
         let mut timers = TimerTable::default();
         timers.set(Timer::Sweep, Time::ZERO);
@@ -142,6 +144,7 @@ impl Sm {
             light_changed: false,
             sweeps: 0,
             set_failures: 0,
+            resweeps: 0,
             history: Vec::new(),
         })
     }
@@ -870,5 +873,30 @@ impl Sm {
                 ),
             );
         }
+        // A sweep that lost SMPs for good (nodes that did not answer, Sets that were never
+        // acknowledged) may have missed part of the fabric or left it half programmed: sweep
+        // again at once, a bounded number of times (OpenSM re-sweeps after an initialization
+        // error too). LIDs persist through guid2lid and programming is diffed, so a re-sweep
+        // only sends what is still missing.
+        let errors = !self.reported.is_empty() || self.set_failures > 0;
+        if errors && self.resweeps < MAX_RESWEEPS {
+            self.resweeps += 1;
+            self.log(
+                Level::Info,
+                format!(
+                    "sweep had errors ({} unreachable routes, {} failed Sets): re-sweeping ({}/{})",
+                    self.reported.len(),
+                    self.set_failures,
+                    self.resweeps,
+                    MAX_RESWEEPS
+                ),
+            );
+            self.heavy_requested = true;
+        } else if !errors {
+            self.resweeps = 0;
+        }
     }
 }
+
+/// Immediate re-sweeps after a heavy sweep with errors before waiting for the sweep timer.
+const MAX_RESWEEPS: u32 = 2;

@@ -172,12 +172,21 @@ pub(crate) struct Engine {
     max_per_node: usize,
     timeout: Duration,
     retries: u32,
+    rounds: u32,
     /// Counters of the current phase.
     pub stats: PhaseStats,
 }
 
 impl Engine {
-    pub fn new(max_wire: usize, max_per_node: usize, timeout: Duration, retries: u32) -> Engine {
+    /// `retries` resends follow the first attempt at once; after that `rounds - 1` more
+    /// rounds of `1 + retries` attempts are queued behind the work pending at the time.
+    pub fn new(
+        max_wire: usize,
+        max_per_node: usize,
+        timeout: Duration,
+        retries: u32,
+        rounds: u32,
+    ) -> Engine {
         Engine {
             next_tid: 1,
             txns: Slab::default(),
@@ -190,6 +199,7 @@ impl Engine {
             max_per_node: max_per_node.max(1),
             timeout,
             retries,
+            rounds: rounds.max(1),
             stats: PhaseStats::default(),
         }
     }
@@ -331,7 +341,8 @@ impl Engine {
             if let Some(n) = node {
                 self.release_node(n);
             }
-            if attempts > self.retries {
+            let per_round = self.retries + 1;
+            if attempts >= per_round.saturating_mul(self.rounds) {
                 if let Some(txn) = self.txns.remove(tid) {
                     self.stats.timed_out += 1;
                     failed.push(Failed {
@@ -339,6 +350,9 @@ impl Engine {
                         req: txn.req,
                     });
                 }
+            } else if attempts % per_round == 0 {
+                // A round used up: try again behind everything queued now.
+                self.queue.push_back(tid);
             } else {
                 self.queue.push_front(tid);
             }
@@ -396,7 +410,7 @@ mod tests {
 
     #[test]
     fn window_limits_in_flight() {
-        let mut e = Engine::new(2, 8, Duration::from_millis(200), 3);
+        let mut e = Engine::new(2, 8, Duration::from_millis(200), 3, 1);
         let a = e.submit(probe());
         let _b = e.submit(probe());
         let _c = e.submit(probe());
@@ -412,7 +426,7 @@ mod tests {
 
     #[test]
     fn deferred_requests_are_never_stranded() {
-        let mut e = Engine::new(100, 2, Duration::from_millis(200), 3);
+        let mut e = Engine::new(100, 2, Duration::from_millis(200), 3, 1);
         let tids: Vec<u32> = (0..7).map(|_| e.submit(pi(1))).collect();
         let mut done = 0;
         while !e.is_idle() {
@@ -434,7 +448,7 @@ mod tests {
 
     #[test]
     fn per_node_limit_defers_and_keeps_order() {
-        let mut e = Engine::new(100, 1, Duration::from_millis(200), 3);
+        let mut e = Engine::new(100, 1, Duration::from_millis(200), 3, 1);
         let a = e.submit(pi(1));
         let b = e.submit(pi(1));
         let c = e.submit(pi(2));
@@ -450,7 +464,7 @@ mod tests {
 
     #[test]
     fn timeout_resends_then_fails() {
-        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2, 1);
         let a = e.submit(probe());
         let mut now = Time(0);
         for attempt in 1..=3 {
@@ -472,8 +486,32 @@ mod tests {
     }
 
     #[test]
+    fn a_second_round_goes_behind_the_queue() {
+        let mut e = Engine::new(1, 10, Duration::from_millis(200), 1, 2);
+        let a = e.submit(probe());
+        let b = e.submit(probe());
+        let mut now = Time(0);
+        let mut order = Vec::new();
+        while !e.is_idle() {
+            let (t, _) = e.next_to_send(now, |_| false).unwrap();
+            order.push(t);
+            if t == b {
+                e.complete(b);
+                continue;
+            }
+            now = now + Duration::from_millis(200);
+            let f = e.expire(now);
+            if !f.is_empty() {
+                assert_eq!(f[0].attempts, 4, "2 rounds of 1 + 1 retries");
+            }
+        }
+        // a, a (round 1), then b before a's second round, then a, a.
+        assert_eq!(order, vec![a, a, b, a, a]);
+    }
+
+    #[test]
     fn answered_before_deadline_is_not_resent() {
-        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2, 1);
         let a = e.submit(probe());
         let _ = e.next_to_send(Time(0), |_| false).unwrap();
         e.complete(a);
@@ -485,7 +523,7 @@ mod tests {
 
     #[test]
     fn tids_wrap_past_zero_and_stay_matchable() {
-        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2, 1);
         e.next_tid = u32::MAX - 1;
         let a = e.submit(probe());
         let b = e.submit(probe());
@@ -502,7 +540,7 @@ mod tests {
 
     #[test]
     fn skip_drops_known_requests() {
-        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2);
+        let mut e = Engine::new(10, 10, Duration::from_millis(200), 2, 1);
         e.submit(probe());
         assert!(e.next_to_send(Time(0), |_| true).is_none());
         assert!(e.is_idle());

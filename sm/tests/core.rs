@@ -222,7 +222,7 @@ fn mute_node_is_reported_and_the_rest_comes_up() {
         })
         .collect();
     assert!(
-        unreachable.contains(&(DrPath::parse("0,1,4,3").unwrap(), 4)),
+        unreachable.contains(&(DrPath::parse("0,1,4,3").unwrap(), 8)),
         "{unreachable:?}"
     );
     assert!(ev.contains(&Event::SubnetUp));
@@ -434,7 +434,8 @@ fn responses_with_wrong_attribute_or_unknown_tid_are_ignored() {
     let mut sm = Sm::new(cfg()).unwrap();
     sm.handle_timeout(Time::ZERO);
     let mut buf = [0u8; 256];
-    sm.poll_transmit(Time::ZERO, &mut buf).expect("NodeInfo of the SM's node");
+    sm.poll_transmit(Time::ZERO, &mut buf)
+        .expect("NodeInfo of the SM's node");
     let req = Smp::read_from_bytes(&buf).unwrap();
     assert_eq!(req.attr(), SmpAttrId::NODE_INFO);
     assert_eq!(req.hop_cnt, 0);

@@ -85,6 +85,7 @@ fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
     let mut phase_wall = Vec::new();
     let mut last = Instant::now();
     let mut up = false;
+    let mut ups = 0;
     // The longest single handle_mad: the one that ends discovery and runs LID assignment and
     // routing inside it.
     let mut compute = Duration::ZERO;
@@ -111,11 +112,15 @@ fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
                     phase_wall.push((phase, last.elapsed()));
                     last = Instant::now();
                 }
-                Event::SubnetUp => up = true,
+                Event::SubnetUp => {
+                    up = true;
+                    ups += 1;
+                }
                 _ => {}
             }
         }
-        if up {
+        // Done once up and idle (a sweep with errors re-sweeps at once, so it is not idle).
+        if up && sm.state() == sm::SmState::Idle && sm.poll_timeout().is_none() {
             break;
         }
         if fabric.sm_pending(h) > 0 {
@@ -147,6 +152,7 @@ fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
         compute,
         Duration::from_nanos(fabric.now().as_nanos()),
     );
+    println!("heavy sweeps {}, SUBNET UP {ups} times", sm.heavy_sweeps());
     println!("| phase | SMPs | retried | timed out | skipped | virtual time | wall |");
     println!("|---|---|---|---|---|---|---|");
     let mut total = 0;

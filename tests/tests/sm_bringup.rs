@@ -425,7 +425,11 @@ fn mute_node_is_reported_and_the_rest_comes_up() {
         .unwrap();
     r.fabric.set_mute(victim, true).unwrap();
     r.up();
-    assert_eq!(r.unreachable().len(), 1, "{:?}", r.unreachable());
+    // Reported once per sweep (the SM re-sweeps twice after a sweep with errors), always the
+    // same route.
+    let routes: HashSet<_> = r.unreachable().into_iter().collect();
+    assert_eq!(routes.len(), 1, "{routes:?}");
+    assert_eq!(r.sm.heavy_sweeps(), 3);
     let guid = t.node(victim).unwrap().guid();
     assert!(r.sm.subnet().node_by_guid(guid).is_none());
     let mut mute = HashSet::new();
@@ -517,7 +521,10 @@ fn link_failure_is_healed_by_a_sweep() {
     r.drive(now + Duration::from_secs(25));
     assert!(r.sm.heavy_sweeps() >= 2);
     // The leaf reported the change with trap 128 and the SM repressed it.
-    assert!(r.events.iter().any(|e| matches!(e, Event::Log { line, .. } if line.contains("Trap 128"))));
+    assert!(r
+        .events
+        .iter()
+        .any(|e| matches!(e, Event::Log { line, .. } if line.contains("Trap 128"))));
     assert!(r.count(|e| *e == Event::SubnetUp) > before);
     r.check_fabric(&HashSet::new());
 }
