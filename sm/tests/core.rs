@@ -434,8 +434,10 @@ fn responses_with_wrong_attribute_or_unknown_tid_are_ignored() {
     let mut sm = Sm::new(cfg()).unwrap();
     sm.handle_timeout(Time::ZERO);
     let mut buf = [0u8; 256];
-    sm.poll_transmit(Time::ZERO, &mut buf)
+    let first = sm
+        .poll_transmit(Time::ZERO, &mut buf)
         .expect("NodeInfo of the SM's node");
+    assert_eq!(first.len, 256);
     let req = Smp::read_from_bytes(&buf).unwrap();
     assert_eq!(req.attr(), SmpAttrId::NODE_INFO);
     assert_eq!(req.hop_cnt, 0);
