@@ -2,6 +2,8 @@
 //! follow the tables hop by hop and verify there is no dead end, no loop, that the packet
 //! arrives at the port owning the LID, and that the number of switch-to-switch hops equals the
 //! shortest path (`routing.md` §4.2, the table-level part of the verification checklist).
+//! The same walk also checks every switch LID (arrival on the switch's port 0), counted
+//! separately in [`Reachability::switch_pairs`].
 //!
 //! Every CA attached to the same switch sees the same tables from its first switch on, so the
 //! walk runs once per (source switch, destination LID) and counts for all CA ports attached to
@@ -33,13 +35,21 @@ pub struct Reachability {
     pub loops: u64,
     /// Pairs that arrived over more switch hops than the shortest path.
     pub non_shortest: u64,
+    /// Pairs (source CA port × switch LID) checked for reaching the switches' port 0 — the
+    /// path of LID-routed SMPs from an SM on a CA.
+    pub switch_pairs: u64,
+    /// Of those, pairs that dead-ended, looped or took a longer than shortest path.
+    pub switch_failures: u64,
 }
 
 impl Reachability {
     /// True if every pair arrived over a shortest path.
     #[must_use]
     pub fn is_ok(&self) -> bool {
-        self.unreachable_count == 0 && self.loops == 0 && self.non_shortest == 0
+        self.unreachable_count == 0
+            && self.loops == 0
+            && self.non_shortest == 0
+            && self.switch_failures == 0
     }
 
     fn merge(mut self, o: Reachability) -> Reachability {
@@ -48,6 +58,8 @@ impl Reachability {
         self.unreachable_count += o.unreachable_count;
         self.loops += o.loops;
         self.non_shortest += o.non_shortest;
+        self.switch_pairs += o.switch_pairs;
+        self.switch_failures += o.switch_failures;
         for e in o.unreachable {
             if self.unreachable.len() < MAX_EXAMPLES {
                 self.unreachable.push(e);
@@ -147,6 +159,8 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
             };
         }
     }
+    // `dst`: a CA index, or `SW | slot` for a switch's port 0.
+    const SW: u32 = 0x4000_0000;
     let walk_one = |s: usize, lid: Lid, dst: u32| -> Walk {
         let mut cur = s;
         let mut hops = 0u32;
@@ -155,6 +169,9 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
                 .get(usize::from(lid.0))
                 .copied()
                 .unwrap_or(NO_PATH);
+            if port == 0 && dst == SW | cur as u32 {
+                return Walk::Arrived(hops);
+            }
             if port == NO_PATH || port == 0 {
                 return Walk::Dead;
             }
@@ -202,6 +219,20 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
                     }
                     Walk::Loop => r.loops += n_src,
                 }
+            }
+        }
+        for (t_slot, &t) in sws.iter().enumerate() {
+            let lid = subnet.lid_of(t, PortNum(0));
+            if lid == Lid::UNASSIGNED {
+                continue;
+            }
+            r.switch_pairs += n_src;
+            let ok = match walk_one(s_slot, lid, SW | t_slot as u32) {
+                Walk::Arrived(h) => Some(h) == hm.hops(s, t).map(u32::from),
+                Walk::Dead | Walk::Loop => false,
+            };
+            if !ok {
+                r.switch_failures += n_src;
             }
         }
         r

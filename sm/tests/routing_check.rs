@@ -31,6 +31,20 @@ fn healthy_tables_pass() {
     assert!(r.is_ok());
     assert_eq!(r.pairs, 16 * 16);
     assert_eq!(r.walks, 8 * 16, "one walk per (edge switch, CA LID)");
+    assert_eq!(r.switch_pairs, 16 * 20, "every CA to every switch LID");
+    assert_eq!(r.switch_failures, 0);
+}
+
+#[test]
+fn a_broken_switch_lid_entry_is_found() {
+    let (s, mut l) = routed();
+    let core = by_desc(&s, "core-0");
+    let edge = by_desc(&s, "edge-0-0");
+    l.set(edge, s.lid_of(core, PortNum(0)), None);
+    let r = check_all_pairs(&s, &l);
+    assert_eq!(r.switch_failures, 2, "the two hosts of edge-0-0");
+    assert_eq!(r.unreachable_count, 0);
+    assert!(!r.is_ok());
 }
 
 #[test]

@@ -279,6 +279,38 @@ fn unreachable_destination_is_no_path() {
 }
 
 #[test]
+fn multi_homed_ca_gets_a_route_to_each_port_via_its_own_switch() {
+    // One 2-port CA, port 1 on S1 and port 2 on S2; S1–S2–S3 in a line, G on S3.
+    let mut s = Subnet::new();
+    let s1 = sw(&mut s, 0x01, "S1");
+    let s2 = sw(&mut s, 0x02, "S2");
+    let s3 = sw(&mut s, 0x03, "S3");
+    s.nodes[s1.idx()].dr_path = ibmad::DrPath::local();
+    connect(&mut s, (s1, 1), (s2, 1));
+    connect(&mut s, (s2, 2), (s3, 1));
+    let h = add(&mut s, node(0x500, NodeType::CA, 2, "H"));
+    connect(&mut s, (h, 1), (s1, 5));
+    connect(&mut s, (h, 2), (s2, 5));
+    let g = ca(&mut s, 0x600, "G");
+    connect(&mut s, (g, 1), (s3, 5));
+    lids(&mut s, &[], 0);
+    let (l1, l2) = (s.lid_of(h, PortNum(1)), s.lid_of(h, PortNum(2)));
+    assert_ne!(l1, l2, "one LID per CA port");
+    let l = minhop(&s);
+    assert_eq!(l.get(s3, l1), Some(PortNum(1)));
+    assert_eq!(
+        l.get(s2, l1),
+        Some(PortNum(1)),
+        "towards S1, not into H's port 2"
+    );
+    assert_eq!(l.get(s2, l2), Some(PortNum(5)));
+    assert_eq!(l.get(s1, l2), Some(PortNum(1)));
+    let r = check_all_pairs(&s, &l);
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(r.pairs, 3 * 3);
+}
+
+#[test]
 fn down_link_is_not_routed_through() {
     let (mut s, a) = tie(false, false);
     // Take A.p1 down: only p2 remains.
