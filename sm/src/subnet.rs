@@ -97,6 +97,9 @@ pub struct Subnet {
     pub nodes: Vec<Node>,
     /// Ports, `num_ports + 1` per node, contiguous per node.
     pub ports: Vec<Port>,
+    /// The SM's own port number on the node reached by the empty directed route, when known
+    /// (discovery sets it for an SM on a multi-port CA); see [`Subnet::sm_port`].
+    pub local_port: Option<PortNum>,
     by_guid: HashMap<Guid, NodeId>,
 }
 
@@ -217,13 +220,19 @@ impl Subnet {
         })
     }
 
-    /// The SM's own end port: the node reached by the empty directed route (a switch's port 0,
-    /// or a CA's lowest-numbered port that has PortInfo).
+    /// The SM's own end port: the node reached by the empty directed route — its port 0 if a
+    /// switch, else [`Subnet::local_port`] if set and discovered, else the CA's lowest-numbered
+    /// port that has PortInfo.
     #[must_use]
     pub fn sm_port(&self) -> Option<(NodeId, PortNum)> {
         let id = self
             .node_ids()
             .find(|&id| self.node(id).dr_path.is_empty())?;
+        if let Some(p) = self.local_port {
+            if !self.node(id).is_switch() && self.port(id, p).is_some_and(|x| x.info.is_some()) {
+                return Some((id, p));
+            }
+        }
         self.end_ports().find(|&(n, _)| n == id)
     }
 }

@@ -228,3 +228,21 @@ fn guid2lid_text_round_trips() {
     let after: Vec<Lid> = s.end_ports().map(|(n, p)| s.lid_of(n, p)).collect();
     assert_eq!(before, after);
 }
+
+#[test]
+fn sm_on_a_ca_port_2_gets_the_first_lid_when_discovery_says_so() {
+    use ibmad::NodeType;
+    use sm::routing::fixtures::{add, connect, node};
+    let mut s = Subnet::new();
+    let h = add(&mut s, node(0x900, NodeType::CA, 2, "sm-host"));
+    let a = add(&mut s, node(0x10, NodeType::SWITCH, 4, "A"));
+    s.nodes[h.idx()].dr_path = ibmad::DrPath::local();
+    connect(&mut s, (h, 1), (a, 1));
+    connect(&mut s, (h, 2), (a, 2));
+    s.local_port = Some(PortNum(2));
+    assert_eq!(s.sm_port(), Some((h, PortNum(2))));
+    assign_lids(&mut s, &cfg(0), &Guid2Lid::new()).unwrap();
+    assert_eq!(s.lid_of(h, PortNum(2)), Lid(1));
+    s.local_port = None;
+    assert_eq!(s.sm_port(), Some((h, PortNum(1))));
+}
