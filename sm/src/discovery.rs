@@ -254,3 +254,155 @@ pub(crate) fn data_of<T: IntoBytes + zerocopy::Immutable>(v: &T) -> [u8; 64] {
     d[..n].copy_from_slice(&b[..n]);
     d
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibmad::{Guid, PhysState};
+    use zerocopy::FromZeros;
+
+    fn ni(guid: u64, t: NodeType, ports: u8, local: u8) -> NodeInfo {
+        let mut n = NodeInfo::new_zeroed();
+        n.node_type = t.0;
+        n.num_ports = ports;
+        n.node_guid.set(guid);
+        n.port_guid.set(guid);
+        n.local_port_num = local;
+        n
+    }
+    fn pi(state: PortState) -> PortInfo {
+        let mut p = PortInfo::new_zeroed();
+        p.set_port_state(state);
+        p.set_phys_state(if state == PortState::DOWN {
+            PhysState::POLLING
+        } else {
+            PhysState::LINK_UP
+        });
+        p
+    }
+    fn kinds(out: &[Request]) -> Vec<(SmpAttrId, u32)> {
+        out.iter().map(|r| (r.attr, r.attr_mod)).collect()
+    }
+
+    #[test]
+    fn new_switch_asks_desc_switchinfo_and_every_port_after_nodeinfo() {
+        let (mut d, first) = Discovery::start(PortNum(1));
+        assert_eq!(first.attr, SmpAttrId::NODE_INFO);
+        assert!(
+            first.path.is_empty(),
+            "hop count 0 first: the SM's own node"
+        );
+        let (mut out, mut ev) = (Vec::new(), Vec::new());
+        d.on_node_info(
+            DrPath::local(),
+            None,
+            &ni(1, NodeType::CA, 1, 1),
+            &mut out,
+            &mut ev,
+        );
+        assert_eq!(
+            kinds(&out),
+            vec![(SmpAttrId::NODE_DESC, 0), (SmpAttrId::PORT_INFO, 1)]
+        );
+        // The SM's CA gates through its own port only.
+        out.clear();
+        d.on_port_info(NodeId(0), PortNum(1), &pi(PortState::INIT), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].path.to_string(), "0,1");
+        // A 4-port switch behind it, reached on its port 2.
+        out.clear();
+        let p1 = DrPath::parse("0,1").unwrap();
+        d.on_node_info(
+            p1,
+            Some((NodeId(0), PortNum(1))),
+            &ni(2, NodeType::SWITCH, 4, 2),
+            &mut out,
+            &mut ev,
+        );
+        assert_eq!(
+            kinds(&out),
+            vec![
+                (SmpAttrId::NODE_DESC, 0),
+                (SmpAttrId::SWITCH_INFO, 0),
+                (SmpAttrId::PORT_INFO, 0),
+                (SmpAttrId::PORT_INFO, 1),
+                (SmpAttrId::PORT_INFO, 2),
+                (SmpAttrId::PORT_INFO, 3),
+                (SmpAttrId::PORT_INFO, 4),
+            ]
+        );
+        let sw = NodeId(1);
+        assert_eq!(
+            d.subnet.port(sw, PortNum(2)).unwrap().remote,
+            Some((NodeId(0), PortNum(1)))
+        );
+        // Probes: only through up ports, never port 0, never the arrival port.
+        out.clear();
+        d.on_port_info(sw, PortNum(0), &pi(PortState::ACTIVE), &mut out);
+        d.on_port_info(sw, PortNum(1), &pi(PortState::DOWN), &mut out);
+        d.on_port_info(sw, PortNum(2), &pi(PortState::INIT), &mut out);
+        d.on_port_info(sw, PortNum(3), &pi(PortState::INIT), &mut out);
+        d.on_port_info(sw, PortNum(4), &pi(PortState::ACTIVE), &mut out);
+        let probes: Vec<String> = out.iter().map(|r| r.path.to_string()).collect();
+        assert_eq!(probes, vec!["0,1,3", "0,1,4"]);
+        assert!(ev.is_empty());
+    }
+
+    #[test]
+    fn ca_is_never_a_gate_and_a_known_guid_is_a_link() {
+        let (mut d, _) = Discovery::start(PortNum(1));
+        let (mut out, mut ev) = (Vec::new(), Vec::new());
+        d.on_node_info(
+            DrPath::local(),
+            None,
+            &ni(1, NodeType::SWITCH, 4, 0),
+            &mut out,
+            &mut ev,
+        );
+        out.clear();
+        // Two ports of the root switch lead to one dual-port CA.
+        let a = DrPath::parse("0,1").unwrap();
+        let b = DrPath::parse("0,2").unwrap();
+        d.on_node_info(
+            a,
+            Some((NodeId(0), PortNum(1))),
+            &ni(9, NodeType::CA, 2, 1),
+            &mut out,
+            &mut ev,
+        );
+        d.on_node_info(
+            b,
+            Some((NodeId(0), PortNum(2))),
+            &ni(9, NodeType::CA, 2, 2),
+            &mut out,
+            &mut ev,
+        );
+        assert_eq!(d.subnet.nodes.len(), 2, "same GUID: one node");
+        let ca = NodeId(1);
+        assert_eq!(
+            d.subnet.port(ca, PortNum(2)).unwrap().remote,
+            Some((NodeId(0), PortNum(2)))
+        );
+        // PortInfo of each CA port, each on the route that reaches it.
+        let pis: Vec<(u32, String)> = out
+            .iter()
+            .filter(|r| r.attr == SmpAttrId::PORT_INFO)
+            .map(|r| (r.attr_mod, r.path.to_string()))
+            .collect();
+        assert_eq!(pis, vec![(1, "0,1".into()), (2, "0,2".into())]);
+        assert_eq!(d.port_path(ca, PortNum(2)).to_string(), "0,2");
+        out.clear();
+        d.on_port_info(ca, PortNum(1), &pi(PortState::INIT), &mut out);
+        assert!(out.is_empty(), "no probe beyond a CA");
+        // The same GUID claiming to be a switch is a duplicate.
+        d.on_node_info(
+            DrPath::parse("0,3").unwrap(),
+            Some((NodeId(0), PortNum(3))),
+            &ni(9, NodeType::SWITCH, 8, 1),
+            &mut out,
+            &mut ev,
+        );
+        assert!(matches!(ev.as_slice(), [Event::DuplicateGuid { guid, .. }] if *guid == Guid(9)));
+        assert_eq!(d.duplicates, 1);
+    }
+}
