@@ -102,6 +102,27 @@ fn tree_with_dual_homed_hca_matches_opensm() {
 }
 
 #[test]
+fn fat_tree_3_level_k4_matches_opensm() {
+    check_fixture("fattree3l-k4", 0);
+}
+
+/// 99 guid2lid entries: OpenSM's hash table rehashes (11 → 19 bins) while it is written.
+#[test]
+fn fat_tree_3_level_k6_matches_opensm() {
+    check_fixture("fattree3l-k6", 0);
+}
+
+#[test]
+fn torus_3x3_matches_opensm() {
+    check_fixture("torus3x3", 0);
+}
+
+#[test]
+fn torus_3x3_lmc2_matches_opensm() {
+    check_fixture("torus3x3-lmc2", 2);
+}
+
+#[test]
 fn persisted_guid2lid_is_honoured() {
     // LIDs from OpenSM's guid2lid on a subnet whose ports carry no LID.
     let t = "fattree2l-lmc1";
