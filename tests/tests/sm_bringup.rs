@@ -528,3 +528,41 @@ fn link_failure_is_healed_by_a_sweep() {
     assert!(r.count(|e| *e == Event::SubnetUp) > before);
     r.check_fabric(&HashSet::new());
 }
+
+#[test]
+fn lmc_2_gives_aligned_blocks_of_four() {
+    let t = Topology::generate("fat-tree:2,8").unwrap();
+    let r = bring_up(&t, first_ca(&t), SmConfig { lmc: 2, ..quiet() });
+    r.check_fabric(&HashSet::new());
+    for id in t.nodes_of_type(NodeType::CA) {
+        let pi = r.fabric.agent(id).unwrap().port_info(PortNum(1)).unwrap();
+        assert_eq!(pi.lmc(), 2);
+        assert_eq!(pi.lid.get() % 4, 0, "base LID {} not aligned", pi.lid.get());
+    }
+    let reach = sm::check::check_all_pairs(r.sm.subnet(), r.sm.lfts().unwrap());
+    assert!(reach.is_ok(), "{reach:?}");
+}
+
+#[test]
+fn sm_on_a_switch_port_0() {
+    let t = Topology::generate("fat-tree:2,8").unwrap();
+    let sw = t.nodes_of_type(NodeType::SWITCH).next().unwrap();
+    let r = bring_up(&t, (sw, PortNum(0)), quiet());
+    r.check_fabric(&HashSet::new());
+    // The SM's LID is the switch's, and every end port points at it.
+    let sm_lid = r.sm.sm_lid().0;
+    assert_eq!(
+        r.fabric
+            .agent(sw)
+            .unwrap()
+            .port_info(PortNum(0))
+            .unwrap()
+            .lid
+            .get(),
+        sm_lid
+    );
+    for id in t.nodes_of_type(NodeType::CA) {
+        let pi = r.fabric.agent(id).unwrap().port_info(PortNum(1)).unwrap();
+        assert_eq!(pi.master_sm_lid.get(), sm_lid);
+    }
+}
