@@ -18,6 +18,9 @@ use sm::routing::route_chain;
 use sm::Subnet;
 
 fn dir(t: &str) -> PathBuf {
+    if t.starts_with('/') {
+        return PathBuf::from(t);
+    }
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/opensm")
         .join(t)
@@ -161,4 +164,14 @@ fn ibnetdiscover_round_trips_opensm_view() {
             .unwrap();
         assert_eq!(ibnetdiscover_with_header(&s, Some(date)), want, "{t}");
     }
+}
+
+/// Compares any `opensm-on-ibsim.sh` output directory (too big to commit), e.g.
+/// `SM_OPENSM_DIR=/tmp/osm/k12 SM_OPENSM_LMC=0 cargo test -p sm --test routing_opensm -- --ignored`.
+#[test]
+#[ignore = "needs SM_OPENSM_DIR pointing at an opensm-on-ibsim.sh output directory"]
+fn external_opensm_run_matches() {
+    let d = std::env::var("SM_OPENSM_DIR").unwrap();
+    let lmc = std::env::var("SM_OPENSM_LMC").map_or(0, |v| v.parse().unwrap());
+    check_fixture(&d, lmc);
 }
