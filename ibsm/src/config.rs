@@ -12,6 +12,8 @@
 //! 3. the command line, with OpenSM's option letters ([`parse_run_args`],
 //!    [`parse_options_args`] for subcommands with extra options such as `ibsm sim`).
 //!
+//! [`Options::to_sm_config`] gives the SM core's [`sm::SmConfig`].
+//!
 //! [`write_default_config`] writes every key with a comment and its default, in OpenSM's `-c`
 //! style, and parses back to the same [`Options`].
 //!
@@ -37,6 +39,7 @@ mod error;
 mod file;
 mod keys;
 mod options;
+mod sm_config;
 
 pub use cli::{
     parse_options_args, parse_run_args, parse_run_args_with, usage, Action, Environment, ExtraOpt,

@@ -156,6 +156,9 @@ fn ibsm_own_options() {
         "/c",
         "--max_smps_per_node",
         "4",
+        "--retry_rounds",
+        "3",
+        "--fold_config_into_arm",
         "--master_sm_priority",
         "15",
         "--routing",
@@ -170,6 +173,8 @@ fn ibsm_own_options() {
     assert_eq!(o.cache_dir, Path::new("/c"));
     assert_eq!(o.master_sm_priority, 15);
     assert_eq!(o.max_smps_per_node, 4);
+    assert_eq!(o.retry_rounds, 3);
+    assert!(o.fold_config_into_arm);
     assert_eq!(o.routing_engine.engines, [RoutingEngineId::Dfp]);
 }
 

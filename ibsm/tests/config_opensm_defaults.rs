@@ -94,6 +94,8 @@ fn defaults_match_opensm_for_every_shared_key() {
         [
             "master_sm_priority",
             "max_smps_per_node",
+            "retry_rounds",
+            "fold_config_into_arm",
             "cache_dir",
             "transport",
             "ca_name",

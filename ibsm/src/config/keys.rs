@@ -566,6 +566,34 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "retry_rounds",
+        section: Section::Timing,
+        doc: &[
+            "Rounds of 1 + transaction_retries attempts before a request is given up",
+            "(ibsm; 1 is OpenSM's behaviour). Each further round is queued behind",
+            "the pending work, so a transient loss burst has passed.",
+        ],
+        get: |o| o.retry_rounds.to_string(),
+        set: |o, v| {
+            o.retry_rounds = u32_in(v, 1, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "fold_config_into_arm",
+        section: Section::Timing,
+        doc: &[
+            "If TRUE each port's PortInfo configuration (LID, MTU, VLs...) travels in",
+            "its Init->Armed Set instead of a separate Set before it (ibsm; fewer SMPs,",
+            "but some ports are armed before others' configuration is acknowledged)",
+        ],
+        get: |o| fmt_bool(o.fold_config_into_arm),
+        set: |o, v| {
+            o.fold_config_into_arm = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "transaction_timeout",
         section: Section::Timing,
         doc: &["The maximum time in [msec] allowed for a transaction to complete"],

@@ -314,6 +314,14 @@ pub struct Options {
     /// `max_smps_per_node` (*ibsm*): SMPs outstanding at once to one node's agent, ≥ 1;
     /// protects slow SMAs within the `max_wire_smps` window. Default 16.
     pub max_smps_per_node: u32,
+    /// `retry_rounds` (*ibsm*): rounds of `1 + transaction_retries` attempts before a request
+    /// is given up, ≥ 1 (1 = OpenSM's behaviour); each further round is queued behind the
+    /// pending work, so a loss burst has passed. Default 2, as the SM core.
+    pub retry_rounds: u32,
+    /// `fold_config_into_arm` (*ibsm*): carry each port's PortInfo configuration in its
+    /// Init→Armed Set instead of a separate Set before it (fewer SMPs; see
+    /// `sm::SmConfig::fold_config_into_arm`). Default FALSE.
+    pub fold_config_into_arm: bool,
     /// `transaction_timeout` (`-t`): ms before an SMP is retried; ≥ 1. Default 200.
     pub transaction_timeout: u32,
     /// `transaction_retries` (`--retries`): retries before an SMP fails. Default 3.
@@ -387,6 +395,8 @@ impl Default for Options {
             honor_guid2lid_file: false,
             max_wire_smps: 4,
             max_smps_per_node: 16,
+            retry_rounds: 2,
+            fold_config_into_arm: false,
             transaction_timeout: 200,
             transaction_retries: 3,
             daemon: false,

@@ -45,6 +45,8 @@ pub fn perturbed() -> Options {
         honor_guid2lid_file: true,
         max_wire_smps: 0,
         max_smps_per_node: 1,
+        retry_rounds: 1,
+        fold_config_into_arm: true,
         transaction_timeout: 1000,
         transaction_retries: 7,
         daemon: true,

@@ -1,0 +1,65 @@
+//! Conversion of [`Options`] into the SM core's [`sm::SmConfig`].
+
+use core::time::Duration;
+
+use ibmad::PortNum;
+use sm::SmConfig;
+
+use super::options::Options;
+
+/// OpenSM's stand-in for "unlimited" SMPs on the wire (`max_wire_smps 0`).
+const UNLIMITED_WIRE_SMPS: usize = 0x7fff_ffff;
+
+impl Options {
+    /// The SM core's configuration: every option the core implements, converted to its types
+    /// and units. Fields the core has but ibsm's options do not (e.g. `vl_high_limit`) keep
+    /// [`SmConfig::default`]'s values.
+    ///
+    /// * `port`: `ca_port`, or port 1 when `ca_port` is 0 ("first active"); a front end that
+    ///   resolves the port itself (or binds by `guid`) should overwrite it.
+    /// * `max_wire_smps 0` (unlimited, as in OpenSM) becomes 0x7fff_ffff, OpenSM's own value.
+    /// * `max_op_vls 0` becomes 1, as OpenSM treats it.
+    /// * `scatter_ports` becomes the routing seed.
+    ///
+    /// Options the core does not take (log, files, handover timers, M_Key lease…) are for the
+    /// front end.
+    #[must_use]
+    pub fn to_sm_config(&self) -> SmConfig {
+        SmConfig {
+            port: PortNum(if self.ca_port == 0 { 1 } else { self.ca_port }),
+            lmc: self.lmc,
+            routing_engine: self
+                .routing_engine
+                .engines
+                .iter()
+                .map(|e| e.name().to_string())
+                .collect(),
+            no_fallback: self.routing_engine.no_fallback,
+            reassign_lids: self.reassign_lids,
+            transaction_timeout: Duration::from_millis(self.transaction_timeout.into()),
+            transaction_retries: self.transaction_retries,
+            max_wire_smps: match self.max_wire_smps {
+                0 => UNLIMITED_WIRE_SMPS,
+                n => usize::try_from(n).unwrap_or(UNLIMITED_WIRE_SMPS),
+            },
+            retry_rounds: self.retry_rounds,
+            fold_config_into_arm: self.fold_config_into_arm,
+            max_smps_per_node: usize::try_from(self.max_smps_per_node).unwrap_or(usize::MAX),
+            subnet_timeout: self.subnet_timeout,
+            max_op_vls: self.max_op_vls.max(1),
+            packet_life_time: self.packet_life_time,
+            sm_priority: self.sm_priority,
+            sm_key: self.sm_key,
+            m_key: self.m_key.0,
+            sweep_interval: Duration::from_secs(self.sweep_interval.into()),
+            seed: self.scatter_ports.into(),
+            ..SmConfig::default()
+        }
+    }
+}
+
+impl From<&Options> for SmConfig {
+    fn from(o: &Options) -> Self {
+        o.to_sm_config()
+    }
+}

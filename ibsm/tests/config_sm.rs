@@ -1,0 +1,99 @@
+//! `Options::to_sm_config`: every option the SM core implements reaches it, in its units,
+//! and the result passes the core's own validation.
+
+mod config_common;
+
+use std::time::Duration;
+
+use ibsm::config::{parse_run_args_with, Environment, Options};
+use sm::SmConfig;
+
+#[test]
+fn perturbed_options_map_field_by_field_and_validate() {
+    let o = config_common::perturbed();
+    let c = o.to_sm_config();
+    c.validate().unwrap();
+    assert_eq!(c.port.0, o.ca_port);
+    assert_eq!(c.lmc, o.lmc);
+    assert_eq!(c.routing_engine, ["updn", "torus-2QoS"]);
+    assert_eq!(c.no_fallback, o.routing_engine.no_fallback);
+    assert_eq!(c.reassign_lids, o.reassign_lids);
+    assert_eq!(
+        c.transaction_timeout,
+        Duration::from_millis(o.transaction_timeout.into())
+    );
+    assert_eq!(c.transaction_retries, o.transaction_retries);
+    assert_eq!(c.max_wire_smps, 0x7fff_ffff, "max_wire_smps 0 is unlimited");
+    assert_eq!(c.max_smps_per_node as u64, u64::from(o.max_smps_per_node));
+    assert_eq!(c.retry_rounds, o.retry_rounds);
+    assert_eq!(c.fold_config_into_arm, o.fold_config_into_arm);
+    assert_eq!(c.subnet_timeout, o.subnet_timeout);
+    assert_eq!(c.max_op_vls, o.max_op_vls);
+    assert_eq!(c.packet_life_time, o.packet_life_time);
+    assert_eq!(c.sm_priority, o.sm_priority);
+    assert_eq!(c.sm_key, o.sm_key);
+    assert_eq!(c.m_key, o.m_key.0);
+    assert_eq!(
+        c.sweep_interval,
+        Duration::from_secs(o.sweep_interval.into())
+    );
+    assert_eq!(c.seed, u64::from(o.scatter_ports));
+    assert_eq!(SmConfig::from(&o), c);
+}
+
+#[test]
+fn defaults_agree_with_the_core_except_the_wire_window_and_port() {
+    // Both sides claim OpenSM's defaults; the one deliberate difference is max_wire_smps
+    // (OpenSM 4, the core 256). A new divergence fails here.
+    let c = Options::default().to_sm_config();
+    c.validate().unwrap();
+    let core = SmConfig::default();
+    assert_eq!(c.max_wire_smps, 4);
+    assert_eq!(
+        c,
+        SmConfig {
+            max_wire_smps: 4,
+            ..core
+        }
+    );
+}
+
+#[test]
+fn command_line_reaches_the_core() {
+    let args: Vec<String> = [
+        "-l",
+        "2",
+        "-R",
+        "updn,no_fallback",
+        "-s",
+        "0",
+        "-t",
+        "50",
+        "--port",
+        "2",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let c = parse_run_args_with(&args, &Environment::isolated())
+        .unwrap()
+        .options
+        .to_sm_config();
+    assert_eq!(c.lmc, 2);
+    assert_eq!(c.routing_engine, ["updn"]);
+    assert!(c.no_fallback);
+    assert_eq!(c.sweep_interval, Duration::ZERO);
+    assert_eq!(c.transaction_timeout, Duration::from_millis(50));
+    assert_eq!(c.port.0, 2);
+    c.validate().unwrap();
+}
+
+#[test]
+fn zero_max_op_vls_becomes_one() {
+    let o = Options {
+        max_op_vls: 0,
+        ..Options::default()
+    };
+    assert_eq!(o.to_sm_config().max_op_vls, 1);
+    o.to_sm_config().validate().unwrap();
+}
