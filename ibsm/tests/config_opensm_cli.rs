@@ -21,7 +21,7 @@ fn opensm_options() -> Vec<HelpOpt> {
         .lines()
         .filter(|l| l.starts_with("--") && !l.starts_with("---"))
         .map(|l| {
-            let head = l.split("  ").next().unwrap();
+            let head = l.split("  ").next().unwrap_or(l);
             let cut = head.find(['<', '[', '(']).unwrap_or(head.len());
             let names = head[..cut]
                 .split(',')
