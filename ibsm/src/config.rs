@@ -22,7 +22,7 @@
 //! use ibsm::config::{self, Action};
 //! let args: Vec<String> = std::env::args().skip(2).collect(); // after `ibsm run`
 //! let run = config::parse_run_args(&args)?;
-//! for w in &run.warnings {
+//! for w in config::summarize_warnings(&run.warnings) {
 //!     eprintln!("warning: {w}");
 //! }
 //! match run.action {
@@ -45,7 +45,7 @@ pub use cli::{
     parse_options_args, parse_run_args, parse_run_args_with, usage, Action, Environment, ExtraOpt,
     OptionsArgs, RunArgs,
 };
-pub use error::{ConfigError, ConfigWarning, Origin};
+pub use error::{summarize_warnings, ConfigError, ConfigWarning, Origin};
 pub use file::{
     create_config_file, load_config_file, parse_config_str, write_default_config, ConfigFile,
 };

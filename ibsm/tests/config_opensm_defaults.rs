@@ -142,3 +142,11 @@ fn opensm_routing_engine_null_means_minhop() {
     assert_eq!(f.options.routing_engine.to_string(), "minhop");
     assert!(!f.options.routing_engine.no_fallback);
 }
+
+#[test]
+fn a_stock_opensm_conf_summarizes_to_one_line() {
+    let f = parse_config_str(OPENSM_DEFAULT, Path::new("opensm.conf"), Options::default()).unwrap();
+    assert!(f.warnings.iter().all(ConfigWarning::is_harmless));
+    let lines = ibsm::config::summarize_warnings(&f.warnings);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+}

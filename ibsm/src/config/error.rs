@@ -114,6 +114,11 @@ pub enum ConfigWarning {
         origin: Origin,
         /// The key.
         key: String,
+        /// The value as given.
+        value: String,
+        /// OpenSM's default for the key, if it has one in `opensm -c` output. When `value`
+        /// equals it, ignoring the line changes nothing (see [`ConfigWarning::is_harmless`]).
+        opensm_default: Option<String>,
     },
     /// The same key appears twice in one file; the later line wins (as in OpenSM).
     DuplicateKey {
@@ -132,12 +137,26 @@ pub enum ConfigWarning {
 }
 
 impl ConfigWarning {
-    /// True for [`ConfigWarning::Unsupported`]: an OpenSM option that ibsm ignores. A front end
-    /// may show these at a lower log level than the others, since a stock `opensm.conf` has
-    /// well over a hundred of them.
+    /// True for [`ConfigWarning::Unsupported`]: an OpenSM option that ibsm ignores.
     #[must_use]
     pub fn is_unsupported(&self) -> bool {
         matches!(self, ConfigWarning::Unsupported { .. })
+    }
+
+    /// True for an unsupported OpenSM option set to OpenSM's own default: ignoring it changes
+    /// nothing. A stock `opensm.conf` has well over a hundred of these; [`summarize_warnings`]
+    /// folds them into one line, while an unsupported option set to anything else (say
+    /// `qos TRUE`) stays a warning of its own.
+    #[must_use]
+    pub fn is_harmless(&self) -> bool {
+        match self {
+            ConfigWarning::Unsupported {
+                value,
+                opensm_default: Some(d),
+                ..
+            } => same_value(value, d),
+            _ => false,
+        }
     }
 }
 
@@ -151,8 +170,20 @@ impl fmt::Display for ConfigWarning {
                 }
                 Ok(())
             }
-            ConfigWarning::Unsupported { origin, key } => {
-                write!(f, "{origin}: OpenSM option {key:?} is not implemented by ibsm, line ignored")
+            ConfigWarning::Unsupported {
+                origin,
+                key,
+                value,
+                opensm_default,
+            } => {
+                write!(
+                    f,
+                    "{origin}: OpenSM option {key} {value} is not implemented by ibsm, line ignored"
+                )?;
+                match opensm_default {
+                    Some(d) if !same_value(value, d) => write!(f, " (OpenSM's default: {d})"),
+                    _ => Ok(()),
+                }
             }
             ConfigWarning::DuplicateKey {
                 origin,
@@ -165,4 +196,50 @@ impl fmt::Display for ConfigWarning {
             ConfigWarning::Inconsistent { message } => f.write_str(message),
         }
     }
+}
+
+/// Whether two config values are the same: numerically when both are integers (`0x07` = `7`),
+/// otherwise as text.
+fn same_value(a: &str, b: &str) -> bool {
+    match (
+        super::keys::parse_c_uint(a.trim()),
+        super::keys::parse_c_uint(b.trim()),
+    ) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.trim() == b.trim(),
+    }
+}
+
+/// The lines to show a user for `warnings`: each warning on its own, except the harmless
+/// ones ([`ConfigWarning::is_harmless`]), which become one line per file naming how many there
+/// are.
+#[must_use]
+pub fn summarize_warnings(warnings: &[ConfigWarning]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut harmless: Vec<(std::path::PathBuf, usize)> = Vec::new();
+    for w in warnings {
+        if w.is_harmless() {
+            let file = match w {
+                ConfigWarning::Unsupported {
+                    origin: Origin::File { file, .. },
+                    ..
+                } => file.clone(),
+                _ => std::path::PathBuf::from("?"),
+            };
+            match harmless.iter_mut().find(|(f, _)| *f == file) {
+                Some((_, n)) => *n += 1,
+                None => harmless.push((file, 1)),
+            }
+        } else {
+            out.push(w.to_string());
+        }
+    }
+    for (file, n) in harmless {
+        out.push(format!(
+            "{}: {n} OpenSM option(s) at OpenSM's default value are not implemented by ibsm \
+             and are ignored",
+            file.display()
+        ));
+    }
+    out
 }

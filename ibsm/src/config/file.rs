@@ -57,6 +57,8 @@ pub fn parse_config_str(text: &str, file: &Path, base: Options) -> Result<Config
                 warnings.push(ConfigWarning::Unsupported {
                     origin: origin(),
                     key: key.to_string(),
+                    value: value.to_string(),
+                    opensm_default: keys::opensm_default(key).map(str::to_string),
                 });
             } else {
                 let hint = keys::closest(key, KEYS.iter().map(|k| k.key))

@@ -892,6 +892,20 @@ pub(crate) static OPENSM_KEYS: &[&str] = &[
     "dimn_ports_file",
 ];
 
+/// `opensm -c` output of stock OpenSM 3.3.23 (the same file the tests compare against).
+static OPENSM_DEFAULT_CONF: &str = include_str!("../../testdata/opensm-default.conf");
+
+/// OpenSM's default value for `key`, as written by `opensm -c`.
+pub(crate) fn opensm_default(key: &str) -> Option<&'static str> {
+    OPENSM_DEFAULT_CONF
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then_some(v.trim())
+        })
+}
+
 /// Levenshtein distance, for "did you mean" hints.
 pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
