@@ -65,6 +65,12 @@ pub struct SmConfig {
     /// configuration is acknowledged, which the strict reading of the activation requirement
     /// forbids — hence off by default.
     pub fold_config_into_arm: bool,
+    /// Once the LFTs and LIDs of a heavy sweep are acknowledged, send the Armed and Active
+    /// passes and light sweeps as LID-routed SMPs (class 0x01) to the target's LID instead of
+    /// by directed route (default true). Switches forward LID-routed SMPs in hardware, DR SMPs
+    /// through their management processor, and the passes double as a check of the LFTs just
+    /// written. A LID-routed request that fails a whole round of retries falls back to DR.
+    pub lid_routed: bool,
 }
 
 impl Default for SmConfig {
@@ -90,6 +96,7 @@ impl Default for SmConfig {
             sweep_interval: Duration::from_secs(10),
             seed: 0,
             fold_config_into_arm: false,
+            lid_routed: true,
         }
     }
 }

@@ -104,6 +104,8 @@ pub struct Sm {
     heavy_requested: bool,
     light_changed: bool,
     sweeps: u64,
+    /// The current heavy sweep's programming phase has been acknowledged.
+    lfts_programmed: bool,
     set_failures: usize,
     resweeps: u32,
     history: Vec<(Phase, PhaseStats)>,
@@ -143,6 +145,7 @@ impl Sm {
             heavy_requested: false,
             light_changed: false,
             sweeps: 0,
+            lfts_programmed: false,
             set_failures: 0,
             resweeps: 0,
             history: Vec::new(),
@@ -284,22 +287,37 @@ impl Sm {
         for _ in 0..8 {
             let disc = &self.disc;
             if let Some((tid, req)) = self.engine.next_to_send(now, |r| disc.already_known(r)) {
-                let mut smp = Smp::dr_request(
-                    req.method,
-                    req.attr,
-                    req.attr_mod,
-                    u64::from(tid),
-                    &req.path,
-                );
+                let lid_routed = req.dlid != Lid::UNASSIGNED;
+                let mut smp = if lid_routed {
+                    Smp::lid_request(req.method, req.attr, req.attr_mod, u64::from(tid))
+                } else {
+                    Smp::dr_request(
+                        req.method,
+                        req.attr,
+                        req.attr_mod,
+                        u64::from(tid),
+                        &req.path,
+                    )
+                };
                 smp.m_key.set(self.cfg.m_key);
                 smp.data = req.data;
                 out.copy_from_slice(smp.as_bytes());
-                let meta = MadMeta {
-                    port: self.cfg.port,
-                    slid: Lid::PERMISSIVE,
-                    dlid: Lid::PERMISSIVE,
-                    qp: 0,
-                    sl: 0,
+                let meta = if lid_routed {
+                    MadMeta {
+                        port: self.cfg.port,
+                        slid: self.sm_lid,
+                        dlid: req.dlid,
+                        qp: 0,
+                        sl: 0,
+                    }
+                } else {
+                    MadMeta {
+                        port: self.cfg.port,
+                        slid: Lid::PERMISSIVE,
+                        dlid: Lid::PERMISSIVE,
+                        qp: 0,
+                        sl: 0,
+                    }
                 };
                 return Some(Transmit { meta, len: SMP_LEN });
             }
@@ -341,14 +359,21 @@ impl Sm {
 
     fn on_response(&mut self, now: Time, smp: &Smp) {
         let _ = now;
-        if !smp.is_dr() || !smp.direction() {
+        // Directed-route responses come back with D set; LID-routed ones as class 0x01.
+        if smp.is_dr() && !smp.direction() {
             return;
         }
         let tid = smp.tid.get() as u32;
         let Some(req) = self.engine.peek(tid) else {
             return; // unknown TID: a late duplicate or not ours
         };
+        let lid_routed = req.dlid != Lid::UNASSIGNED;
         if req.attr != smp.attr() || req.attr_mod != smp.attr_mod.get() {
+            return;
+        }
+        // A LID-routed request may be answered either way only after a fallback to DR
+        // (which clears `dlid`), so the class must match what was last sent.
+        if smp.is_dr() == lid_routed {
             return;
         }
         let Some(req) = self.engine.complete(tid) else {
@@ -523,6 +548,7 @@ impl Sm {
                 SmState::Discovering => self.finish_discovery(now),
                 SmState::Programming => {
                     self.end_phase(now);
+                    self.lfts_programmed = true;
                     self.start_arming(now);
                 }
                 SmState::Arming => {
@@ -565,12 +591,14 @@ impl Sm {
         let reqs: Vec<Request> = s
             .switches()
             .map(|id| {
-                Request::get(
+                let mut r = Request::get(
                     s.node(id).dr_path,
                     SmpAttrId::SWITCH_INFO,
                     0,
                     Purpose::LightSwitchInfo(id),
-                )
+                );
+                r.dlid = self.lid_route(id, PortNum(0));
+                r
             })
             .collect();
         self.submit_all(reqs);
@@ -581,6 +609,7 @@ impl Sm {
         self.timers.stop(Timer::TrapSweep);
         self.sweeps += 1;
         self.set_failures = 0;
+        self.lfts_programmed = false;
         self.reported.clear();
         self.log(
             Level::Info,
@@ -771,6 +800,46 @@ impl Sm {
         self.submit_all(reqs);
     }
 
+    /// The LID to reach port `p` of node `id` by a LID-routed SMP, or 0 for "use the
+    /// directed route": LID routing is used only with [`SmConfig::lid_routed`], once the SM's
+    /// own port and the target port hold (acknowledged) their LIDs and the LFTs are programmed.
+    fn lid_route(&self, id: NodeId, p: PortNum) -> Lid {
+        if !self.cfg.lid_routed || !self.lfts_programmed || self.sm_lid == Lid::UNASSIGNED {
+            return Lid::UNASSIGNED;
+        }
+        let s = &self.disc.subnet;
+        let held = |n: NodeId, q: PortNum| {
+            s.port(n, q)
+                .and_then(|x| x.info)
+                .map_or(Lid::UNASSIGNED, |i| i.lid())
+        };
+        let Some((sn, sp)) = s.sm_port() else {
+            return Lid::UNASSIGNED;
+        };
+        if held(
+            sn,
+            if s.node(sn).is_switch() {
+                PortNum(0)
+            } else {
+                sp
+            },
+        ) != self.sm_lid
+        {
+            return Lid::UNASSIGNED;
+        }
+        let q = if s.node(id).is_switch() {
+            PortNum(0)
+        } else {
+            p
+        };
+        let lid = held(id, q);
+        if lid.is_unicast() && s.port(id, q).is_some_and(|x| x.lid == lid) {
+            lid
+        } else {
+            Lid::UNASSIGNED
+        }
+    }
+
     fn state_pass(&mut self, from: PortState, to: PortState, with_config: bool) {
         let s = &self.disc.subnet;
         let mut reqs = Vec::new();
@@ -796,13 +865,17 @@ impl Sm {
                     },
                     (false, None) => continue,
                 };
-                reqs.push(Request::set(
+                let mut r = Request::set(
                     self.disc.port_path(id, p),
                     SmpAttrId::PORT_INFO,
                     p.0.into(),
                     data_of(&set),
                     Purpose::SetPortInfo(id, p),
-                ));
+                );
+                if !with_config {
+                    r.dlid = self.lid_route(id, p);
+                }
+                reqs.push(r);
             }
         }
         self.submit_all(reqs);

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use core::time::Duration;
 
-use ibmad::{DrPath, Method, PortNum, SmpAttrId, Time};
+use ibmad::{DrPath, Lid, Method, PortNum, SmpAttrId, Time};
 
 use crate::event::PhaseStats;
 use crate::subnet::NodeId;
@@ -50,6 +50,8 @@ pub(crate) struct Request {
     pub purpose: Purpose,
     /// The node whose SMA answers, for the per-node window (`None`: not limited).
     pub node: Option<NodeId>,
+    /// Send LID-routed (class 0x01) to this LID instead of along `path`; 0 = directed route.
+    pub dlid: Lid,
 }
 
 impl Request {
@@ -72,6 +74,7 @@ impl Request {
             data: [0; 64],
             purpose,
             node,
+            dlid: Lid::UNASSIGNED,
         }
     }
     pub fn set(
@@ -351,7 +354,11 @@ impl Engine {
                     });
                 }
             } else if attempts % per_round == 0 {
-                // A round used up: try again behind everything queued now.
+                // A round used up: try again behind everything queued now, and by directed
+                // route if it went LID-routed (a LID route depends on the LFTs being right).
+                if let Some(t) = self.txns.get_mut(tid) {
+                    t.req.dlid = Lid::UNASSIGNED;
+                }
                 self.queue.push_back(tid);
             } else {
                 self.queue.push_front(tid);

@@ -366,6 +366,36 @@ fn phase_stats_and_log_lines() {
     // switch port 0 (5).
     assert_eq!(sm.phase_history()[4].1.smps, 21);
     assert_eq!(sm.phase_history()[5].1.smps, 21);
+    // Both state passes went LID-routed (the LFTs were written and acknowledged before).
+    assert_eq!(f.lid_routed_seen, 42);
+}
+
+#[test]
+fn directed_route_only_when_lid_routing_is_off() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(SmConfig {
+        lid_routed: false,
+        ..cfg()
+    })
+    .unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    assert!(ev.contains(&Event::SubnetUp));
+    assert_eq!(f.lid_routed_seen, 0);
+}
+
+#[test]
+fn lid_routed_sets_fall_back_to_directed_route() {
+    let (mut f, _) = f_disc();
+    f.lid_broken = true;
+    let mut sm = Sm::new(cfg()).unwrap();
+    let ev = bring_up(&mut sm, &mut f);
+    assert!(ev.contains(&Event::SubnetUp), "{ev:#?}");
+    assert_all_active(&f);
+    // One round of 4 LID-routed attempts per Set, then directed route.
+    assert_eq!(f.lid_routed_seen, 42 * 4);
+    let arming = sm.phase_history()[4].1;
+    assert_eq!(arming.retried, 21 * 4);
+    assert_eq!(arming.timed_out, 0);
 }
 
 #[test]

@@ -347,6 +347,11 @@ fn two_level_fat_tree_radix_36() {
     let r = bring_up(&t, first_ca(&t), quiet());
     r.check_fabric(&HashSet::new());
     assert_eq!(r.sm.subnet().nodes.len(), 54 + 648);
+    // The Armed/Active passes went LID-routed through the fresh LFTs, none needed a resend.
+    assert!(r.fabric.stats().lid_forwarded > 0);
+    for (phase, stats) in r.sm.phase_history() {
+        assert_eq!(stats.retried, 0, "{phase}");
+    }
 }
 
 #[test]

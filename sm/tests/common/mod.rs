@@ -41,6 +41,9 @@ pub struct Fake {
     pub count: u64,
     pub smps_seen: u64,
     pub sets_seen: u64,
+    pub lid_routed_seen: u64,
+    /// Lose every LID-routed SMP (as with broken LFTs).
+    pub lid_broken: bool,
 }
 
 fn port_info(state: PortState, local: u8) -> PortInfo {
@@ -76,6 +79,8 @@ impl Fake {
             count: 0,
             smps_seen: 0,
             sets_seen: 0,
+            lid_routed_seen: 0,
+            lid_broken: false,
         }
     }
 
@@ -282,7 +287,84 @@ impl Fake {
         None
     }
 
+    /// The node and port a LID names (switch: port 0's LID; CA: that port's).
+    fn owner(&self, lid: u16) -> Option<(usize, u8)> {
+        self.nodes.iter().enumerate().find_map(|(i, n)| {
+            n.ports.iter().enumerate().find_map(|(p, port)| {
+                let end = if n.is_switch { p == 0 } else { p >= 1 };
+                (end && port.info.lid.get() == lid && lid != 0).then_some((i, p as u8))
+            })
+        })
+    }
+
+    /// Moves a LID-routed SMP from node `at` (arrived on `in_port`, or originated there) to the
+    /// node owning `dlid`, by the switches' LFTs; returns (node, arrival port).
+    fn lid_route(&self, mut at: usize, mut in_port: u8, dlid: u16) -> Option<(usize, u8)> {
+        let (target, tport) = self.owner(dlid)?;
+        for _ in 0..64 {
+            if at == target {
+                return Some((
+                    at,
+                    if self.nodes[at].is_switch {
+                        in_port
+                    } else {
+                        tport
+                    },
+                ));
+            }
+            let n = &self.nodes[at];
+            let out = if n.is_switch {
+                n.lft[dlid as usize]
+            } else {
+                in_port
+            };
+            let port = n.ports.get(out as usize)?;
+            if port.info.port_state() == PortState::DOWN {
+                return None;
+            }
+            let (rn, rp) = port.remote?;
+            at = rn;
+            in_port = rp;
+        }
+        None
+    }
+
+    fn lid_walk(&mut self, raw: &[u8; 256], slid: u16, dlid: u16) -> Option<[u8; 256]> {
+        let mut smp = Smp::read_from_bytes(raw).ok()?;
+        let (node, in_port) = self.lid_route(self.sm_node, self.sm_port, dlid)?;
+        if self.nodes[node].mute {
+            return None;
+        }
+        self.answer(node, in_port, &mut smp);
+        // Back to the SM's LID.
+        let (back, _) = self.lid_route(node, in_port, slid)?;
+        (back == self.sm_node).then(|| smp.as_bytes().try_into().unwrap())
+    }
+
     /// Hands one SMP from the SM to the fabric at `now`.
+    pub fn send_meta(&mut self, now: Time, meta: &MadMeta, raw: &[u8; 256]) {
+        if raw[1] == 0x01 {
+            self.count += 1;
+            self.smps_seen += 1;
+            self.lid_routed_seen += 1;
+            if self.lid_broken || self.drop_every != 0 && self.count.is_multiple_of(self.drop_every)
+            {
+                return;
+            }
+            let slid = self.nodes[self.sm_node].ports[self.sm_port as usize]
+                .info
+                .lid
+                .get();
+            let slid = if meta.slid.0 != 0 { meta.slid.0 } else { slid };
+            if let Some(resp) = self.lid_walk(raw, slid, meta.dlid.0) {
+                self.in_flight.push_back((Time(now.0 + self.latency), resp));
+            }
+            return;
+        }
+        self.send(now, raw);
+    }
+
+    /// Hands one directed-route SMP from the SM to the fabric at `now`.
     pub fn send(&mut self, now: Time, raw: &[u8; 256]) {
         self.count += 1;
         self.smps_seen += 1;
@@ -313,7 +395,7 @@ pub fn drive(sm: &mut Sm, f: &mut Fake, now: &mut Time, until: Time) -> Vec<Even
     loop {
         while let Some(tx) = sm.poll_transmit(*now, &mut buf) {
             assert_eq!(tx.len, 256);
-            f.send(*now, &buf);
+            f.send_meta(*now, &tx.meta, &buf);
         }
         while let Some(e) = sm.poll_event() {
             events.push(e);
