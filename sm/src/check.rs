@@ -133,7 +133,13 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
     // Precomputed next hop per (switch slot, port): a switch slot, a CA index, or dead.
     const DEAD: u32 = u32::MAX;
     const CA: u32 = 0x8000_0000;
-    let sws = lfts.switches();
+    // Tables of this subnet's switches only (a stale `Lfts` may name other nodes).
+    let sws: Vec<NodeId> = lfts
+        .switches()
+        .iter()
+        .copied()
+        .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch())
+        .collect();
     let mut slot_of = vec![u32::MAX; subnet.nodes.len()];
     for (i, s) in sws.iter().enumerate() {
         slot_of[s.idx()] = i as u32;
@@ -153,7 +159,10 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
                 continue;
             }
             next[i * 256 + usize::from(p)] = if subnet.node(rn).is_switch() {
-                slot_of[rn.idx()]
+                match slot_of[rn.idx()] {
+                    u32::MAX => DEAD,
+                    x => x,
+                }
             } else {
                 ca_of.get(&(rn, rp)).map_or(DEAD, |&c| CA | c)
             };
@@ -196,6 +205,19 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
     let per_source = |&(s, n_src, src_lid): &(NodeId, u64, Lid)| -> Reachability {
         let mut r = Reachability::default();
         let s_slot = slot_of[s.idx()] as usize;
+        if s_slot == u32::MAX as usize {
+            // No table for this switch: every walk from it dead-ends.
+            let dsts: u64 = cas.iter().map(|d| u64::from(d.nlids)).sum();
+            r.walks += dsts;
+            r.pairs += dsts * n_src;
+            r.unreachable_count += dsts * n_src;
+            r.switch_pairs += sws.len() as u64 * n_src;
+            r.switch_failures += sws.len() as u64 * n_src;
+            if let Some(d) = cas.first() {
+                r.unreachable.push((src_lid, d.lid));
+            }
+            return r;
+        }
         for (di, d) in cas.iter().enumerate() {
             let shortest = hm.hops(s, d.sw).map(u32::from);
             for off in 0..d.nlids {

@@ -60,7 +60,12 @@ pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
     let top = lfts.top();
     let owners = lid_owners(subnet, top);
     let mut out = String::new();
-    for sw in qmap_order(subnet, lfts.switches().iter().copied()) {
+    let sws = lfts
+        .switches()
+        .iter()
+        .copied()
+        .filter(|s| s.idx() < subnet.nodes.len());
+    for sw in qmap_order(subnet, sws) {
         let node = subnet.node(sw);
         let _ = writeln!(
             out,

@@ -114,3 +114,24 @@ fn a_detour_is_not_shortest() {
     assert_eq!(r.unreachable_count + r.loops, 0);
     assert_eq!(r.non_shortest, 1, "G → H only");
 }
+
+#[test]
+fn stale_tables_from_a_smaller_subnet_do_not_panic() {
+    let (mut s, l) = routed();
+    // A new leaf switch with a host appears after routing.
+    let new_sw = add(&mut s, node(0xABC, NodeType::SWITCH, 4, "late"));
+    let new_ca = add(&mut s, node(0xDEF0, NodeType::CA, 1, "late-host"));
+    connect(&mut s, (new_sw, 1), (new_ca, 1));
+    assign_lids(&mut s, &LidConfig::default(), &Guid2Lid::new()).unwrap();
+    let r = check_all_pairs(&s, &l);
+    assert!(!r.is_ok());
+    assert!(
+        r.unreachable_count >= 16,
+        "nobody reaches the late host: {r:?}"
+    );
+    // And the other way round: tables naming nodes the subnet does not have.
+    let small = Subnet::new();
+    let r = check_all_pairs(&small, &l);
+    assert_eq!(r.pairs, 0);
+    assert!(sm::dump::lfts_dump(&small, &l).is_empty());
+}
