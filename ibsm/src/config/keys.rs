@@ -458,6 +458,26 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "lfts_file",
+        section: Section::Routing,
+        doc: &["LFTs file name (for the file routing engine)"],
+        get: |o| fmt_opt_path(&o.lfts_file),
+        set: |o, v| {
+            o.lfts_file = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "port_profile_switch_nodes",
+        section: Section::Routing,
+        doc: &["If TRUE count switches as link subscriptions"],
+        get: |o| fmt_bool(o.port_profile_switch_nodes),
+        set: |o, v| {
+            o.port_profile_switch_nodes = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "scatter_ports",
         section: Section::Routing,
         doc: &[

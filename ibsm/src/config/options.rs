@@ -287,6 +287,11 @@ pub struct Options {
     /// `guid_routing_order_file` (`-X`): port GUIDs in the order minhop/updn route them.
     /// Default none.
     pub guid_routing_order_file: Option<PathBuf>,
+    /// `lfts_file` (`-U`): the LFTs the `file` routing engine loads. Default none.
+    pub lfts_file: Option<PathBuf>,
+    /// `port_profile_switch_nodes`: count routes to switches in the per-port load balancing.
+    /// Default FALSE.
+    pub port_profile_switch_nodes: bool,
     /// `scatter_ports` (`--scatter-ports`): random seed for choosing among equal ports;
     /// 0 (default) = deterministic round robin.
     pub scatter_ports: u32,
@@ -386,6 +391,8 @@ impl Default for Options {
             io_guid_file: None,
             max_reverse_hops: 0,
             guid_routing_order_file: None,
+            lfts_file: None,
+            port_profile_switch_nodes: false,
             scatter_ports: 0,
             sm_priority: 0,
             master_sm_priority: 0,

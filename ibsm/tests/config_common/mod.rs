@@ -36,6 +36,8 @@ pub fn perturbed() -> Options {
         io_guid_file: Some(PathBuf::from("/tmp/io")),
         max_reverse_hops: 2,
         guid_routing_order_file: Some(PathBuf::from("/tmp/order")),
+        lfts_file: Some(PathBuf::from("/tmp/lfts")),
+        port_profile_switch_nodes: true,
         scatter_ports: 7919,
         sm_priority: 14,
         master_sm_priority: 15,
