@@ -222,7 +222,7 @@ impl Sm {
         }
         let smp = *smp;
         match smp.method() {
-            Method::GET_RESP => self.on_response(now, &smp),
+            Method::GET_RESP => self.on_response(&smp),
             Method::TRAP => self.on_trap(now, meta, &smp),
             _ => {}
         }
@@ -357,8 +357,7 @@ impl Sm {
         }
     }
 
-    fn on_response(&mut self, now: Time, smp: &Smp) {
-        let _ = now;
+    fn on_response(&mut self, smp: &Smp) {
         // Directed-route responses come back with D set; LID-routed ones as class 0x01.
         if smp.is_dr() && !smp.direction() {
             return;
@@ -389,8 +388,12 @@ impl Sm {
                     req.method, req.attr, req.attr_mod, req.path, status
                 ),
             );
-            if matches!(req.purpose, Purpose::SetPortInfo(..)) {
-                self.set_failures += 1;
+            match req.purpose {
+                Purpose::SetPortInfo(..) | Purpose::SetLft(..) | Purpose::SetSwitchInfo(_) => {
+                    self.set_failures += 1;
+                }
+                Purpose::LightSwitchInfo(_) => self.light_changed = true,
+                _ => {}
             }
             return;
         }
