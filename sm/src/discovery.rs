@@ -12,7 +12,7 @@
 //! a duplicate GUID and not linked.
 //!
 //! The module is pure: responses come in as attribute views, requests go out as
-//! [`Request`]s, reports as [`Event`]s.
+//! requests, reports as [`Event`]s.
 
 use std::collections::{HashMap, HashSet};
 
