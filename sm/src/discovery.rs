@@ -11,8 +11,8 @@
 //! with a different NodeType/NumPorts, or on a port already linked elsewhere, is reported as
 //! a duplicate GUID and not linked.
 //!
-//! The module is pure: responses come in as attribute views, requests go out as
-//! requests, reports as [`Event`]s.
+//! The module is pure: responses come in as attribute views, the SMPs to send next go out as
+//! requests for the SM's transaction engine, and reports as [`Event`]s.
 
 use std::collections::{HashMap, HashSet};
 
