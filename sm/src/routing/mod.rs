@@ -8,6 +8,7 @@
 //! so operators can grep for `"<engine> tables configured on all switches"`.
 
 pub mod fixtures;
+pub mod ftree;
 pub mod minhop;
 
 use ibmad::{Lid, PortNum};
@@ -187,6 +188,10 @@ pub struct EngineOptions {
     /// Count routes to switch LIDs in the per-port balancing counters
     /// [`port_profile_switch_nodes`]; OpenSM default false.
     pub port_profile_switch_nodes: bool,
+    /// [`cn_guid_file`] for ftree: compute-node port GUIDs, as read by the caller.
+    pub cn_guid_file: Option<OptionFile>,
+    /// [`io_guid_file`] for ftree: I/O-node port GUIDs, as read by the caller.
+    pub io_guid_file: Option<OptionFile>,
 }
 
 /// A unicast routing engine: pure function from subnet (with LIDs) to LFTs.
@@ -201,7 +206,6 @@ pub trait RoutingEngine: Send + Sync {
 pub const PLANNED_ENGINES: &[&str] = &[
     "updn",
     "dnup",
-    "ftree",
     "file",
     "lash",
     "dor",
@@ -218,6 +222,7 @@ pub fn engine_by_name(
 ) -> Result<Box<dyn RoutingEngine>, RouteError> {
     match name {
         "minhop" | "null" => Ok(Box::new(minhop::MinHop::new(*opts))),
+        "ftree" => Ok(Box::new(ftree::FatTree::new(opts))),
         n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }

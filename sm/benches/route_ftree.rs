@@ -1,0 +1,117 @@
+//! ftree on the k36 fat tree (`fat-tree:3,36`: 1,620 switches, 11,664 CAs): routing with 1
+//! and 2 threads, the all-pairs reachability check of the result, and memory.
+//!
+//! Run: `cargo bench -p sm --bench route_ftree` (optionally `-- K` for another even k,
+//! `-- --no-check` to skip the reachability check). The best of 5 runs is reported, with the
+//! average CPU time per run (the machine is shared, so wall time includes waiting for a core).
+
+use std::time::{Duration, Instant};
+
+use sm::check::check_all_pairs;
+use sm::lid::{assign_lids, Guid2Lid, LidConfig};
+use sm::routing::fixtures::fat_tree;
+use sm::routing::ftree::FatTree;
+use sm::routing::{EngineOptions, Lfts, RoutingEngine};
+
+fn vm_hwm_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Process CPU time (user + system) in clock ticks (1/100 s).
+fn cpu_ticks() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit(')').next()?.to_string();
+            let f: Vec<u64> = rest
+                .split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            Some(f.iter().sum())
+        })
+        .unwrap_or(0)
+}
+
+fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, Option<T>) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    let c0 = cpu_ticks();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let v = f();
+        best = best.min(t.elapsed());
+        out = Some(v);
+    }
+    let cpu = Duration::from_millis((cpu_ticks() - c0) * 10 / runs.max(1) as u64);
+    (best, cpu, out)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let k: u8 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(36);
+    let mut subnet = fat_tree(k);
+    let switches = subnet.switches().count();
+    let cas = subnet.nodes.len() - switches;
+    println!("topology        fat-tree k={k}: {switches} switches, {cas} CAs");
+    if let Err(e) = assign_lids(&mut subnet, &LidConfig::default(), &Guid2Lid::new()) {
+        eprintln!("LID assignment failed: {e}");
+        return;
+    }
+    let engine = FatTree::new(&EngineOptions::default());
+    let mut lfts: Option<Lfts> = None;
+    for threads in [1usize, 2] {
+        let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
+            eprintln!("thread pool");
+            return;
+        };
+        let (t, cpu, l) = best_of(5, || {
+            pool.install(|| engine.route(&subnet, &mut rand::rngs::mock::StepRng::new(0, 1)))
+        });
+        let l = match l {
+            Some(Ok(l)) => l,
+            other => {
+                eprintln!("ftree failed: {other:?}");
+                return;
+            }
+        };
+        if let Some(prev) = &lfts {
+            assert!(prev == &l, "1-thread and 2-thread tables differ");
+        }
+        lfts = Some(l);
+        println!(
+            "ftree  {threads} thread{} {} wall (cpu {})",
+            if threads == 1 { " " } else { "s" },
+            ms(t),
+            ms(cpu)
+        );
+    }
+    let Some(lfts) = lfts else { return };
+    let lft_bytes = lfts.switches().len() * (usize::from(lfts.top().0) + 1);
+    println!(
+        "memory          LFTs {:.1} MiB, peak RSS {:.1} MiB",
+        lft_bytes as f64 / 1048576.0,
+        vm_hwm_kib().unwrap_or(0) as f64 / 1024.0
+    );
+    if std::env::args().any(|a| a == "--no-check") {
+        return;
+    }
+    let t = Instant::now();
+    let r = check_all_pairs(&subnet, &lfts);
+    println!(
+        "check_all_pairs {} — {} pairs, ok={}",
+        ms(t.elapsed()),
+        r.pairs,
+        r.is_ok()
+    );
+}

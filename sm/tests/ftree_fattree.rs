@@ -1,0 +1,251 @@
+//! The ftree engine on generated fat trees (2- and 3-level, partial, parallel links, k-ary
+//! n-trees): every CA pair reachable over shortest paths, no down→up turn, an acyclic channel
+//! dependency graph, and each leaf's up-links carrying its destinations within one; refusal and
+//! fallback on a torus, a random graph and with LMC > 0; GUID files.
+#![allow(clippy::unwrap_used)]
+
+mod ftree_util;
+
+use ftree_util::{cdg_has_cycle, down_up_turns, leaf_uplink_loads, subnet};
+use sm::check::check_all_pairs;
+use sm::routing::ftree::{parse_guid_list, FatTree};
+use sm::routing::{
+    route_chain, route_chain_with, EngineOptions, OptionFile, RouteError, RoutingEngine,
+};
+
+fn ftree_ok(spec: &str) {
+    let s = subnet(spec, 0);
+    let out = route_chain(&["ftree".to_string()], true, &s, 0)
+        .unwrap_or_else(|e| panic!("{spec}: {e:?}"));
+    assert_eq!(out.engine, "ftree", "{spec}: {:?}", out.log);
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l == "osm_ucast_mgr_process: ftree tables configured on all switches"),
+        "{:?}",
+        out.log
+    );
+    let r = check_all_pairs(&s, &out.lfts);
+    assert!(r.is_ok(), "{spec}: {r:?}");
+    assert_eq!(down_up_turns(&s, &out.lfts), 0, "{spec}: down→up turns");
+    assert!(!cdg_has_cycle(&s, &out.lfts), "{spec}: credit loop");
+    for (leaf, loads) in leaf_uplink_loads(&s, &out.lfts) {
+        let min = loads.iter().map(|l| l.1).min().unwrap_or(0);
+        let max = loads.iter().map(|l| l.1).max().unwrap_or(0);
+        assert!(
+            max - min <= 1,
+            "{spec}: leaf {leaf:?} up-link loads {loads:?}"
+        );
+    }
+}
+
+#[test]
+fn two_level_full() {
+    ftree_ok("fat-tree:2,8");
+    ftree_ok("fat-tree:2,12");
+}
+
+#[test]
+fn two_level_partial_and_parallel() {
+    ftree_ok("fat-tree:2,8,hosts=3");
+    ftree_ok("fat-tree:2,12,leaves=5");
+    ftree_ok("fat-tree:2,8,par=2");
+    ftree_ok("fat-tree:2,12,par=3,hosts=5");
+}
+
+#[test]
+fn three_level_full() {
+    ftree_ok("fat-tree:3,4");
+    ftree_ok("fat-tree:3,8");
+}
+
+#[test]
+fn three_level_partial_and_parallel() {
+    ftree_ok("fat-tree:3,8,hosts=3");
+    ftree_ok("fat-tree:3,8,pods=5");
+    ftree_ok("fat-tree:3,8,par=2");
+}
+
+#[test]
+fn kary_ntrees() {
+    ftree_ok("kary-ntree:2,3");
+    ftree_ok("kary-ntree:3,3");
+    ftree_ok("kary-ntree:2,4");
+    ftree_ok("kary-ntree:4,2");
+}
+
+/// On a leaf with as many CAs as up-links, every destination leaves on its own spine: the
+/// destinations of one leaf use all spines from every other leaf (routing.md §7 E7).
+#[test]
+fn destinations_of_a_leaf_use_distinct_spines() {
+    let s = subnet("fat-tree:2,8", 0);
+    let out = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
+    let cas = ftree_util::ca_ports(&s);
+    let leaf0 = cas[0].3;
+    let other = cas.iter().find(|c| c.3 != leaf0).unwrap().3;
+    let ports: std::collections::HashSet<u8> = cas
+        .iter()
+        .filter(|c| c.3 == leaf0)
+        .map(|c| out.lfts.get(other, c.2).unwrap().0)
+        .collect();
+    assert_eq!(ports.len(), 4, "4 destinations, 4 spines: {ports:?}");
+}
+
+fn refused(spec: &str, lmc: u8, needle: &str) {
+    let s = subnet(spec, lmc);
+    let e = FatTree::new(&EngineOptions::default())
+        .route(&s, &mut rand::rngs::mock::StepRng::new(0, 1))
+        .unwrap_err();
+    match &e {
+        RouteError::Unroutable { engine, reason } => {
+            assert_eq!(*engine, "ftree");
+            assert!(reason.contains(needle), "{spec}: {reason}");
+        }
+        other => panic!("{spec}: {other:?}"),
+    }
+    // The chain falls back to min-hop and logs why.
+    let out = route_chain(&["ftree".to_string()], false, &s, 0).unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert!(out
+        .log
+        .iter()
+        .any(|l| l == "ucast_mgr_route: ftree: cannot build lid matrices"));
+    assert!(out
+        .log
+        .iter()
+        .any(|l| l == "osm_ucast_mgr_process: minhop tables configured on all switches"));
+    assert!(check_all_pairs(&s, &out.lfts).unreachable_count == 0);
+    // With no_fallback the whole chain fails.
+    assert!(matches!(
+        route_chain(
+            &["ftree".to_string(), "no_fallback".to_string()],
+            false,
+            &s,
+            0
+        ),
+        Err(RouteError::AllEnginesFailed { .. })
+    ));
+}
+
+#[test]
+fn torus_is_refused_with_opensm_wording() {
+    // OpenSM 3.3.23 on ibsim, torus3x3 (sm/testdata/opensm-ftree/README.md):
+    // "construct_fabric: ERR AB2B: Found more than one root on fabric with maximum rank 0".
+    refused(
+        "torus:3,3",
+        0,
+        "Found more than one root on fabric with maximum rank 0",
+    );
+    refused("torus:4,4,2", 0, "Found more than one root");
+}
+
+#[test]
+fn random_graph_is_refused() {
+    let s = subnet("random:12,8,6,7", 0);
+    let r = FatTree::new(&EngineOptions::default())
+        .route(&s, &mut rand::rngs::mock::StepRng::new(0, 1));
+    assert!(matches!(r, Err(RouteError::Unroutable { .. })), "{r:?}");
+    let out = route_chain(&["ftree".to_string()], false, &s, 0).unwrap();
+    assert_eq!(out.engine, "minhop");
+}
+
+#[test]
+fn lmc_above_zero_is_refused() {
+    refused(
+        "fat-tree:2,8",
+        1,
+        "LMC > 0 is not supported by fat-tree routing",
+    );
+}
+
+#[test]
+fn single_switch_is_refused() {
+    refused("fat-tree:2,4,leaves=1", 0, "topology is not fat-tree");
+}
+
+#[test]
+fn guid_list_parsing_follows_parse_node_map() {
+    let l = parse_guid_list("# c\n\n  0x0002c9000000000a  name\n0x10#x\n017\n42\n").unwrap();
+    assert_eq!(
+        l.iter().map(|g| g.0).collect::<Vec<_>>(),
+        vec![0x0002_c900_0000_000a, 0x10, 0o17, 42]
+    );
+    let e = parse_guid_list("0x1\n0xzz\n0x3\n").unwrap_err();
+    assert_eq!(e.line, 2);
+    assert!(parse_guid_list("0x1junk\n").is_err());
+}
+
+fn opts_with_cn(text: &str) -> EngineOptions {
+    EngineOptions {
+        cn_guid_file: Some(OptionFile::from_text("/etc/opensm/cn.txt", text)),
+        ..EngineOptions::default()
+    }
+}
+
+#[test]
+fn cn_guid_file_marks_compute_nodes_and_the_rest_is_still_routed() {
+    let s = subnet("fat-tree:2,8", 0);
+    let cas = ftree_util::ca_ports(&s);
+    // Half of the CA ports are compute nodes.
+    let text: String = cas
+        .iter()
+        .step_by(2)
+        .map(|c| format!("0x{:016x}\n", s.port(c.0, c.1).unwrap().guid.0))
+        .collect();
+    let out = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts_with_cn(&text)).unwrap();
+    assert_eq!(out.engine, "ftree");
+    assert!(check_all_pairs(&s, &out.lfts).is_ok());
+    assert!(!cdg_has_cycle(&s, &out.lfts));
+    // No valid compute node: refused.
+    let out = route_chain_with(
+        &["ftree".to_string()],
+        false,
+        &s,
+        0,
+        &opts_with_cn("0x0123456789abcdef\n"),
+    )
+    .unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert!(out
+        .log
+        .iter()
+        .any(|l| l.contains("Fabric has no valid compute nodes")));
+    // A malformed line rejects the file, as OpenSM's parse_node_map does.
+    let out = route_chain_with(
+        &["ftree".to_string()],
+        false,
+        &s,
+        0,
+        &opts_with_cn("0x1\nbad\n"),
+    )
+    .unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert!(out
+        .log
+        .iter()
+        .any(|l| l.contains("Failed reading guid files - falling back to default routing")));
+    assert!(out.log.iter().any(|l| l.contains("line 2")));
+}
+
+#[test]
+fn unreadable_io_guid_file_is_refused() {
+    let s = subnet("fat-tree:2,8", 0);
+    let opts = EngineOptions {
+        io_guid_file: Some(OptionFile {
+            path: "/nonexistent".to_string(),
+            contents: Err("No such file or directory".to_string()),
+        }),
+        ..EngineOptions::default()
+    };
+    let out = route_chain_with(&["ftree".to_string()], false, &s, 0, &opts).unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert!(out.log.iter().any(|l| l.contains("ERR AB28")));
+}
+
+#[test]
+fn deterministic() {
+    let s = subnet("fat-tree:3,8,hosts=3", 0);
+    let a = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
+    let b = route_chain(&["ftree".to_string()], true, &s, 99).unwrap();
+    assert_eq!(a.lfts, b.lfts);
+}
