@@ -12,4 +12,5 @@
 pub mod config;
 pub mod daemon;
 pub mod persist;
+pub mod serve_cmd;
 pub mod simrun;

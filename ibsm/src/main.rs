@@ -15,6 +15,7 @@ commands:
                            TOPOLOGY is a topology file (ibnetdiscover or ibsim .net format)
                            or a generator spec such as fat-tree:2,36, fat-tree:3,36,
                            torus:8,8,8, mesh:4,4, dragonfly:..., random:...
+  sim serve TOPOLOGY       serve the simulated fabric over ibsim's protocol (OpenSM, diags)
   run [options]            run the subnet manager on a real port (OpenSM's options)
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
 ";
@@ -90,6 +91,9 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 fn cmd_sim(args: &[String]) -> ExitCode {
+    if let Some(("serve", rest)) = args.split_first().map(|(f, r)| (f.as_str(), r)) {
+        return ibsm::serve_cmd::main(rest);
+    }
     let parsed = match config::parse_options_args(args, SIM_EXTRAS, &Environment::isolated()) {
         Ok(p) => p,
         Err(e) => return fail(e),

@@ -670,7 +670,11 @@ impl Fabric {
         if pn == NO_PEER {
             return self.drop_buf(buf, DropReason::NoLink, n, port);
         }
-        if !self.port_passes(n, port) {
+        // Egress: the physical link decides. A port the SM has just set Down (logical Down,
+        // link still up) sends the SetResp before the carrier drops the link — the link
+        // request is carried out only once that response has crossed (see `after_agent`), as
+        // on hardware; OpenSM's first sweep relies on it (it sets Down to apply OpVLs/MTU).
+        if self.flags[g] & UP == 0 {
             return self.drop_buf(buf, DropReason::PortDown, n, port);
         }
         self.stats.transmitted += 1;
@@ -859,7 +863,9 @@ impl Fabric {
                     continue;
                 }
                 let gport = self.base[ni] + u32::from(p.0);
-                self.queue.push(self.now, Ev::LinkReq { gport, req });
+                // After what the agent just sent (its SetResp) has crossed the link.
+                let at = Time(depart.saturating_add(self.hop_ns));
+                self.queue.push(at, Ev::LinkReq { gport, req });
             }
         }
         match self.agents[ni].poll_timeout() {

@@ -1,0 +1,182 @@
+//! `ibsm sim serve TOPOLOGY [--socket-name NAME] [--verbose]`: serves a simulated fabric over
+//! ibsim's client protocol, so stock OpenSM and infiniband-diags run against it under
+//! `LD_PRELOAD=libumad2sim.so` (see [`fabric_sim::ibsim_server`]).
+//!
+//! The socket name defaults to `IBSIM_SOCKNAME`, else `sim`, as ibsim's. "ready" is printed on
+//! stdout once the sockets are bound. The process serves until it is killed (SIGTERM/SIGINT
+//! end it with the default disposition; the abstract sockets vanish with it).
+
+use std::process::ExitCode;
+
+use fabric_sim::ibsim_server::{IbsimServer, ServerEvent};
+use fabric_sim::sim::{Fabric, SimConfig};
+use fabric_sim::topo::Topology;
+
+const USAGE: &str = "\
+usage: ibsm sim serve TOPOLOGY [--socket-name NAME] [--verbose]
+
+Serves the simulated fabric over ibsim's client protocol (AF_UNIX abstract sockets
+NAME:ctl and NAME:out0..9). NAME defaults to $IBSIM_SOCKNAME, else \"sim\".
+Run clients with LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so and
+the same IBSIM_SOCKNAME; SIM_HOST picks the node a client runs on.
+";
+
+/// Parsed arguments of `ibsm sim serve`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeArgs {
+    /// Topology file or generator spec.
+    pub topology: String,
+    /// Socket name prefix.
+    pub socket_name: String,
+    /// Print client connects/disconnects on stderr.
+    pub verbose: bool,
+}
+
+/// Parses the arguments after `serve`; `env_name` is `IBSIM_SOCKNAME` if set. `Ok(None)` =
+/// help was asked for.
+pub fn parse_args(args: &[String], env_name: Option<String>) -> Result<Option<ServeArgs>, String> {
+    let mut topology = None;
+    let mut socket_name = env_name.filter(|s| !s.is_empty());
+    let mut verbose = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--verbose" | "-v" => verbose = true,
+            "--socket-name" => match it.next() {
+                Some(v) => socket_name = Some(v.clone()),
+                None => return Err("--socket-name needs a value".into()),
+            },
+            s if s.starts_with("--socket-name=") => {
+                socket_name = Some(s["--socket-name=".len()..].to_string());
+            }
+            s if s.starts_with('-') && s.len() > 1 => return Err(format!("unknown option {s:?}")),
+            s => {
+                if topology.is_some() {
+                    return Err(format!("unexpected argument {s:?}"));
+                }
+                topology = Some(s.to_string());
+            }
+        }
+    }
+    let topology =
+        topology.ok_or("missing TOPOLOGY (a file or a spec such as fat-tree:2,4)".to_string())?;
+    Ok(Some(ServeArgs {
+        topology,
+        socket_name: socket_name.unwrap_or_else(|| "sim".into()),
+        verbose,
+    }))
+}
+
+/// Builds the fabric and binds the server.
+pub fn start(args: &ServeArgs) -> Result<IbsimServer, String> {
+    let topo = Topology::from_spec_or_file(&args.topology)
+        .map_err(|e| format!("{}: {e}", args.topology))?;
+    let fabric = Fabric::new(&topo, SimConfig::default()).map_err(|e| e.to_string())?;
+    IbsimServer::bind(fabric, &args.socket_name).map_err(|e| {
+        let mut msg = e.to_string();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            msg.push_str(&format!(": {s}"));
+            src = s.source();
+        }
+        msg
+    })
+}
+
+/// `ibsm sim serve …`: runs until killed.
+pub fn main(args: &[String]) -> ExitCode {
+    let parsed = match parse_args(args, std::env::var("IBSIM_SOCKNAME").ok()) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("ibsm: sim serve: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut server = match start(&parsed) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ibsm: sim serve: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let f = server.fabric();
+    eprintln!(
+        "ibsm: serving {} ({} nodes, {} links) on {}:ctl",
+        parsed.topology,
+        f.num_nodes(),
+        f.topology().num_links(),
+        parsed.socket_name
+    );
+    println!("ready");
+    loop {
+        if let Err(e) = server.poll(std::time::Duration::from_millis(200)) {
+            eprintln!("ibsm: sim serve: {e}");
+            return ExitCode::from(1);
+        }
+        while let Some(ev) = server.poll_event() {
+            if parsed.verbose || matches!(ev, ServerEvent::Refused { .. }) {
+                eprintln!("ibsm: {ev:?}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn socket_name_comes_from_the_option_then_env_then_sim() {
+        let a = parse_args(&s(&["t.net"]), None).unwrap().unwrap();
+        assert_eq!(a.socket_name, "sim");
+        let a = parse_args(&s(&["t.net"]), Some("envname".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.socket_name, "envname");
+        let a = parse_args(&s(&["--socket-name", "x1", "t.net"]), Some("e".into()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (a.socket_name.as_str(), a.topology.as_str()),
+            ("x1", "t.net")
+        );
+        let a = parse_args(&s(&["--socket-name=x2", "fat-tree:2,4", "-v"]), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.socket_name, "x2");
+        assert!(a.verbose);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        assert!(parse_args(&s(&[]), None).unwrap_err().contains("TOPOLOGY"));
+        assert!(parse_args(&s(&["a", "b"]), None)
+            .unwrap_err()
+            .contains("\"b\""));
+        assert!(parse_args(&s(&["--bogus", "a"]), None)
+            .unwrap_err()
+            .contains("--bogus"));
+        assert!(parse_args(&s(&["a", "--socket-name"]), None).is_err());
+        assert_eq!(parse_args(&s(&["--help"]), None).unwrap(), None);
+    }
+
+    #[test]
+    fn a_missing_topology_is_an_error_not_a_panic() {
+        let a = ServeArgs {
+            topology: "/nonexistent/file.net".into(),
+            socket_name: "ibsm-serve-test-missing".into(),
+            verbose: false,
+        };
+        let e = start(&a).err().unwrap();
+        assert!(e.contains("/nonexistent/file.net"), "{e}");
+    }
+}
