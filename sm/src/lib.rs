@@ -20,6 +20,7 @@ pub mod program;
 pub mod routing;
 pub mod timer;
 mod txn;
+pub mod verify;
 
 pub use crate::config::{ConfigError, SmConfig};
 pub use crate::core::{Sm, SmState, Transmit};

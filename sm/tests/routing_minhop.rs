@@ -190,6 +190,7 @@ fn switch_lid_routes_are_not_counted_by_default_but_can_be() {
     );
     let counted = EngineOptions {
         port_profile_switch_nodes: true,
+        ..EngineOptions::default()
     };
     let l = MinHop::new(counted).route(&s, &mut rng).unwrap();
     assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(3)));
@@ -326,13 +327,13 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     let s = fat_tree(4);
     let mut s2 = s.clone();
     lids(&mut s2, &[], 0);
-    let out = route_chain(&["updn".to_string()], false, &s2, 1).unwrap();
+    let out = route_chain(&["lash".to_string()], false, &s2, 1).unwrap();
     assert_eq!(out.engine, "minhop");
     assert_eq!(
         out.log,
         vec![
-            "setup_routing_engine: routing engine 'updn' is not implemented yet".to_string(),
-            "setup_routing_engines: Failed to setup routing engine 'updn'".to_string(),
+            "setup_routing_engine: routing engine 'lash' is not implemented yet".to_string(),
+            "setup_routing_engines: Failed to setup routing engine 'lash'".to_string(),
             "osm_ucast_mgr_process: minhop tables configured on all switches".to_string(),
         ]
     );
@@ -366,8 +367,8 @@ fn engine_names() {
     assert_eq!(engine_by_name("minhop", &o).unwrap().name(), "minhop");
     assert_eq!(engine_by_name("null", &o).unwrap().name(), "minhop");
     assert!(matches!(
-        engine_by_name("dnup", &o).err(),
-        Some(RouteError::NotImplemented(n)) if n == "dnup"
+        engine_by_name("lash", &o).err(),
+        Some(RouteError::NotImplemented(n)) if n == "lash"
     ));
     assert!(matches!(
         engine_by_name("up-down", &o).err(),

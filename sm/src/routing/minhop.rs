@@ -34,11 +34,20 @@
 //! [`EngineOptions::port_profile_switch_nodes`]). Counters are per switch, so every switch is
 //! routed independently — in parallel with the `parallel` feature, with identical results.
 //!
+//! With [`EngineOptions::scatter_ports`] ≠ 0 the choice among the equally loaded candidates is
+//! random (OpenSM `scatter_ports`, which also overrides the LMC spreading): each switch draws
+//! from its own ChaCha8 stream seeded from one value taken from the engine's RNG and the
+//! switch's GUID, so the result is reproducible for a seed and independent of thread count.
+//!
+//! The balancing loop (`balance`) takes its candidate lists from outside, so other engines
+//! (updn/dnup) reuse it with their own legal next hops.
+//!
 //! Not modelled: OpenSM keeping an existing LFT entry that is still minimal (our input has no
-//! current LFTs: this is `ignore_existing_lfts`), `scatter_ports`, `port_shifting`, hop-weight,
+//! current LFTs: this is `ignore_existing_lfts`), `port_shifting`, hop-weight,
 //! port-search-ordering, GUID-routing-order and port-profile-ignore files.
 
 use ibmad::{Lid, PortNum};
+use rand::{Rng, SeedableRng};
 
 use super::{EngineOptions, Lfts, RouteError, RoutingEngine, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
@@ -76,6 +85,17 @@ impl HopMatrix {
     /// BFS from every switch over usable switch–switch links.
     #[must_use]
     pub fn build(subnet: &Subnet) -> HopMatrix {
+        Self::build_inner(subnet, true)
+    }
+
+    /// The switch graph only, without the all-pairs hop matrix (every [`HopMatrix::hops`] is
+    /// `None`): for engines that compute their own distances.
+    #[must_use]
+    pub fn graph_only(subnet: &Subnet) -> HopMatrix {
+        Self::build_inner(subnet, false)
+    }
+
+    fn build_inner(subnet: &Subnet, with_dist: bool) -> HopMatrix {
         let sws: Vec<NodeId> = subnet.switches().collect();
         let mut sw_index = vec![NOT_SW; subnet.nodes.len()];
         for (i, s) in sws.iter().enumerate() {
@@ -98,7 +118,7 @@ impl HopMatrix {
         }
         adj_start.push(adj.len() as u32);
         let n = sws.len();
-        let mut dist = vec![UNREACHABLE; n * n];
+        let mut dist = vec![UNREACHABLE; if with_dist { n * n } else { 0 }];
         let bfs = |src: usize, row: &mut [u8], queue: &mut Vec<u32>| {
             queue.clear();
             row[src] = 0;
@@ -119,7 +139,7 @@ impl HopMatrix {
                 }
             }
         };
-        if n > 0 {
+        if n > 0 && with_dist {
             #[cfg(feature = "parallel")]
             {
                 use rayon::prelude::*;
@@ -184,11 +204,17 @@ impl HopMatrix {
 
     fn row(&self, a: usize) -> &[u8] {
         let n = self.sws.len();
-        &self.dist[a * n..(a + 1) * n]
+        self.dist.get(a * n..(a + 1) * n).unwrap_or(&[])
     }
 
-    fn neighbors(&self, a: usize) -> &[(u8, u32)] {
-        &self.adj[self.adj_start[a] as usize..self.adj_start[a + 1] as usize]
+    /// Usable switch–switch links of switch index `a`: `(local port, neighbour index)`, in
+    /// port order.
+    #[must_use]
+    pub fn neighbors(&self, a: usize) -> &[(u8, u32)] {
+        match (self.adj_start.get(a), self.adj_start.get(a + 1)) {
+            (Some(&x), Some(&y)) => self.adj.get(x as usize..y as usize).unwrap_or(&[]),
+            _ => &[],
+        }
     }
 
     /// Bytes held by the matrix and graph.
@@ -302,7 +328,7 @@ pub fn max_lid(subnet: &Subnet) -> Lid {
 }
 
 /// The min-hop engine.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct MinHop {
     opts: EngineOptions,
 }
@@ -314,30 +340,66 @@ impl MinHop {
         MinHop { opts }
     }
 
-    /// Routes with a prebuilt hop matrix (lets callers reuse it, e.g. for checking).
+    /// Routes with a prebuilt hop matrix (lets callers reuse it, e.g. for checking); no
+    /// scattering.
     #[must_use]
     pub fn route_with(&self, subnet: &Subnet, hm: &HopMatrix) -> Lfts {
+        self.route_with_seed(subnet, hm, 0)
+    }
+
+    fn route_with_seed(&self, subnet: &Subnet, hm: &HopMatrix, scatter: u64) -> Lfts {
+        balance(subnet, hm, &self.opts, scatter, &|si: usize| {
+            Candidates::build(hm, si)
+        })
+    }
+}
+
+/// A nonzero per-run scatter seed drawn from `rng` when `opts.scatter_ports` is set, else 0.
+pub(crate) fn scatter_seed(opts: &EngineOptions, rng: &mut dyn rand::RngCore) -> u64 {
+    if opts.scatter_ports == 0 {
+        0
+    } else {
+        rng.next_u64() | 1
+    }
+}
+
+/// The balancing phase shared by minhop and updn/dnup: for every switch (in parallel), visit
+/// the destinations in OpenSM's order and pick, among the candidate ports `cands(switch
+/// index)` lists per destination switch, the least-loaded one (see the module docs). An empty
+/// candidate list means "no path". `scatter` ≠ 0 randomises ties (seeded per switch).
+pub(crate) fn balance(
+    subnet: &Subnet,
+    hm: &HopMatrix,
+    opts: &EngineOptions,
+    scatter: u64,
+    cands: &(dyn Fn(usize) -> Candidates + Sync),
+) -> Lfts {
+    {
         let top = max_lid(subnet);
         let mut lfts = Lfts::new(subnet, top);
         let dests = destinations(subnet, hm);
         let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
         let ctx = Ctx {
             subnet,
-            hm,
             dests: &dests,
             max_lids,
             lmc_routing: max_lids > 1,
-            count_switches: self.opts.port_profile_switch_nodes,
+            count_switches: opts.port_profile_switch_nodes,
+            scatter,
+        };
+        let run = |sw: NodeId, row: &mut [u8]| {
+            if let Some(si) = hm.index_of(sw) {
+                ctx.route_switch(sw, si, row, &cands(si));
+            }
         };
         #[cfg(feature = "parallel")]
         {
             use rayon::prelude::*;
-            lfts.par_rows_mut()
-                .for_each(|(sw, row)| ctx.route_switch(sw, row));
+            lfts.par_rows_mut().for_each(|(sw, row)| run(sw, row));
         }
         #[cfg(not(feature = "parallel"))]
         for (sw, row) in lfts.rows_mut() {
-            ctx.route_switch(sw, row);
+            run(sw, row);
         }
         lfts
     }
@@ -349,29 +411,52 @@ impl RoutingEngine for MinHop {
     }
 
     /// Never fails: unreachable destinations get [`NO_PATH`].
-    fn route(&self, subnet: &Subnet, _rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
         let hm = HopMatrix::build(subnet);
-        Ok(self.route_with(subnet, &hm))
+        let scatter = scatter_seed(&self.opts, rng);
+        Ok(self.route_with_seed(subnet, &hm, scatter))
     }
 }
 
 struct Ctx<'a> {
     subnet: &'a Subnet,
-    hm: &'a HopMatrix,
     dests: &'a [Dest],
     max_lids: u16,
     lmc_routing: bool,
     count_switches: bool,
+    scatter: u64,
 }
 
 /// Candidate ports of one switch per destination switch `t`: the minimum-hop ports, ascending
 /// (CSR: `ports[start[t]..start[t + 1]]`).
-struct Candidates {
+pub(crate) struct Candidates {
     start: Vec<u32>,
     ports: Vec<u8>,
 }
 
 impl Candidates {
+    /// From CSR arrays: list `t` is `ports[start[t]..start[t + 1]]`, ports ascending.
+    pub(crate) fn from_csr(start: Vec<u32>, ports: Vec<u8>) -> Candidates {
+        Candidates { start, ports }
+    }
+
+    /// One of the least-loaded ports of list `t`, chosen with `rng` (scatter_ports).
+    fn scattered(
+        &self,
+        t: usize,
+        counts: &Counters,
+        rng: &mut rand_chacha::ChaCha8Rng,
+    ) -> Option<u8> {
+        let list = self.of(t);
+        let min = list.iter().map(|&p| counts.count(p)).min()?;
+        let ties = list.iter().filter(|&&p| counts.count(p) == min).count();
+        let k = rng.gen_range(0..ties);
+        list.iter()
+            .filter(|&&p| counts.count(p) == min)
+            .nth(k)
+            .copied()
+    }
+
     fn build(hm: &HopMatrix, si: usize) -> Candidates {
         let n = hm.switch_count();
         let my = hm.row(si);
@@ -473,13 +558,19 @@ impl Counters {
 }
 
 impl Ctx<'_> {
-    fn route_switch(&self, sw: NodeId, row: &mut [u8]) {
-        let Some(si) = self.hm.index_of(sw) else {
-            return;
-        };
+    fn route_switch(&self, sw: NodeId, si: usize, row: &mut [u8], cand: &Candidates) {
         let num_ports = u32::from(self.subnet.node(sw).num_ports) + 1;
-        let cand = Candidates::build(self.hm, si);
-        let my = self.hm.row(si);
+        let mut srng = (self.scatter != 0).then(|| {
+            rand_chacha::ChaCha8Rng::seed_from_u64(
+                self.scatter
+                    ^ self
+                        .subnet
+                        .node(sw)
+                        .guid
+                        .0
+                        .wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            )
+        });
         // Remote node per port (for the LMC system/node spreading).
         let remote: Vec<Option<NodeId>> = (0..num_ports)
             .map(|p| {
@@ -517,8 +608,10 @@ impl Ctx<'_> {
                 let mut fast: Option<(u32, u32)> = None;
                 let mut pick = |t: u32| -> u8 {
                     let t = t as usize;
-                    if my.get(t).is_none_or(|&h| h == UNREACHABLE) {
+                    if cand.of(t).is_empty() {
                         NO_PATH
+                    } else if let Some(r) = srng.as_mut() {
+                        cand.scattered(t, &counts, r).unwrap_or(NO_PATH)
                     } else if !self.lmc_routing {
                         match cand.least(t, &counts, &mut cursors) {
                             Some((p, l, pos)) => {

@@ -7,9 +7,10 @@
 //! falls back to min-hop (OpenSM `osm_ucast_mgr_process`), recording the log lines OpenSM prints
 //! so operators can grep for `"<engine> tables configured on all switches"`.
 
+pub mod file;
 pub mod fixtures;
-pub mod ftree;
 pub mod minhop;
+pub mod updn;
 
 use ibmad::{Lid, PortNum};
 use rand::SeedableRng;
@@ -183,15 +184,39 @@ pub enum RouteError {
 }
 
 /// Options shared by engines (OpenSM names in brackets).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineOptions {
     /// Count routes to switch LIDs in the per-port balancing counters
     /// [`port_profile_switch_nodes`]; OpenSM default false.
     pub port_profile_switch_nodes: bool,
-    /// [`cn_guid_file`] for ftree: compute-node port GUIDs, as read by the caller.
-    pub cn_guid_file: Option<OptionFile>,
-    /// [`io_guid_file`] for ftree: I/O-node port GUIDs, as read by the caller.
-    pub io_guid_file: Option<OptionFile>,
+    /// [`scatter_ports`]: 0 = off; otherwise minhop and updn choose at random (from the RNG
+    /// handed to the engine, so reproducibly) among the equally loaded minimum-hop ports.
+    pub scatter_ports: u64,
+    /// [`root_guid_file`] for updn/dnup, as read by the caller (engines do no I/O).
+    pub root_guid_file: Option<OptionFile>,
+    /// [`lfts_file`] for the `file` engine, as read by the caller.
+    pub lfts_file: Option<OptionFile>,
+}
+
+/// A file named by an option, read by the front end: the path (for messages) and its text, or
+/// why it could not be read (engines then behave as OpenSM does when `fopen` fails).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionFile {
+    /// The path as configured.
+    pub path: String,
+    /// The contents, or the read error as text.
+    pub contents: Result<String, String>,
+}
+
+impl OptionFile {
+    /// A file whose text is already in memory.
+    #[must_use]
+    pub fn from_text(path: &str, text: &str) -> OptionFile {
+        OptionFile {
+            path: path.to_string(),
+            contents: Ok(text.to_string()),
+        }
+    }
 }
 
 /// A unicast routing engine: pure function from subnet (with LIDs) to LFTs.
@@ -200,20 +225,21 @@ pub trait RoutingEngine: Send + Sync {
     fn name(&self) -> &'static str;
     /// Computes the tables. `rng` is the only source of randomness an engine may use.
     fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError>;
+    /// [`RoutingEngine::route`], appending OpenSM-style log lines (`function: message`) to
+    /// `log`; [`route_chain`] calls this. The default logs nothing.
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Lfts, RouteError> {
+        let _ = log;
+        self.route(subnet, rng)
+    }
 }
 
 /// OpenSM engine names this SM recognises but does not implement yet.
-pub const PLANNED_ENGINES: &[&str] = &[
-    "updn",
-    "dnup",
-    "file",
-    "lash",
-    "dor",
-    "torus-2QoS",
-    "nue",
-    "dfsssp",
-    "sssp",
-];
+pub const PLANNED_ENGINES: &[&str] = &["ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
 
 /// The engine called `name` (`"minhop"`, or the legacy `"null"`).
 pub fn engine_by_name(
@@ -221,8 +247,10 @@ pub fn engine_by_name(
     opts: &EngineOptions,
 ) -> Result<Box<dyn RoutingEngine>, RouteError> {
     match name {
-        "minhop" | "null" => Ok(Box::new(minhop::MinHop::new(*opts))),
-        "ftree" => Ok(Box::new(ftree::FatTree::new(opts))),
+        "minhop" | "null" => Ok(Box::new(minhop::MinHop::new(opts.clone()))),
+        "updn" => Ok(Box::new(updn::UpDn::new(opts.clone(), updn::Mode::UpDown))),
+        "dnup" => Ok(Box::new(updn::UpDn::new(opts.clone(), updn::Mode::DownUp))),
+        "file" => Ok(Box::new(file::FileEngine::new(opts.clone()))),
         n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }
@@ -241,7 +269,8 @@ pub struct RouteOutcome {
 
 /// Runs the engine chain: each name in order (the token `no_fallback` in the list has the same
 /// effect as `no_fallback = true`), then min-hop as the fallback unless disabled. An empty list
-/// means min-hop. `seed` seeds the RNG handed to engines (ChaCha8).
+/// means min-hop. `seed` seeds the RNG handed to engines (ChaCha8) and is the `scatter_ports`
+/// option (0 = off).
 pub fn route_chain(
     engines: &[String],
     no_fallback: bool,
@@ -253,7 +282,10 @@ pub fn route_chain(
         no_fallback,
         subnet,
         seed,
-        &EngineOptions::default(),
+        &EngineOptions {
+            scatter_ports: seed,
+            ..EngineOptions::default()
+        },
     )
 }
 
@@ -304,7 +336,7 @@ pub fn route_chain_with(
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     for e in &chain {
         tried.push(e.name().to_string());
-        match e.route(subnet, &mut rng) {
+        match e.route_logged(subnet, &mut rng, &mut log) {
             Ok(lfts) => {
                 log.push(format!(
                     "osm_ucast_mgr_process: {} tables configured on all switches",
@@ -326,7 +358,7 @@ pub fn route_chain_with(
         }
     }
     if !no_fallback {
-        let mh = minhop::MinHop::new(*opts);
+        let mh = minhop::MinHop::new(opts.clone());
         tried.push(mh.name().to_string());
         match mh.route(subnet, &mut rng) {
             Ok(lfts) => {

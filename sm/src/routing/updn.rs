@@ -1,0 +1,630 @@
+//! Up/Down (`updn`) and Down/Up (`dnup`) routing: shortest paths restricted so that no route
+//! ever makes the forbidden turn, which makes the channel dependency graph acyclic (credit-loop
+//! free on one VL). Behaviour follows OpenSM's `osm_ucast_updn.c` / `osm_ucast_dnup.c` where
+//! that is deadlock-free, and `routing.md` §1.3 / §7.3 where the project decided.
+//!
+//! # Roots and ranks
+//! - `updn`: roots come from [`EngineOptions::root_guid_file`] (one GUID per line, parsed
+//!   like OpenSM's `parse_node_map`: `#` comments and blank lines skipped, `strtoull(…, 0)`
+//!   numbers, so `0x` = hex, a leading `0` = octal; the number must be followed by whitespace,
+//!   `#` or the end of the line). A malformed line rejects the whole file: `ERR AA02` is logged
+//!   with the line number and the roots are auto-detected, as OpenSM does when `parse_node_map`
+//!   fails. A CA's node or port GUID names the switch the CA is attached to (the documented
+//!   behaviour, routing.md C4); a GUID that is no node is logged and ignored. A file that parses
+//!   but names no switch gives `disabling UPDN algorithm, no root nodes were found` and the
+//!   engine fails (the chain then falls back to minhop).
+//! - Without a file, OpenSM's hop histogram: a switch is a root when exactly one hop distance
+//!   holds more than 90 % of the CAs and no other distance more than 5 %. Where that finds no
+//!   root (tori, meshes, random graphs) we differ from OpenSM, which gives up: in every
+//!   connected group of switches the switch of minimum eccentricity (ties: lowest GUID) becomes
+//!   the root, and the log says so — updn then works on every connected topology.
+//! - `dnup`: rank 0 are the leaf switches (those with a CA attached), as OpenSM's dnup.
+//! - Ranks: BFS from the roots over usable switch–switch links.
+//!
+//! # Directions
+//! Each switch gets the key `(rank, NodeGUID)`; a hop to a smaller key is *up* (toward the
+//! roots), to a larger key *down*. Same-rank hops are decided by GUID exactly as OpenSM's
+//! `updn_get_dir` (bigger id → smaller id is up). OpenSM makes a root→root hop *up in both
+//! directions*, which can close a dependency cycle between interconnected roots; we order roots
+//! by GUID like any other same-rank pair, so the up relation is a strict order and no cycle is
+//! possible. `updn` forbids down→up, `dnup` forbids up→down (with leaves as rank 0, i.e. routes
+//! climb away from the leaves first and come back toward them).
+//!
+//! # Tables
+//! A linear forwarding table has one entry per (switch, destination), whatever the direction
+//! a packet arrived from, so per destination switch `t` the routes form one tree and must be
+//! legal from every switch at once. For each `t`:
+//! 1. switches that can reach `t` with second-phase hops only (down for updn) — found by a
+//!    reverse BFS from `t` — route that way, on their shortest such paths;
+//! 2. every other switch must start with a first-phase hop (up for updn): its distance is one
+//!    more than the smallest distance among its first-phase neighbours, computed in key order
+//!    (first-phase hops strictly decrease the key, so the order is a topological one).
+//!
+//! Every route is therefore first-phase hops followed by second-phase hops, and a pair gets a
+//! route exactly when a legal up*down* path exists between the switches (unreachable pairs stay
+//! [`super::NO_PATH`], OpenSM's default; routing.md C1). A switch of step 1 keeps its
+//! second-phase route even where going up first would be shorter, because packets that reach
+//! it on a down hop may not turn up; on fat trees both are equal and routes are min-hop. Among
+//! the candidate next hops, the port is chosen by minhop's balancing (the same per-port
+//! counters, destination order and LMC spreading; `scatter_ports` honoured).
+
+use ibmad::{Guid, PortNum};
+
+use super::minhop::{balance, scatter_seed, Candidates, HopMatrix};
+use super::{EngineOptions, Lfts, RouteError, RoutingEngine};
+use crate::subnet::{NodeId, Subnet};
+
+/// Which turn is forbidden.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `updn`: no down→up turn; roots from the file or auto-detected.
+    UpDown,
+    /// `dnup`: no up→down turn; leaf switches are rank 0.
+    DownUp,
+}
+
+/// A malformed line of a GUID list file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {what}")]
+pub struct GuidFileError {
+    /// 1-based line number.
+    pub line: usize,
+    /// What is wrong, quoting the text.
+    pub what: String,
+}
+
+/// Parses a GUID list (root_guid_file, cn_guid_file, …) as OpenSM's `parse_node_map` does:
+/// leading whitespace skipped, blank lines and `#` lines skipped, one `strtoull(…, 0)` number
+/// per line followed by whitespace, `#` or the end of the line. Returns `(line, GUID)` pairs.
+pub fn parse_guid_file(text: &str) -> Result<Vec<(usize, Guid)>, GuidFileError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let s = raw.trim_start();
+        if s.is_empty() || s.starts_with('#') {
+            continue;
+        }
+        let bad = |what: &str| GuidFileError {
+            line,
+            what: format!("{what}: '{}'", raw.trim_end()),
+        };
+        let (digits, radix) = if let Some(h) = s.strip_prefix("0x").or(s.strip_prefix("0X")) {
+            (h, 16)
+        } else if s.starts_with('0') && s.len() > 1 {
+            (&s[1..], 8)
+        } else {
+            (s, 10)
+        };
+        let end = digits
+            .find(|c: char| !c.is_digit(radix))
+            .unwrap_or(digits.len());
+        let (num, rest) = digits.split_at(end);
+        if num.is_empty() && radix != 8 {
+            return Err(bad("not a number"));
+        }
+        if let Some(c) = rest.chars().next() {
+            if !c.is_whitespace() && c != '#' {
+                return Err(bad(if radix == 8 {
+                    "not a valid number (a leading 0 means octal; write hex as 0x…)"
+                } else {
+                    "trailing characters after the GUID"
+                }));
+            }
+        }
+        let v = if num.is_empty() {
+            0
+        } else {
+            u64::from_str_radix(num, radix).map_err(|_| bad("number out of range"))?
+        };
+        out.push((line, Guid(v)));
+    }
+    Ok(out)
+}
+
+/// The updn/dnup engine.
+#[derive(Clone, Debug)]
+pub struct UpDn {
+    opts: EngineOptions,
+    mode: Mode,
+}
+
+/// Rank of a switch no root reaches.
+pub const UNRANKED: u32 = u32::MAX;
+
+/// Roots and ranks as the engine computed them (for tests and diagnostics).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ranking {
+    /// Root switches.
+    pub roots: Vec<NodeId>,
+    /// Rank per node index ([`UNRANKED`] for CAs and unreached switches).
+    pub rank: Vec<u32>,
+}
+
+impl UpDn {
+    /// With options.
+    #[must_use]
+    pub fn new(opts: EngineOptions, mode: Mode) -> UpDn {
+        UpDn { opts, mode }
+    }
+
+    fn fname(&self) -> &'static str {
+        match self.mode {
+            Mode::UpDown => "updn_lid_matrices",
+            Mode::DownUp => "dnup_lid_matrices",
+        }
+    }
+
+    /// Chooses roots and ranks switches, logging as OpenSM; `None` if there is no root.
+    pub fn rank(&self, subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Option<Ranking> {
+        let f = self.fname();
+        let roots: Vec<usize> = match self.mode {
+            Mode::DownUp => {
+                let leaves: Vec<usize> = (0..hm.switch_count())
+                    .filter(|&i| {
+                        hm.switch_at(i)
+                            .is_some_and(|s| !attached_cas(subnet, s).is_empty())
+                    })
+                    .collect();
+                if leaves.is_empty() {
+                    log.push(format!(
+                        "{f}: ERR AE0D: No leaf switches found, DnUp routing failed"
+                    ));
+                    return None;
+                }
+                leaves
+            }
+            Mode::UpDown => match &self.opts.root_guid_file {
+                Some(file) => match file_roots(subnet, hm, file, log) {
+                    Some(r) if r.is_empty() => {
+                        log.push(format!(
+                            "{f}: disabling UPDN algorithm, no root nodes were found"
+                        ));
+                        return None;
+                    }
+                    Some(r) => r,
+                    None => auto_roots(subnet, hm, log),
+                },
+                None => auto_roots(subnet, hm, log),
+            },
+        };
+        if roots.is_empty() {
+            log.push(format!(
+                "{f}: disabling UPDN algorithm, no root nodes were found"
+            ));
+            return None;
+        }
+        let rank_idx = bfs_ranks(hm, &roots);
+        let max = rank_idx
+            .iter()
+            .filter(|&&r| r != UNRANKED)
+            .max()
+            .copied()
+            .unwrap_or(0);
+        log.push(format!(
+            "{}: Subnet ranking completed. Max Node Rank = {max}",
+            match self.mode {
+                Mode::UpDown => "updn_subn_rank",
+                Mode::DownUp => "dnup_subn_rank",
+            }
+        ));
+        let unranked = rank_idx.iter().filter(|&&r| r == UNRANKED).count();
+        if unranked > 0 {
+            log.push(format!(
+                "{f}: {unranked} switches are not connected to any root and get no routes"
+            ));
+        }
+        let mut rank = vec![UNRANKED; subnet.nodes.len()];
+        for (i, &r) in rank_idx.iter().enumerate() {
+            if let Some(s) = hm.switch_at(i) {
+                rank[s.idx()] = r;
+            }
+        }
+        Some(Ranking {
+            roots: roots.iter().filter_map(|&i| hm.switch_at(i)).collect(),
+            rank,
+        })
+    }
+
+    /// Routes with logging (see the module docs).
+    pub fn route_inner(
+        &self,
+        subnet: &Subnet,
+        rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Lfts, RouteError> {
+        let hm = HopMatrix::graph_only(subnet);
+        let Some(ranking) = self.rank(subnet, &hm, log) else {
+            return Err(RouteError::Unroutable {
+                engine: self.name(),
+                reason: "no root nodes were found".to_string(),
+            });
+        };
+        let n = hm.switch_count();
+        let key: Vec<(u32, u64)> = (0..n)
+            .map(|i| {
+                hm.switch_at(i).map_or((UNRANKED, 0), |s| {
+                    (ranking.rank[s.idx()], subnet.node(s).guid.0)
+                })
+            })
+            .collect();
+        // first(a→b): the hop of the first phase (up for updn, down for dnup).
+        let up_first = self.mode == Mode::UpDown;
+        let first = |a: usize, b: usize| (key[b] < key[a]) == up_first;
+        // Processing order for phase 2: first-phase hops go to earlier switches.
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.sort_by_key(|&i| key[i as usize]);
+        if !up_first {
+            order.reverse();
+        }
+        let ranked: Vec<bool> = key.iter().map(|k| k.0 != UNRANKED).collect();
+        let dist = UpDnDist::build(&hm, &ranked, &order, &first);
+        let scatter = scatter_seed(&self.opts, rng);
+        let cands = |si: usize| dist.candidates(&hm, si, &first);
+        Ok(balance(subnet, &hm, &self.opts, scatter, &cands))
+    }
+}
+
+impl RoutingEngine for UpDn {
+    fn name(&self) -> &'static str {
+        match self.mode {
+            Mode::UpDown => "updn",
+            Mode::DownUp => "dnup",
+        }
+    }
+
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
+        self.route_inner(subnet, rng, &mut Vec::new())
+    }
+
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Lfts, RouteError> {
+        self.route_inner(subnet, rng, log)
+    }
+}
+
+/// CA ports attached to switch `s` by usable links.
+fn attached_cas(subnet: &Subnet, s: NodeId) -> Vec<(NodeId, PortNum)> {
+    (1..=subnet.node(s).num_ports)
+        .filter_map(|p| {
+            let (rn, rp) = subnet.port(s, PortNum(p))?.remote?;
+            (!subnet.node(rn).is_switch() && super::minhop::link_usable(subnet, s, PortNum(p)))
+                .then_some((rn, rp))
+        })
+        .collect()
+}
+
+/// Roots named by the file; `None` if the file is rejected (then auto-detect).
+fn file_roots(
+    subnet: &Subnet,
+    hm: &HopMatrix,
+    file: &super::OptionFile,
+    log: &mut Vec<String>,
+) -> Option<Vec<usize>> {
+    let text = match &file.contents {
+        Ok(t) => t,
+        Err(e) => {
+            log.push(format!(
+                "updn_lid_matrices: ERR AA02: cannot parse root guids file '{}': {e}",
+                file.path
+            ));
+            return None;
+        }
+    };
+    let guids = match parse_guid_file(text) {
+        Ok(g) => g,
+        Err(e) => {
+            log.push(format!(
+                "updn_lid_matrices: ERR AA02: cannot parse root guids file '{}': {e}",
+                file.path
+            ));
+            return None;
+        }
+    };
+    let mut roots = Vec::new();
+    for (line, g) in guids {
+        let node = subnet.node_by_guid(g).or_else(|| {
+            // A CA port GUID.
+            subnet.node_ids().find(|&n| {
+                !subnet.node(n).is_switch()
+                    && (1..=subnet.node(n).num_ports)
+                        .any(|p| subnet.port(n, PortNum(p)).is_some_and(|x| x.guid == g))
+            })
+        });
+        let sw = match node {
+            Some(n) if subnet.node(n).is_switch() => Some(n),
+            Some(n) => {
+                let attached = (1..=subnet.node(n).num_ports).find_map(|p| {
+                    let (rn, _) = subnet.port(n, PortNum(p))?.remote?;
+                    subnet.node(rn).is_switch().then_some(rn)
+                });
+                if let Some(s) = attached {
+                    log.push(format!(
+                        "rank_root_node: line {line}: 0x{:016x} is a CA; using its switch 0x{:016x} as root",
+                        g.0,
+                        subnet.node(s).guid.0
+                    ));
+                }
+                attached
+            }
+            None => None,
+        };
+        match sw.and_then(|s| hm.index_of(s)) {
+            Some(i) => {
+                if !roots.contains(&i) {
+                    roots.push(i);
+                }
+            }
+            None => log.push(format!(
+                "rank_root_node: switch with guid 0x{:016x} is not found",
+                g.0
+            )),
+        }
+    }
+    Some(roots)
+}
+
+/// BFS distances from switch index `src` (u8, 0xFF unreachable), reusing buffers.
+fn bfs(hm: &HopMatrix, src: usize, dist: &mut [u8], queue: &mut Vec<u32>) {
+    dist.fill(0xFF);
+    queue.clear();
+    dist[src] = 0;
+    queue.push(src as u32);
+    let mut head = 0;
+    while head < queue.len() {
+        let u = queue[head] as usize;
+        head += 1;
+        let d = dist[u];
+        if d >= 0xFE {
+            continue;
+        }
+        for &(_, v) in hm.neighbors(u) {
+            if dist[v as usize] == 0xFF {
+                dist[v as usize] = d + 1;
+                queue.push(v);
+            }
+        }
+    }
+}
+
+/// OpenSM's hop-histogram root detection, then the minimum-eccentricity fallback.
+fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usize> {
+    let n = hm.switch_count();
+    let cas_per_sw: Vec<u32> = (0..n)
+        .map(|i| {
+            hm.switch_at(i)
+                .map_or(0, |s| attached_cas(subnet, s).len() as u32)
+        })
+        .collect();
+    let cas: u64 = cas_per_sw.iter().map(|&c| u64::from(c)).sum();
+    let thd1 = cas as f64 * 0.9;
+    let thd2 = cas as f64 * 0.05;
+    // Per switch: is it a histogram root, and its eccentricity.
+    let per = |i: usize, buf: &mut (Vec<u8>, Vec<u32>)| -> (bool, u8) {
+        let (dist, q) = buf;
+        bfs(hm, i, dist, q);
+        let mut hist = [0u64; 256];
+        let mut ecc = 0u8;
+        for (j, &d) in dist.iter().enumerate() {
+            if d != 0xFF {
+                hist[usize::from(d)] += u64::from(cas_per_sw[j]);
+                ecc = ecc.max(d);
+            }
+        }
+        let over1 = hist.iter().filter(|&&h| h as f64 > thd1).count();
+        let over2 = hist.iter().filter(|&&h| h as f64 > thd2).count();
+        (over1 == 1 && over2 == 1, ecc)
+    };
+    let init = || (vec![0xFFu8; n], Vec::new());
+    #[cfg(feature = "parallel")]
+    let res: Vec<(bool, u8)> = {
+        use rayon::prelude::*;
+        (0..n)
+            .into_par_iter()
+            .map_init(init, |b, i| per(i, b))
+            .collect()
+    };
+    #[cfg(not(feature = "parallel"))]
+    let res: Vec<(bool, u8)> = {
+        let mut b = init();
+        (0..n).map(|i| per(i, &mut b)).collect()
+    };
+    let roots: Vec<usize> = (0..n).filter(|&i| res[i].0).collect();
+    if !roots.is_empty() {
+        log.push(format!(
+            "updn_find_root_nodes_by_min_hop: {} root nodes found by the hop histogram",
+            roots.len()
+        ));
+        return roots;
+    }
+    // Fallback: one minimum-eccentricity switch per connected group of switches.
+    let mut comp = vec![u32::MAX; n];
+    let (mut dist, mut q) = init();
+    let mut out = Vec::new();
+    for s in 0..n {
+        if comp[s] != u32::MAX {
+            continue;
+        }
+        bfs(hm, s, &mut dist, &mut q);
+        let members: Vec<usize> = (0..n).filter(|&j| dist[j] != 0xFF).collect();
+        for &m in &members {
+            comp[m] = s as u32;
+        }
+        let guid = |i: usize| hm.switch_at(i).map_or(0, |x| subnet.node(x).guid.0);
+        if let Some(&best) = members.iter().min_by_key(|&&m| (res[m].1, guid(m))) {
+            log.push(format!(
+                "updn_find_root_nodes_by_min_hop: the hop histogram found no root node (not a tree-like fabric); using switch 0x{:016x} of minimum eccentricity {} as root of its {} switches",
+                guid(best),
+                res[best].1,
+                members.len()
+            ));
+            out.push(best);
+        }
+    }
+    out
+}
+
+/// Multi-source BFS ranks by switch index.
+fn bfs_ranks(hm: &HopMatrix, roots: &[usize]) -> Vec<u32> {
+    let n = hm.switch_count();
+    let mut rank = vec![UNRANKED; n];
+    let mut q: Vec<usize> = Vec::new();
+    for &r in roots {
+        if rank[r] == UNRANKED {
+            rank[r] = 0;
+            q.push(r);
+        }
+    }
+    let mut head = 0;
+    while head < q.len() {
+        let u = q[head];
+        head += 1;
+        for &(_, v) in hm.neighbors(u) {
+            if rank[v as usize] == UNRANKED {
+                rank[v as usize] = rank[u] + 1;
+                q.push(v as usize);
+            }
+        }
+    }
+    rank
+}
+
+/// Per (source switch, destination switch): legal hop count (low 7 bits, 0x7F = none) and
+/// bit 7 set when the source routes with second-phase hops only. Source-major.
+struct UpDnDist {
+    n: usize,
+    d: Vec<u8>,
+}
+
+const NONE: u8 = 0x7F;
+const SECOND: u8 = 0x80;
+
+impl UpDnDist {
+    fn build(
+        hm: &HopMatrix,
+        ranked: &[bool],
+        order: &[u32],
+        first: &(dyn Fn(usize, usize) -> bool + Sync),
+    ) -> UpDnDist {
+        let n = hm.switch_count();
+        // Destination-major rows, one per destination switch.
+        let mut by_dst = vec![NONE; n * n];
+        let per_dst = |t: usize, row: &mut [u8], q: &mut Vec<u32>| {
+            if !ranked[t] {
+                return;
+            }
+            // Phase 1: reverse BFS over second-phase hops s→v (v = current).
+            q.clear();
+            row[t] = SECOND;
+            q.push(t as u32);
+            let mut head = 0;
+            while head < q.len() {
+                let v = q[head] as usize;
+                head += 1;
+                let dv = row[v] & NONE;
+                if dv >= NONE - 1 {
+                    continue;
+                }
+                for &(_, s) in hm.neighbors(v) {
+                    let s = s as usize;
+                    if row[s] == NONE && ranked[s] && !first(s, v) {
+                        row[s] = SECOND | (dv + 1);
+                        q.push(s as u32);
+                    }
+                }
+            }
+            // Phase 2: the rest start with a first-phase hop, in topological order.
+            for &s in order {
+                let s = s as usize;
+                if row[s] != NONE || !ranked[s] {
+                    continue;
+                }
+                let best = hm
+                    .neighbors(s)
+                    .iter()
+                    .filter(|&&(_, v)| first(s, v as usize))
+                    .map(|&(_, v)| row[v as usize] & NONE)
+                    .min()
+                    .unwrap_or(NONE);
+                if best < NONE - 1 {
+                    row[s] = best + 1;
+                }
+            }
+        };
+        if n > 0 {
+            #[cfg(feature = "parallel")]
+            {
+                use rayon::prelude::*;
+                by_dst
+                    .par_chunks_mut(n)
+                    .enumerate()
+                    .for_each_init(Vec::new, |q, (t, row)| per_dst(t, row, q));
+            }
+            #[cfg(not(feature = "parallel"))]
+            {
+                let mut q = Vec::new();
+                for (t, row) in by_dst.chunks_mut(n).enumerate() {
+                    per_dst(t, row, &mut q);
+                }
+            }
+        }
+        // Transpose to source-major in cache-sized tiles.
+        let mut d = vec![NONE; n * n];
+        const B: usize = 64;
+        for tb in (0..n).step_by(B) {
+            for sb in (0..n).step_by(B) {
+                for t in tb..(tb + B).min(n) {
+                    for s in sb..(sb + B).min(n) {
+                        d[s * n + t] = by_dst[t * n + s];
+                    }
+                }
+            }
+        }
+        UpDnDist { n, d }
+    }
+
+    fn row(&self, s: usize) -> &[u8] {
+        self.d.get(s * self.n..(s + 1) * self.n).unwrap_or(&[])
+    }
+
+    /// Legal next-hop ports of switch `si` per destination switch.
+    fn candidates(
+        &self,
+        hm: &HopMatrix,
+        si: usize,
+        first: &(dyn Fn(usize, usize) -> bool + Sync),
+    ) -> Candidates {
+        let my = self.row(si);
+        let nb: Vec<(u8, bool, &[u8])> = hm
+            .neighbors(si)
+            .iter()
+            .map(|&(p, v)| (p, first(si, v as usize), self.row(v as usize)))
+            .collect();
+        let mut start = Vec::with_capacity(self.n + 1);
+        let mut ports = Vec::with_capacity(self.n * 2);
+        for (t, &e) in my.iter().enumerate() {
+            start.push(ports.len() as u32);
+            let h = e & NONE;
+            if h == NONE || h == 0 {
+                continue;
+            }
+            let second_only = e & SECOND != 0;
+            for &(p, is_first, row) in &nb {
+                let r = row[t];
+                let ok = if second_only {
+                    !is_first && r & SECOND != 0 && r & NONE == h - 1
+                } else {
+                    is_first && r & NONE == h - 1
+                };
+                if ok {
+                    ports.push(p);
+                }
+            }
+        }
+        start.push(ports.len() as u32);
+        Candidates::from_csr(start, ports)
+    }
+}
