@@ -303,6 +303,8 @@ struct Fabric {
     non_cns: Vec<(u32, u8, Lid)>,
     /// Switches in rank order (roots first).
     by_rank: Vec<u32>,
+    /// Switch slots in GUID order (OpenSM's switch table order).
+    guid_order: Vec<u32>,
 }
 
 impl Fabric {
@@ -323,8 +325,10 @@ impl Fabric {
                 "LMC > 0 is not supported by fat-tree routing. Falling back to default routing",
             ));
         }
-        let mut sw_ids: Vec<NodeId> = subnet.switches().collect();
-        sw_ids.sort_by_key(|&n| subnet.node(n).guid);
+        // Slots follow the table rows (discovery order); OpenSM's GUID order is kept apart.
+        let sw_ids: Vec<NodeId> = subnet.switches().collect();
+        let mut guid_order: Vec<u32> = (0..sw_ids.len() as u32).collect();
+        guid_order.sort_by_key(|&i| subnet.node(sw_ids[i as usize]).guid);
         if sw_ids.len() < 2 {
             return Err(refusal(
                 None,
@@ -549,7 +553,9 @@ impl Fabric {
         }
         // Leaf rank.
         let leaf_rank = if roots_given {
-            sws.iter()
+            guid_order
+                .iter()
+                .map(|&i| &sws[i as usize])
                 .find(|s| s.cas.iter().any(|c| c.2))
                 .map_or(max_rank, |s| s.rank)
         } else {
@@ -601,6 +607,7 @@ impl Fabric {
             max_cn_per_leaf: 0,
             non_cns,
             by_rank: Vec::new(),
+            guid_order,
         };
         ft.make_indexing();
         ft.make_leaf_array()?;
@@ -624,7 +631,12 @@ impl Fabric {
     /// OpenSM's tuple indexing: BFS from the first leaf; each newly reached switch gets its
     /// parent's tuple with the rank adjusted and the first free value in the varying digit.
     fn make_indexing(&mut self) {
-        let Some(first) = self.sws.iter().position(|s| s.leaf) else {
+        let Some(first) = self
+            .guid_order
+            .iter()
+            .map(|&i| i as usize)
+            .find(|&i| self.sws[i].leaf)
+        else {
             return;
         };
         let mut used: HashSet<[u8; TUPLE_LEN]> = HashSet::new();
@@ -739,7 +751,9 @@ impl Fabric {
                 "Fabric topology is not a fat-tree",
             )
         };
-        for (i, sw) in self.sws.iter().enumerate() {
+        for &i in &self.guid_order {
+            let i = i as usize;
+            let sw = &self.sws[i];
             if sw.rank == UNRANKED {
                 continue;
             }
@@ -976,47 +990,58 @@ impl Fabric {
         }
         // Rows: fixed ports as they are; groups spread over their ports in turn, per switch.
         let mut lfts = Lfts::new(subnet, max_lid(subnet));
-        let slot_of: HashMap<NodeId, usize> = self
-            .sws
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.node, i))
-            .collect();
-        let fill_row = |(node, row): (NodeId, &mut [u8])| {
-            let Some(&x) = slot_of.get(&node) else {
-                return;
-            };
-            let sw = &self.sws[x];
-            let mut turn = vec![0u32; sw.groups.len()];
+        // Blocks of adjacent switches (slot = table row) so that each destination's column
+        // slice is read once per block.
+        const BLOCK: usize = 64;
+        let fill_block = |(b, rows): (usize, Vec<(NodeId, &mut [u8])>)| {
+            let x0 = b * BLOCK;
+            let mut turns: Vec<Vec<u32>> = (x0..x0 + rows.len())
+                .map(|x| vec![0u32; self.sws[x].groups.len()])
+                .collect();
+            let mut rows = rows;
             for (di, d) in dests.iter().enumerate() {
-                let v = cols[di * nsw + x];
-                let port = if v == NONE {
-                    continue;
-                } else if v & FIXED != 0 {
-                    (v & 0xFF) as u8
-                } else {
-                    let gi = usize::from(v);
-                    let ports = &sw.groups[gi].ports;
-                    let t = &mut turn[gi];
-                    let p = ports[*t as usize % ports.len()].0;
-                    if d.counted {
-                        *t = t.wrapping_add(1);
+                let lid = usize::from(d.lid.0);
+                let base = di * nsw + x0;
+                for (k, (_, row)) in rows.iter_mut().enumerate() {
+                    let v = cols[base + k];
+                    let port = if v == NONE {
+                        continue;
+                    } else if v & FIXED != 0 {
+                        (v & 0xFF) as u8
+                    } else {
+                        let gi = usize::from(v);
+                        let ports = &self.sws[x0 + k].groups[gi].ports;
+                        let t = &mut turns[k][gi];
+                        let p = ports[*t as usize % ports.len()].0;
+                        if d.counted {
+                            *t = t.wrapping_add(1);
+                        }
+                        p
+                    };
+                    if let Some(e) = row.get_mut(lid) {
+                        *e = port;
                     }
-                    p
-                };
-                if let Some(e) = row.get_mut(usize::from(d.lid.0)) {
-                    *e = port;
                 }
             }
         };
         #[cfg(feature = "parallel")]
         {
             use rayon::prelude::*;
-            lfts.par_rows_mut().for_each(fill_row);
+            lfts.par_rows_mut()
+                .chunks(BLOCK)
+                .enumerate()
+                .for_each(fill_block);
         }
         #[cfg(not(feature = "parallel"))]
         {
-            lfts.rows_mut().for_each(fill_row);
+            let mut rows: Vec<(NodeId, &mut [u8])> = lfts.rows_mut().collect();
+            let mut b = 0;
+            while !rows.is_empty() {
+                let rest = rows.split_off(rows.len().min(BLOCK));
+                fill_block((b, rows));
+                rows = rest;
+                b += 1;
+            }
         }
         lfts
     }
