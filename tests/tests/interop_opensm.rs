@@ -1,0 +1,508 @@
+//! Stock OpenSM and infiniband-diags against *our* simulated fabric: the fabric-sim is served
+//! in-process over ibsim's client protocol ([`fabric_sim::ibsim_server`]), and the Debian
+//! programs run as child processes under `LD_PRELOAD=libumad2sim.so` with a private
+//! `IBSIM_SOCKNAME`, in a private temp dir.
+//!
+//! OpenSM runs as a daemon with `-s 1` until its log says SUBNET UP, then is stopped by PID. Not
+//! `-o`: our SMA starts every port with OperationalVLs = 1 (VL0), so OpenSM's first heavy sweep
+//! sets the CA ports Down to apply its OpVLs (as on hardware whose ports come up VL0-only), and
+//! that sweep ends "Errors during initialization" by design; the next one (1 s later) brings
+//! the subnet up. ibsim starts ports at VLCap, which is why `opensm -o` comes up there at once.
+//!
+//! Skipped loudly when opensm / ibsim-utils / infiniband-diags are missing, unless
+//! `IBSM_REQUIRE_PEERS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use fabric_sim::ibsim_server::IbsimServer;
+use fabric_sim::sim::{Fabric, SimConfig};
+use fabric_sim::topo::Topology;
+use ibmad::{DrPath, Lid, NodeType, PortNum};
+use sm::check::check_all_pairs;
+use sm::routing::Lfts;
+use sm::subnet::{Node, NodeId, Subnet};
+use umad::testutil::{peers_or_skip, report_skip, require_peers, TempDir, UMAD2SIM_LIB};
+
+const TOOLS: &[&str] = &[
+    "opensm",
+    "ibnetdiscover",
+    "ibswitches",
+    "ibhosts",
+    "iblinkinfo",
+    "smpquery",
+    "ibroute",
+    "dump_fts",
+];
+
+/// True = run. Missing tools skip loudly (or fail under IBSM_REQUIRE_PEERS=1).
+fn peers(test: &str) -> bool {
+    if !peers_or_skip(test) {
+        return false;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let missing: Vec<&str> = TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !std::env::split_paths(&path).any(|d| d.join(t).is_file()))
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("{missing:?} not installed (apt-get install opensm infiniband-diags)");
+    assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+    report_skip(test, &why);
+    false
+}
+
+fn sock_name() -> String {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "ibsmsrv{}x{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn net_example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric-sim/testdata/ibsim-net-examples")
+        .join(name)
+}
+
+/// The server, serving on its own thread until stopped.
+struct Served {
+    name: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<IbsimServer>>,
+}
+
+impl Served {
+    fn start(topo: &Topology) -> Served {
+        let fabric = Fabric::new(topo, SimConfig::default()).unwrap();
+        let name = sock_name();
+        let mut server = IbsimServer::bind(fabric, &name).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            server.run(&flag).unwrap();
+            server
+        });
+        Served {
+            name,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// A shim client of this server, running in `cwd`.
+    fn client(&self, program: &str, cwd: &Path) -> Command {
+        let mut c = Command::new(program);
+        c.env("LD_PRELOAD", UMAD2SIM_LIB)
+            .env("IBSIM_SOCKNAME", &self.name)
+            .env_remove("SIM_HOST")
+            .current_dir(cwd);
+        c
+    }
+
+    /// Runs a diag and returns its stdout; panics (with its output) if it fails.
+    fn diag(&self, cwd: &Path, program: &str, args: &[&str]) -> String {
+        let out = self
+            .client(program, cwd)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    /// Stops serving and hands the server (and its fabric) back.
+    fn finish(mut self) -> IbsimServer {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A child process killed (by PID) and reaped on drop.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs `opensm -e -s 1 -R ENGINE` until its log says SUBNET UP (at most 30 s), stops it and
+/// returns the log.
+fn opensm_until_up(served: &Served, dir: &Path, engine: &str) -> String {
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.join(format!("opensm-{engine}.log"));
+    let child = served
+        .client("opensm", dir)
+        .args(["-e", "-s", "1", "-R", engine, "-f"])
+        .arg(&log)
+        .env("OSM_CACHE_DIR", &cache)
+        .env("OSM_TMP_DIR", &cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut proc = Proc(child);
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("SUBNET UP") {
+            drop(proc);
+            return std::fs::read_to_string(&log).unwrap_or(text);
+        }
+        if let Ok(Some(status)) = proc.0.try_wait() {
+            panic!("opensm exited ({status}) before SUBNET UP:\n{text}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no SUBNET UP within 30 s:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The subnet as our SMAs hold it after OpenSM programmed it (topology + every agent's
+/// PortInfo and SwitchInfo), and the LFTs read back from the agents.
+fn programmed(fabric: &Fabric) -> (Subnet, Lfts) {
+    let topo = fabric.topology();
+    let mut subnet = Subnet::new();
+    for (id, n) in topo.nodes() {
+        let a = fabric.agent(id).unwrap();
+        let sid = subnet.add_node(Node {
+            guid: n.guid(),
+            sys_guid: n.sys_image_guid(),
+            node_type: n.node_type(),
+            num_ports: n.num_ports(),
+            desc: n.desc().to_string(),
+            vendor_id: n.vendor_id(),
+            device_id: n.device_id(),
+            revision: 0,
+            dr_path: DrPath::local(),
+            first_port: 0,
+            switch_info: a.switch_info(),
+        });
+        assert_eq!(sid.0, id.0);
+        for p in 0..=n.num_ports() {
+            let pi = a.port_info(PortNum(p)).copied();
+            let guid = topo
+                .port(fabric_sim::topo::PortRef {
+                    node: id,
+                    port: PortNum(p),
+                })
+                .map_or(n.guid(), |port| port.guid());
+            let port = subnet.port_mut(sid, PortNum(p)).unwrap();
+            port.guid = guid;
+            port.info = pi;
+            if let Some(pi) = pi {
+                port.lid = pi.lid();
+                port.lmc = pi.lmc();
+            }
+        }
+    }
+    for l in topo.links() {
+        subnet.link(
+            (NodeId(l.a.node.0), l.a.port),
+            (NodeId(l.b.node.0), l.b.port),
+        );
+    }
+    let top = subnet
+        .end_ports()
+        .map(|(n, p)| subnet.port(n, p).unwrap().lid.0)
+        .max()
+        .unwrap_or(0);
+    let mut lfts = Lfts::new(&subnet, Lid(top));
+    for sw in subnet.switches().collect::<Vec<_>>() {
+        let a = fabric.agent(fabric_sim::topo::NodeId(sw.0)).unwrap();
+        for lid in 1..=top {
+            lfts.set(sw, Lid(lid), a.lft_port(Lid(lid)));
+        }
+    }
+    (subnet, lfts)
+}
+
+/// LID of every end port (switch port 0, CA ports), from the agents.
+fn lids(fabric: &Fabric) -> Vec<(fabric_sim::topo::NodeId, PortNum, Lid)> {
+    let mut v = Vec::new();
+    for (id, n) in fabric.topology().nodes() {
+        let a = fabric.agent(id).unwrap();
+        let ports: Vec<u8> = if n.is_switch() {
+            vec![0]
+        } else {
+            (1..=n.num_ports()).collect()
+        };
+        for p in ports {
+            if fabric.topology().node(id).unwrap().is_switch()
+                || fabric.peer(id, PortNum(p)).is_some()
+            {
+                v.push((id, PortNum(p), a.port_info(PortNum(p)).unwrap().lid()));
+            }
+        }
+    }
+    v
+}
+
+/// OpenSM brings the fabric up with `engine`; the tables it programmed, read back from our
+/// SMAs, reach every CA from every CA (shortest paths when `shortest`).
+fn opensm_brings_up(test: &str, topo: &Topology, engine: &str, shortest: bool) {
+    if !peers(test) {
+        return;
+    }
+    let dir = TempDir::new(test).unwrap();
+    let served = Served::start(topo);
+    let log = opensm_until_up(&served, dir.path(), engine);
+    assert!(
+        log.contains(&format!("{engine} tables configured on all switches")),
+        "OpenSM did not route with {engine} (fell back?):\n{log}"
+    );
+    let server = served.finish();
+    let fabric = server.fabric();
+    for (id, p, lid) in lids(fabric) {
+        assert!(lid.is_unicast(), "node {id} port {p} has no LID");
+        let pi = fabric.agent(id).unwrap().port_info(p).unwrap();
+        // OpenSM never sets the state of a base switch port 0 (osm_link_mgr.c skips it), so
+        // only CA ports are checked for Active here.
+        if p.0 != 0 {
+            assert_eq!(
+                pi.port_state(),
+                ibmad::PortState::ACTIVE,
+                "node {id} port {p}"
+            );
+        }
+    }
+    let (subnet, lfts) = programmed(fabric);
+    let r = check_all_pairs(&subnet, &lfts);
+    assert!(r.pairs > 0);
+    assert_eq!(r.unreachable_count, 0, "{engine}: {r:?}");
+    assert_eq!(r.loops, 0, "{engine}: {r:?}");
+    if shortest {
+        assert!(r.is_ok(), "{engine}: {r:?}");
+    }
+}
+
+#[test]
+fn opensm_minhop_brings_up_net_2sw2path_and_its_tables_pass_our_checker() {
+    let topo = Topology::from_file(net_example("net.2sw2path")).unwrap();
+    opensm_brings_up("opensm_minhop_2sw2path", &topo, "minhop", true);
+}
+
+#[test]
+fn opensm_updn_brings_up_a_fat_tree() {
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    opensm_brings_up("opensm_updn_fat_tree", &topo, "updn", true);
+}
+
+#[test]
+fn opensm_ftree_brings_up_a_fat_tree() {
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    opensm_brings_up("opensm_ftree_fat_tree", &topo, "ftree", true);
+}
+
+/// `0x0005 001 : (...)` lines of ibroute / dump_fts → LID → port.
+fn parse_routes(text: &str) -> BTreeMap<u16, u8> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let lid = u16::from_str_radix(w.next()?.strip_prefix("0x")?, 16).ok()?;
+            let port = w.next()?.parse().ok()?;
+            (w.next()? == ":").then_some((lid, port))
+        })
+        .collect()
+}
+
+#[test]
+fn diags_see_the_fabric_opensm_configured() {
+    let test = "diags_on_served_fabric";
+    if !peers(test) {
+        return;
+    }
+    let topo = Topology::from_file(net_example("net.2sw2path4hca")).unwrap();
+    let dir = TempDir::new(test).unwrap();
+    let served = Served::start(&topo);
+    let log = opensm_until_up(&served, dir.path(), "minhop");
+    assert!(log.contains("SUBNET UP"));
+    let d = dir.path();
+
+    // ibnetdiscover: every node, by GUID.
+    let net = served.diag(d, "ibnetdiscover", &[]);
+    for (_, n) in topo.nodes() {
+        assert!(
+            net.contains(&format!("{:016x}", n.guid().0)),
+            "{} ({:#x}) missing:\n{net}",
+            n.name(),
+            n.guid().0
+        );
+    }
+    // ibswitches / ibhosts: one line per node of the kind, with its GUID.
+    let sw = served.diag(d, "ibswitches", &[]);
+    let ca = served.diag(d, "ibhosts", &[]);
+    assert_eq!(
+        sw.lines().filter(|l| l.starts_with("Switch")).count(),
+        topo.num_switches(),
+        "{sw}"
+    );
+    assert_eq!(
+        ca.lines().filter(|l| l.starts_with("Ca")).count(),
+        topo.num_cas(),
+        "{ca}"
+    );
+    for (_, n) in topo.nodes() {
+        let text = if n.is_switch() { &sw } else { &ca };
+        assert!(
+            text.contains(&format!("0x{:016x}", n.guid().0)),
+            "{}:\n{text}",
+            n.name()
+        );
+    }
+    // iblinkinfo: every cabled port shows an Active/LinkUp link, nothing else.
+    let links = served.diag(d, "iblinkinfo", &[]);
+    // Lines of cabled ports (an uncabled switch port shows `==( Down/ Polling)==> [ ] ""`).
+    let link_lines: Vec<&str> = links
+        .lines()
+        .filter(|l| l.contains("==(") && !l.contains("[  ] \"\" ("))
+        .collect();
+    assert!(
+        link_lines.len() >= topo.num_links(),
+        "{} link lines for {} links:\n{links}",
+        link_lines.len(),
+        topo.num_links()
+    );
+    for l in &link_lines {
+        assert!(l.contains("Active/  LinkUp"), "not Active: {l}");
+    }
+
+    // Stop serving to read the agents, then serve the same fabric again for the LID-routed diags.
+    let server = served.finish();
+    let fabric_lids = lids(server.fabric());
+    let sm_lid = {
+        let (id, p, _) = fabric_lids[0];
+        server
+            .fabric()
+            .agent(id)
+            .unwrap()
+            .port_info(p)
+            .unwrap()
+            .master_sm_lid()
+    };
+    let lft: Vec<(u16, BTreeMap<u16, u8>)> = topo
+        .nodes()
+        .filter(|(_, n)| n.is_switch())
+        .map(|(id, _)| {
+            let a = server.fabric().agent(id).unwrap();
+            let lid = a.port_info(PortNum(0)).unwrap().lid().0;
+            let top = a.switch_info().unwrap().linear_fdb_top.get();
+            let map = (1..=top)
+                .filter_map(|l| a.lft_port(Lid(l)).map(|p| (l, p.0)))
+                .collect();
+            (lid, map)
+        })
+        .collect();
+    let served = Rewrap::serve(server);
+
+    for (id, p, lid) in &fabric_lids {
+        let n = topo.node(*id).unwrap();
+        let ni = served
+            .0
+            .diag(d, "smpquery", &["nodeinfo", &lid.0.to_string()]);
+        assert!(
+            ni.contains(&format!("0x{:016x}", n.guid().0)),
+            "{}:\n{ni}",
+            n.name()
+        );
+        let pi = served.0.diag(
+            d,
+            "smpquery",
+            &["portinfo", &lid.0.to_string(), &p.0.to_string()],
+        );
+        let field = |name: &str| {
+            pi.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.rsplit('.').next())
+                .map(str::to_string)
+                .unwrap_or_default()
+        };
+        assert_eq!(field("Lid:"), lid.0.to_string(), "{pi}");
+        assert_eq!(field("SMLid:"), sm_lid.0.to_string(), "{pi}");
+        if n.node_type() != NodeType::SWITCH {
+            assert_eq!(field("LinkState:"), "Active", "{pi}");
+        } else {
+            let si = served
+                .0
+                .diag(d, "smpquery", &["switchinfo", &lid.0.to_string()]);
+            let top = lft
+                .iter()
+                .map(|(_, m)| *m.keys().max().unwrap())
+                .max()
+                .unwrap();
+            assert!(
+                si.contains(&format!("LinearFdbTop:....................{top}")),
+                "{si}"
+            );
+        }
+    }
+    // ibroute (LID-routed LinearForwardingTable Gets) reads exactly what our agents hold.
+    for (lid, want) in &lft {
+        let text = served.0.diag(d, "ibroute", &[&lid.to_string()]);
+        assert_eq!(&parse_routes(&text), want, "switch LID {lid}:\n{text}");
+    }
+    // dump_fts (directed route through ibnetdisc) gives the same tables.
+    let fts = served.0.diag(d, "dump_fts", &[]);
+    let blocks: Vec<&str> = fts.split("Unicast lids").skip(1).collect();
+    assert_eq!(blocks.len(), lft.len(), "{fts}");
+    let all: Vec<BTreeMap<u16, u8>> = blocks.iter().map(|b| parse_routes(b)).collect();
+    for (lid, want) in &lft {
+        assert!(
+            all.contains(want),
+            "switch LID {lid}: table not in dump_fts:\n{fts}"
+        );
+    }
+}
+
+/// Serves an existing server (and its fabric state) again on a thread.
+struct Rewrap(Served);
+
+impl Rewrap {
+    fn serve(mut server: IbsimServer) -> Rewrap {
+        let name = server.name().to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            server.run(&flag).unwrap();
+            server
+        });
+        Rewrap(Served {
+            name,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
