@@ -96,6 +96,7 @@ fn defaults_match_opensm_for_every_shared_key() {
             "max_smps_per_node",
             "retry_rounds",
             "fold_config_into_arm",
+            "lid_routed",
             "cache_dir",
             "transport",
             "ca_name",

@@ -27,6 +27,7 @@ fn perturbed_options_map_field_by_field_and_validate() {
     assert_eq!(c.max_smps_per_node as u64, u64::from(o.max_smps_per_node));
     assert_eq!(c.retry_rounds, o.retry_rounds);
     assert_eq!(c.fold_config_into_arm, o.fold_config_into_arm);
+    assert_eq!(c.lid_routed, o.lid_routed);
     assert_eq!(c.subnet_timeout, o.subnet_timeout);
     assert_eq!(c.max_op_vls, o.max_op_vls);
     assert_eq!(c.packet_life_time, o.packet_life_time);
@@ -96,4 +97,29 @@ fn zero_max_op_vls_becomes_one() {
     };
     assert_eq!(o.to_sm_config().max_op_vls, 1);
     o.to_sm_config().validate().unwrap();
+}
+
+#[test]
+fn engine_options_read_the_named_files() {
+    let dir = config_common::scratch("engine_options");
+    let roots = config_common::write(&dir, "roots.conf", "0x0002c90300000001\n");
+    let o = Options {
+        root_guid_file: Some(roots.clone()),
+        lfts_file: Some(dir.join("missing.lfts")),
+        scatter_ports: 13,
+        port_profile_switch_nodes: true,
+        ..Options::default()
+    };
+    let e = o.engine_options();
+    let root = e.root_guid_file.unwrap();
+    assert_eq!(root.path, roots.display().to_string());
+    assert_eq!(root.contents.as_deref(), Ok("0x0002c90300000001\n"));
+    let lfts = e.lfts_file.unwrap();
+    assert!(lfts.path.ends_with("missing.lfts"));
+    assert!(lfts.contents.is_err(), "{:?}", lfts.contents);
+    assert_eq!(e.scatter_ports, 13);
+    assert!(e.port_profile_switch_nodes);
+    // No file named: nothing read.
+    let e = Options::default().engine_options();
+    assert!(e.root_guid_file.is_none() && e.lfts_file.is_none());
 }

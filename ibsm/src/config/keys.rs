@@ -614,6 +614,20 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "lid_routed",
+        section: Section::Timing,
+        doc: &[
+            "If TRUE, once LIDs and LFTs are acknowledged the Armed/Active passes and",
+            "light sweeps use LID-routed SMPs (forwarded in switch hardware, and a check",
+            "of the LFTs) instead of directed route (ibsm)",
+        ],
+        get: |o| fmt_bool(o.lid_routed),
+        set: |o, v| {
+            o.lid_routed = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "transaction_timeout",
         section: Section::Timing,
         doc: &["The maximum time in [msec] allowed for a transaction to complete"],

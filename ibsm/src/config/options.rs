@@ -327,6 +327,10 @@ pub struct Options {
     /// Init→Armed Set instead of a separate Set before it (fewer SMPs; see
     /// `sm::SmConfig::fold_config_into_arm`). Default FALSE.
     pub fold_config_into_arm: bool,
+    /// `lid_routed` (*ibsm*): once a heavy sweep's LIDs and LFTs are acknowledged, send the
+    /// Armed/Active passes and light sweeps LID-routed instead of directed-route (see
+    /// `sm::SmConfig::lid_routed`). Default TRUE.
+    pub lid_routed: bool,
     /// `transaction_timeout` (`-t`): ms before an SMP is retried; ≥ 1. Default 200.
     pub transaction_timeout: u32,
     /// `transaction_retries` (`--retries`): retries before an SMP fails. Default 3.
@@ -404,6 +408,7 @@ impl Default for Options {
             max_smps_per_node: 16,
             retry_rounds: 2,
             fold_config_into_arm: false,
+            lid_routed: true,
             transaction_timeout: 200,
             transaction_retries: 3,
             daemon: false,

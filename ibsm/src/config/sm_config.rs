@@ -2,7 +2,10 @@
 
 use core::time::Duration;
 
+use std::path::PathBuf;
+
 use ibmad::PortNum;
+use sm::routing::{EngineOptions, OptionFile};
 use sm::SmConfig;
 
 use super::options::Options;
@@ -44,6 +47,7 @@ impl Options {
             },
             retry_rounds: self.retry_rounds,
             fold_config_into_arm: self.fold_config_into_arm,
+            lid_routed: self.lid_routed,
             max_smps_per_node: usize::try_from(self.max_smps_per_node).unwrap_or(usize::MAX),
             subnet_timeout: self.subnet_timeout,
             max_op_vls: self.max_op_vls.max(1),
@@ -54,6 +58,33 @@ impl Options {
             sweep_interval: Duration::from_secs(self.sweep_interval.into()),
             seed: self.scatter_ports.into(),
             ..SmConfig::default()
+        }
+    }
+}
+
+/// Reads a file named by an option. Never fails: a read error is carried as text, and the
+/// engine then behaves as OpenSM does when `fopen` fails (e.g. updn falls back to automatic
+/// root detection).
+fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
+    path.map(|p| OptionFile {
+        path: p.display().to_string(),
+        contents: std::fs::read_to_string(p).map_err(|e| e.to_string()),
+    })
+}
+
+impl Options {
+    /// The routing engines' options, with the files they name **read now** (engines do no
+    /// I/O): `root_guid_file`, `lfts_file`, plus `scatter_ports` and
+    /// `port_profile_switch_nodes`. Fields the engines have but ibsm's options do not keep
+    /// [`EngineOptions::default`]'s values.
+    #[must_use]
+    pub fn engine_options(&self) -> EngineOptions {
+        EngineOptions {
+            port_profile_switch_nodes: self.port_profile_switch_nodes,
+            scatter_ports: self.scatter_ports.into(),
+            root_guid_file: option_file(self.root_guid_file.as_ref()),
+            lfts_file: option_file(self.lfts_file.as_ref()),
+            ..EngineOptions::default()
         }
     }
 }

@@ -49,6 +49,7 @@ pub fn perturbed() -> Options {
         max_smps_per_node: 1,
         retry_rounds: 1,
         fold_config_into_arm: true,
+        lid_routed: false,
         transaction_timeout: 1000,
         transaction_retries: 7,
         daemon: true,
