@@ -82,6 +82,11 @@ impl EventFd {
             fd: Fd::new(sys.clone(), sys.eventfd()?),
         })
     }
+    /// Wrap a descriptor received from elsewhere (a vfio-user server gets the client's
+    /// eventfds this way).
+    pub fn from_fd(fd: Fd) -> Self {
+        EventFd { fd }
+    }
     /// The descriptor (for `SET_IRQS`).
     pub fn raw(&self) -> RawFd {
         self.fd.raw()

@@ -14,6 +14,8 @@
 //!   [`dma_rmb`]/[`dma_wmb`]/[`wmb`].
 //! * [`device`] — [`VfioDevice`], the device interface a driver is written against.
 //! * [`kernel`] — [`KernelDevice`]: container/group (Type1v2, no-IOMMU) and iommufd/cdev.
+//! * [`user`] — [`UserDevice`]: a vfio-user client over a UNIX socket, same interface, and
+//!   [`user::server`], a minimal server loop for device models.
 
 //!
 //! `unsafe` is allowed only in `sys` (and its `fake`), `region` and `dma`; docs/unsafe.md lists
@@ -41,6 +43,7 @@ pub mod iova;
 pub mod kernel;
 pub mod region;
 pub mod sys;
+pub mod user;
 
 pub use device::{
     DeviceFlags, DeviceInfo, EventFd, IrqInfo, PciCommand, VfioDevice, CONFIG_REGION,
@@ -53,3 +56,4 @@ pub use kernel::{IommuMode, KernelDevice};
 pub use region::{MmioRegion, RegionCap, RegionFlags, RegionInfo, RegisterIo, SparseArea};
 pub use sys::fake::{FakeState, FakeSys};
 pub use sys::{Fd, Mapping, RealSys, Sys};
+pub use user::UserDevice;

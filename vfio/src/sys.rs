@@ -992,3 +992,65 @@ pub fn parse_irq_set_words(words: &[u32]) -> Option<(u32, u32, u32, Vec<RawFd>)>
     }
     Some((*flags, *index, *start, fds))
 }
+
+/// `sendmsg` on a stream socket: all of `data`, with `fds` attached (SCM_RIGHTS) to the first
+/// chunk. The vfio-user client and server use this; it is here so that every system call of the
+/// crate lives in this module.
+pub fn sock_send(sock: RawFd, data: &[u8], fds: &[RawFd]) -> Result<()> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags, UnixAddr};
+    let mut sent = 0usize;
+    while sent < data.len() {
+        let iov = [std::io::IoSlice::new(&data[sent..])];
+        let rights = [ControlMessage::ScmRights(fds)];
+        let cmsgs: &[ControlMessage] = if sent == 0 && !fds.is_empty() {
+            &rights
+        } else {
+            &[]
+        };
+        match sendmsg::<UnixAddr>(sock, &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
+            Ok(0) => return Err(fail("sendmsg", fd_name(sock), Errno::EPIPE)),
+            Ok(n) => sent += n,
+            Err(Errno::EINTR) => {}
+            Err(e) => return Err(fail("sendmsg", fd_name(sock), e)),
+        }
+    }
+    Ok(())
+}
+
+/// `recvmsg` on a stream socket until `buf` is full; descriptors that arrive (SCM_RIGHTS) are
+/// returned as [`Fd`]s owned by `sys`. EOF before `buf` is full is `ECONNRESET`; a receive
+/// timeout set on the socket surfaces as `EAGAIN`.
+pub fn sock_recv(sys: &Arc<dyn Sys>, sock: RawFd, buf: &mut [u8]) -> Result<Vec<Fd>> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags, UnixAddr};
+    let mut fds = Vec::new();
+    let mut got = 0usize;
+    let mut space = nix::cmsg_space!([RawFd; 16]);
+    while got < buf.len() {
+        space.clear();
+        let mut iov = [std::io::IoSliceMut::new(&mut buf[got..])];
+        let r = recvmsg::<UnixAddr>(sock, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC);
+        let msg = match r {
+            Ok(m) => m,
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(fail("recvmsg", fd_name(sock), e)),
+        };
+        let n = msg.bytes;
+        let cmsgs = msg
+            .cmsgs()
+            .map_err(|e| fail("recvmsg (cmsg)", fd_name(sock), e))?;
+        for c in cmsgs {
+            if let ControlMessageOwned::ScmRights(v) = c {
+                fds.extend(v.into_iter().map(|raw| Fd::new(sys.clone(), raw)));
+            }
+        }
+        if n == 0 {
+            return Err(fail(
+                "recvmsg (peer closed)",
+                fd_name(sock),
+                Errno::ECONNRESET,
+            ));
+        }
+        got += n;
+    }
+    Ok(fds)
+}
