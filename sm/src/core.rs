@@ -224,9 +224,33 @@ impl Sm {
         match smp.method() {
             Method::GET_RESP => self.on_response(&smp),
             Method::TRAP => self.on_trap(now, meta, &smp),
+            Method::GET if smp.attr() == SmpAttrId::SM_INFO => self.on_sminfo_get(meta, &smp),
             _ => {}
         }
         self.step(now);
+    }
+
+    /// Another SM's SMInfo Get: answered with our GUID, SM_Key, activity count, priority and
+    /// state (Master once the subnet is up, else Discovering) — see [`crate::sminfo`].
+    fn on_sminfo_get(&mut self, meta: &MadMeta, req: &Smp) {
+        let facts = crate::sminfo::Facts {
+            guid: crate::sminfo::own_guid(&self.disc.subnet),
+            sm_key: self.cfg.sm_key,
+            act_count: u32::try_from(self.sweeps).unwrap_or(u32::MAX),
+            priority: self.cfg.sm_priority,
+            state: if self.up {
+                ibmad::SmState::MASTER
+            } else {
+                ibmad::SmState::DISCOVERING
+            },
+        };
+        if let Some((m, resp)) =
+            crate::sminfo::answer(meta, req, &facts, self.cfg.port, self.sm_lid)
+        {
+            let mut raw = [0u8; SMP_LEN];
+            raw.copy_from_slice(resp.as_bytes());
+            self.out_raw.push_back((m, raw));
+        }
     }
 
     /// Time has reached [`Sm::poll_timeout`]: resend or give up on late SMPs, fire timers.

@@ -18,6 +18,7 @@ pub mod event;
 pub mod lid;
 pub mod program;
 pub mod routing;
+pub mod sminfo;
 pub mod timer;
 mod txn;
 pub mod verify;
