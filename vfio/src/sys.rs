@@ -1054,3 +1054,161 @@ pub fn sock_recv(sys: &Arc<dyn Sys>, sock: RawFd, buf: &mut [u8]) -> Result<Vec<
     }
     Ok(fds)
 }
+
+#[cfg(test)]
+mod real_tests {
+    //! `RealSys` against the real kernel, with descriptors that exist on every machine (memfds,
+    //! eventfds). VFIO ioctls on a non-VFIO fd must fail cleanly with `ENOTTY`, named.
+    use super::*;
+
+    fn memfd(sys: &Arc<dyn Sys>, len: u64) -> Fd {
+        let fd = Fd::new(sys.clone(), sys.memfd_create("test", false).unwrap());
+        sys.ftruncate(fd.raw(), len).unwrap();
+        fd
+    }
+
+    #[test]
+    fn vfio_ioctls_on_a_plain_fd_fail_with_enotty_and_name_the_ioctl() {
+        let sys = RealSys::shared();
+        let fd = memfd(&sys, 4096);
+        let e = sys.get_api_version(fd.raw()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VfioError::Sys {
+                    op: "VFIO_GET_API_VERSION",
+                    source: Errno::ENOTTY,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = sys.group_get_status(fd.raw()).unwrap_err();
+        assert_eq!(e.errno(), Some(Errno::ENOTTY));
+        let mut buf = [0u64; 4];
+        let e = sys
+            .device_get_region_info(fd.raw(), 0, &mut buf)
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VfioError::Sys {
+                    op: "VFIO_DEVICE_GET_REGION_INFO",
+                    source: Errno::ENOTTY,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = sys
+            .device_get_region_info(fd.raw(), 0, &mut buf[..2])
+            .unwrap_err();
+        assert_eq!(
+            e.errno(),
+            Some(Errno::EINVAL),
+            "buffer smaller than vfio_region_info"
+        );
+        let e = sys.iommu_map_dma(fd.raw(), 0, 0, 4096).unwrap_err();
+        assert_eq!(e.errno(), Some(Errno::ENOTTY));
+        let e = sys.ioas_alloc(fd.raw()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VfioError::Sys {
+                    op: "IOMMU_IOAS_ALLOC",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = sys
+            .device_set_irqs(fd.raw(), 2, 0, IrqAction::Disable, &[])
+            .unwrap_err();
+        assert_eq!(e.errno(), Some(Errno::ENOTTY));
+    }
+
+    #[test]
+    fn pread_pwrite_mmap_share_the_same_bytes() {
+        let sys = RealSys::shared();
+        let fd = memfd(&sys, 8192);
+        sys.pwrite(fd.raw(), b"hello", 4096).unwrap();
+        let map = sys.mmap(fd.raw(), 4096, 4096).unwrap();
+        let span = crate::region::VolatileSpan::of(&map, 0, 4096).unwrap();
+        assert_eq!(span.read8(1).unwrap(), b'e');
+        span.write32(8, 0xA1B2_C3D4).unwrap();
+        let mut b = [0u8; 4];
+        sys.pread(fd.raw(), &mut b, 4096 + 8).unwrap();
+        assert_eq!(u32::from_le_bytes(b), 0xA1B2_C3D4);
+        // Reading past the end is a short read, reported as EIO.
+        let mut b = [0u8; 16];
+        let e = sys.pread(fd.raw(), &mut b, 8190).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VfioError::Sys {
+                    op: "pread (short)",
+                    source: Errno::EIO,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // memmap2 aligns an unaligned offset down itself and returns the byte it was asked for.
+        let m = sys.mmap(fd.raw(), 4099, 16).unwrap();
+        assert_eq!(m.ptr().as_ptr() as usize % 4096, 3);
+        let e = sys.mmap(-1, 0, 4096).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VfioError::Sys {
+                    op: "mmap",
+                    source: Errno::EBADF,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn eventfd_counts_and_poll() {
+        let sys = RealSys::shared();
+        let a = Fd::new(sys.clone(), sys.eventfd().unwrap());
+        let b = Fd::new(sys.clone(), sys.eventfd().unwrap());
+        assert_eq!(sys.eventfd_read(a.raw()).unwrap(), None);
+        assert_eq!(sys.poll_in(&[a.raw(), b.raw()], 0).unwrap(), None);
+        sys.eventfd_write(b.raw(), 3).unwrap();
+        assert_eq!(sys.poll_in(&[a.raw(), b.raw()], 100).unwrap(), Some(1));
+        assert_eq!(sys.eventfd_read(b.raw()).unwrap(), Some(3));
+        assert_eq!(sys.eventfd_read(b.raw()).unwrap(), None);
+    }
+
+    #[test]
+    fn missing_paths_are_enoent_with_the_path() {
+        let sys = RealSys::shared();
+        let e = sys.open("/nonexistent/vfio/vfio").unwrap_err();
+        assert!(
+            matches!(&e, VfioError::Sys { op: "open", target, source: Errno::ENOENT } if target == "/nonexistent/vfio/vfio"),
+            "{e}"
+        );
+        assert!(sys.open("bad\0path").is_err());
+        let e = crate::KernelDevice::open(sys.clone(), "ffff:ff:1f.7", crate::IommuMode::Type1v2)
+            .unwrap_err();
+        assert!(e.errno().is_some(), "{e}");
+        assert_eq!(
+            sys.read_link("/nonexistent").unwrap_err().errno(),
+            Some(Errno::ENOENT)
+        );
+    }
+
+    #[test]
+    fn irq_set_layout() {
+        let w = irq_set_words(2, 1, IrqAction::Eventfds, &[7, 9]).unwrap();
+        assert_eq!(w, vec![28, 0x24, 2, 1, 2, 7, 9]);
+        assert_eq!(parse_irq_set_words(&w), Some((0x24, 2, 1, vec![7, 9])));
+        let w = irq_set_words(2, 0, IrqAction::Disable, &[7]).unwrap();
+        assert_eq!(w, vec![20, 0x21, 2, 0, 0]);
+        assert_eq!(parse_irq_set_words(&w[..4]), None);
+        assert_eq!(std::mem::size_of::<vfio_irq_set>(), 20);
+    }
+}
