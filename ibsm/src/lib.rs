@@ -14,3 +14,4 @@ pub mod daemon;
 pub mod persist;
 pub mod serve_cmd;
 pub mod simrun;
+pub mod verify_cmd;

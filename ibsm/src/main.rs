@@ -17,6 +17,8 @@ commands:
                            torus:8,8,8, mesh:4,4, dragonfly:..., random:...
   sim serve TOPOLOGY       serve the simulated fabric over ibsim's protocol (OpenSM, diags)
   run [options]            run the subnet manager on a real port (OpenSM's options)
+  verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
+                           check tables: reachability, hop counts, credit loops, balance
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
 ";
 
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
     match cmd.as_str() {
         "sim" => cmd_sim(rest),
         "run" => cmd_run(rest),
+        "verify" => ibsm::verify_cmd::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS

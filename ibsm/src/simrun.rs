@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId as TopoNode, Topology};
 use ibmad::{NodeType, PortNum, Time};
-use sm::check::{check_all_pairs, Reachability};
+use sm::check::Reachability;
 use sm::{Command, Event, Level, Phase, PhaseStats, Sm, SmConfig};
 
 use crate::persist::{write_atomic, PersistError};
@@ -92,6 +92,8 @@ pub struct SimOutcome {
     pub unreachable: usize,
     /// The engine that routed.
     pub engine: String,
+    /// The route verifier's report (credit loops, balance; None when there were no tables).
+    pub verify: Option<sm::verify::Report>,
     /// Virtual time at SUBNET UP (or at the end).
     pub virtual_time: Duration,
     /// Wall time of the whole run (after loading).
@@ -355,7 +357,8 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     };
 
     let check_start = Instant::now();
-    let reachability = d.sm.lfts().map(|l| check_all_pairs(d.sm.subnet(), l));
+    let verified = d.sm.lfts().map(|l| sm::verify::verify(d.sm.subnet(), l));
+    let reachability = verified.as_ref().map(|v| v.reach.clone());
     let check_time = check_start.elapsed();
 
     if let Some(dir) = &args.dump_dir {
@@ -369,6 +372,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         nodes_found: d.sm.subnet().nodes.len(),
         unreachable,
         engine: d.sm.routing_engine_used().to_string(),
+        verify: verified,
         virtual_time,
         wall,
     };
@@ -484,6 +488,27 @@ fn report(
             r.non_shortest
         )?,
         None => writeln!(out, "check            no forwarding tables were computed")?,
+    }
+    if let Some(v) = &o.verify {
+        let b = &v.balance;
+        writeln!(
+            out,
+            "credit loops     {}; routes per link max {} mean {:.1} stddev {:.2}",
+            match &v.credit_loop {
+                None => "none (channel dependency graph acyclic)".to_string(),
+                Some(c) => format!(
+                    "CYCLE of {} links: {}",
+                    c.len(),
+                    c.iter()
+                        .map(|x| x.describe(subnet))
+                        .collect::<Vec<_>>()
+                        .join(" => ")
+                ),
+            },
+            b.per_link.max,
+            b.per_link.mean,
+            b.per_link.stddev
+        )?;
     }
     writeln!(out, "simulator        {}", d.fabric.stats())?;
     if let Some(dir) = dump_dir {

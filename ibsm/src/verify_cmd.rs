@@ -1,0 +1,300 @@
+//! `ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [--json]`: judges
+//! forwarding tables against a topology with [`sm::verify`] — every CA reaches every CA (no
+//! dead end, no loop), hop counts against shortest paths, credit loops (cycles of the channel
+//! dependency graph, printed as the links that form them) and route balance.
+//!
+//! `--lfts` takes a dump in `opensm-lfts.dump`, `dump_fts` or `ibroute` format, so OpenSM's
+//! tables can be judged as well as ours; the LIDs are those the dump records for each port
+//! (else the topology's, else fresh ones). `--routing` instead computes our own tables with the
+//! engine chain (`--root-guid-file`, `--lfts-file` and `--scatter-ports` as OpenSM's options).
+//! Exit status: 0 when the tables pass, 1 when they fail, 2 on bad usage or input.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+
+use fabric_sim::topo::Topology;
+use sm::lid::{assign_lids, Guid2Lid, LidConfig};
+use sm::routing::file::parse_lft_dump;
+use sm::routing::fixtures::{add, connect, node};
+use sm::routing::{route_chain_with, EngineOptions, OptionFile};
+use sm::Subnet;
+
+const USAGE: &str = "\
+usage: ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [options]
+
+  --topology T          topology file (ibsim .net or ibnetdiscover) or generator spec
+  --lfts DUMP           tables to judge: opensm-lfts.dump, dump_fts or ibroute output
+  --routing ENGINES     compute our tables instead (as -R, e.g. updn,minhop)
+  --root-guid-file F    root GUIDs for updn (with --routing)
+  --lfts-file F         tables for the file engine (with --routing file)
+  --scatter-ports N     scatter_ports seed (with --routing)
+  --json                print the report as JSON
+exit status: 0 pass, 1 fail (dead end, loop or credit loop), 2 bad usage or input
+";
+
+/// Parsed arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyArgs {
+    /// Topology file or spec.
+    pub topology: String,
+    /// Dump to judge.
+    pub lfts: Option<String>,
+    /// Engines to run instead.
+    pub routing: Option<String>,
+    /// root_guid_file.
+    pub root_guid_file: Option<String>,
+    /// lfts_file.
+    pub lfts_file: Option<String>,
+    /// scatter_ports.
+    pub scatter_ports: u64,
+    /// JSON output.
+    pub json: bool,
+}
+
+/// Parses the arguments after `verify`; `Ok(None)` = help.
+pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
+    let mut a = VerifyArgs::default();
+    let mut topo = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let mut val = |name: &str| -> Result<String, String> {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match key {
+            "-h" | "--help" => return Ok(None),
+            "--json" => a.json = true,
+            "--topology" => topo = Some(val(key)?),
+            "--lfts" => a.lfts = Some(val(key)?),
+            "--routing" | "-R" => a.routing = Some(val(key)?),
+            "--root-guid-file" | "--root_guid_file" | "-a" => {
+                a.root_guid_file = Some(val(key)?);
+            }
+            "--lfts-file" | "--lfts_file" => a.lfts_file = Some(val(key)?),
+            "--scatter-ports" | "--scatter_ports" => {
+                let v = val(key)?;
+                a.scatter_ports = v
+                    .parse()
+                    .map_err(|_| format!("--scatter-ports {v:?} is not a number"))?;
+            }
+            s => return Err(format!("unknown argument {s:?}")),
+        }
+    }
+    a.topology = topo.ok_or("--topology is required")?;
+    match (&a.lfts, &a.routing) {
+        (None, None) => return Err("give --lfts DUMP or --routing ENGINES".into()),
+        (Some(_), Some(_)) => return Err("--lfts and --routing exclude each other".into()),
+        _ => {}
+    }
+    Ok(Some(a))
+}
+
+/// A fabric-sim topology as an SM subnet: every cabled port linked and Active, the topology's
+/// LIDs kept where it has them.
+#[must_use]
+pub fn subnet_from_topology(t: &Topology) -> Subnet {
+    let mut s = Subnet::new();
+    let mut ids = HashMap::new();
+    let mut first_sw = true;
+    for (id, n) in t.nodes() {
+        let mut nd = node(n.guid().0, n.node_type(), n.num_ports(), n.desc());
+        nd.sys_guid = n.sys_image_guid();
+        if n.is_switch() && first_sw {
+            nd.dr_path = ibmad::DrPath::local();
+            first_sw = false;
+        }
+        let sid = add(&mut s, nd);
+        for (p, port) in t.ports(id) {
+            if let Some(x) = s.port_mut(sid, p) {
+                x.guid = port.guid();
+                x.lid = port.lid();
+                x.lmc = port.lmc();
+            }
+        }
+        ids.insert(id, sid);
+    }
+    for l in t.links() {
+        if let (Some(&a), Some(&b)) = (ids.get(&l.a.node), ids.get(&l.b.node)) {
+            connect(&mut s, (a, l.a.port.0), (b, l.b.port.0));
+        }
+    }
+    s
+}
+
+fn read(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))
+}
+
+fn option_file(path: &Option<String>) -> Option<OptionFile> {
+    path.as_ref().map(|p| OptionFile {
+        path: p.clone(),
+        contents: std::fs::read_to_string(p).map_err(|e| e.to_string()),
+    })
+}
+
+/// Runs the verification; returns the text to print and whether the tables passed.
+pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
+    let t = Topology::from_spec_or_file(&a.topology).map_err(|e| e.to_string())?;
+    let mut s = subnet_from_topology(&t);
+    let mut log = Vec::new();
+    let lfts = if let Some(path) = &a.lfts {
+        let dump = parse_lft_dump(&read(path)?).map_err(|e| format!("{path}: {e}"))?;
+        let n = dump
+            .apply_lids(&mut s)
+            .map_err(|e| format!("{path}: {e}"))?;
+        if n == 0 && s.end_ports().all(|(x, p)| s.lid_of(x, p).0 == 0) {
+            fresh_lids(&mut s)?;
+        }
+        dump.to_lfts(&s).map_err(|e| format!("{path}: {e}"))?
+    } else {
+        if s.end_ports().any(|(x, p)| s.lid_of(x, p).0 == 0) {
+            fresh_lids(&mut s)?;
+        }
+        let engines = vec![a.routing.clone().unwrap_or_default()];
+        let opts = EngineOptions {
+            scatter_ports: a.scatter_ports,
+            root_guid_file: option_file(&a.root_guid_file),
+            lfts_file: option_file(&a.lfts_file),
+            ..EngineOptions::default()
+        };
+        let out = route_chain_with(&engines, false, &s, a.scatter_ports, &opts)
+            .map_err(|e| e.to_string())?;
+        log = out.log;
+        out.lfts
+    };
+    let report = sm::verify::verify(&s, &lfts);
+    let text = if a.json {
+        format!("{}\n", report.to_json(&s))
+    } else {
+        let mut t = String::new();
+        for l in &log {
+            t.push_str(l);
+            t.push('\n');
+        }
+        t.push_str(&report.summary(&s));
+        t
+    };
+    Ok((text, report.is_ok()))
+}
+
+fn fresh_lids(s: &mut Subnet) -> Result<(), String> {
+    assign_lids(
+        s,
+        &LidConfig {
+            lmc: 0,
+            reassign_lids: true,
+        },
+        &Guid2Lid::new(),
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+}
+
+/// `ibsm verify` entry point.
+#[must_use]
+pub fn main(args: &[String]) -> ExitCode {
+    let a = match parse_args(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("ibsm verify: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&a) {
+        Ok((text, ok)) => {
+            print!("{text}");
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("ibsm verify: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn parses_and_rejects() {
+        let a = parse_args(&args("--topology torus:4,4 --routing updn --json"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.routing.as_deref(), Some("updn"));
+        assert!(a.json);
+        assert!(parse_args(&args("--routing updn")).is_err());
+        assert!(parse_args(&args("--topology x")).is_err());
+        assert!(parse_args(&args("--topology x --lfts a --routing b")).is_err());
+        assert!(parse_args(&args("--help")).unwrap().is_none());
+    }
+
+    #[test]
+    fn minhop_on_a_torus_fails_updn_passes() {
+        let mk = |r: &str| VerifyArgs {
+            topology: "torus:4,4".into(),
+            routing: Some(r.into()),
+            ..VerifyArgs::default()
+        };
+        let (text, ok) = run(&mk("minhop")).unwrap();
+        assert!(!ok, "{text}");
+        assert!(text.contains("CYCLE FOUND"), "{text}");
+        let (text, ok) = run(&mk("updn")).unwrap();
+        assert!(ok, "{text}");
+        assert!(text.contains("updn tables configured"), "{text}");
+        let mut j = mk("updn");
+        j.json = true;
+        let (text, _) = run(&j).unwrap();
+        assert!(text.starts_with("{\"ok\":true,"), "{text}");
+    }
+
+    #[test]
+    fn judges_a_dump_written_by_our_own_dumper() {
+        let t = Topology::generate("fat-tree:2,4").unwrap();
+        let mut s = subnet_from_topology(&t);
+        fresh_lids(&mut s).unwrap();
+        let out = sm::routing::route_chain(&["minhop".into()], false, &s, 0).unwrap();
+        let dir = std::env::temp_dir().join(format!("ibsm-verify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("opensm-lfts.dump");
+        std::fs::write(&p, sm::dump::lfts_dump(&s, &out.lfts)).unwrap();
+        let a = VerifyArgs {
+            topology: "fat-tree:2,4".into(),
+            lfts: Some(p.to_string_lossy().into_owned()),
+            ..VerifyArgs::default()
+        };
+        let (text, ok) = run(&a).unwrap();
+        assert!(ok, "{text}");
+        assert!(
+            text.contains("0 unreachable, 0 looping, 0 longer"),
+            "{text}"
+        );
+        std::fs::write(
+            &p,
+            "Unicast lids [0-3] of switch Lid 1 guid 0x1 ('x'):\nbogus\n",
+        )
+        .unwrap();
+        let e = run(&a).unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
