@@ -305,6 +305,9 @@ struct Fabric {
     by_rank: Vec<u32>,
     /// Switch slots in GUID order (OpenSM's switch table order).
     guid_order: Vec<u32>,
+    /// Up neighbours of `by_rank[k]` (in group order): `up_remote[up_start[k]..up_start[k+1]]`.
+    up_start: Vec<u32>,
+    up_remote: Vec<u32>,
 }
 
 impl Fabric {
@@ -608,6 +611,8 @@ impl Fabric {
             non_cns,
             by_rank: Vec::new(),
             guid_order,
+            up_start: Vec::new(),
+            up_remote: Vec::new(),
         };
         ft.make_indexing();
         ft.make_leaf_array()?;
@@ -624,7 +629,15 @@ impl Fabric {
             .filter(|&i| ft.sws[i as usize].rank != UNRANKED)
             .collect();
         by_rank.sort_by_key(|&i| ft.sws[i as usize].rank);
+        let mut up_start = vec![0u32];
+        let mut up_remote = Vec::new();
+        for &x in &by_rank {
+            up_remote.extend(ft.sws[x as usize].up().iter().map(|g| g.remote));
+            up_start.push(up_remote.len() as u32);
+        }
         ft.by_rank = by_rank;
+        ft.up_start = up_start;
+        ft.up_remote = up_remote;
         Ok(ft)
     }
 
@@ -895,24 +908,25 @@ impl Fabric {
     }
 
     /// One destination's column: per switch, [`NONE`], `FIXED | port`, or a group index.
-    fn column(&self, d: &Dest, dist: &mut [u8], key: &mut [u8], col: &mut [u16]) {
-        dist.fill(FAR);
-        key.fill(SECONDARY);
+    /// `dk` is scratch: per switch `hops left << 8 | key` (so one comparison orders both).
+    fn column(&self, d: &Dest, dk: &mut [u16], col: &mut [u16]) {
+        const UNSET: u16 = (FAR as u16) << 8 | SECONDARY as u16;
+        let pack = |dist: usize, key: usize| -> u16 {
+            ((dist.min(usize::from(FAR) - 1) as u16) << 8)
+                | key.min(usize::from(SECONDARY) - 1) as u16
+        };
+        dk.fill(UNSET);
         col.fill(NONE);
         let a = d.attach as usize;
-        dist[a] = 0;
-        key[a] = 0;
+        dk[a] = 0;
         col[a] = FIXED | u16::from(d.port);
         for (i, &(s, p)) in d.main.iter().enumerate() {
-            key[s as usize] = (i + 1).min(usize::from(SECONDARY) - 1) as u8;
+            dk[s as usize] = pack(i + 1, i + 1);
             col[s as usize] = FIXED | u16::from(p);
         }
         // Ancestors: up from the attach switch, level by level. Each points down to the first
         // child that reached it, and the main-path switch of each level goes first, so the
         // parents of the main path point down to it.
-        for (i, &(s, _)) in d.main.iter().enumerate() {
-            dist[s as usize] = (i + 1).min(usize::from(FAR) - 1) as u8;
-        }
         let mut frontier = vec![d.attach];
         let mut next = Vec::new();
         let mut level = 0usize;
@@ -921,12 +935,12 @@ impl Fabric {
             if let Some(&(m, _)) = d.main.get(level - 1) {
                 next.push(m);
             }
-            let lv = level.min(usize::from(FAR) - 1) as u8;
+            let v = ((level.min(usize::from(FAR) - 1) as u16) << 8) | u16::from(SECONDARY);
             for &s in &frontier {
                 for g in self.sws[s as usize].up() {
                     let p = g.remote as usize;
-                    if dist[p] == FAR {
-                        dist[p] = lv;
+                    if dk[p] >> 8 == u16::from(FAR) {
+                        dk[p] = v;
                         col[p] = g.rev as u16;
                         next.push(g.remote);
                     }
@@ -936,29 +950,25 @@ impl Fabric {
             next.clear();
         }
         // Everything else, parents before children: up to the parent with the fewest hops
-        // left, then the lowest key, then the lowest index.
-        for &x in &self.by_rank {
+        // left, then the lowest key (the main path joined lowest), then the lowest index.
+        for (k, &x) in self.by_rank.iter().enumerate() {
             let x = x as usize;
-            if dist[x] != FAR {
+            if dk[x] >> 8 != u16::from(FAR) {
                 continue;
             }
-            let sw = &self.sws[x];
-            let mut best: Option<(u8, u8, usize)> = None;
-            for (gi, g) in sw.up().iter().enumerate() {
-                let p = g.remote as usize;
-                let dp = dist[p];
-                if dp == FAR {
-                    continue;
-                }
-                let c = (dp, key[p]);
-                if best.is_none_or(|b| c < (b.0, b.1)) {
-                    best = Some((dp, key[p], gi));
+            let ups = &self.up_remote[self.up_start[k] as usize..self.up_start[k + 1] as usize];
+            let mut best = u16::MAX;
+            let mut bi = 0usize;
+            for (gi, &p) in ups.iter().enumerate() {
+                let v = dk[p as usize];
+                if v < best {
+                    best = v;
+                    bi = gi;
                 }
             }
-            if let Some((dp, k, gi)) = best {
-                dist[x] = dp.saturating_add(1);
-                key[x] = k;
-                col[x] = gi as u16;
+            if best >> 8 < u16::from(FAR) - 1 {
+                dk[x] = best + 0x100;
+                col[x] = bi as u16;
             }
         }
     }
@@ -967,8 +977,8 @@ impl Fabric {
         let dests = self.main_paths(subnet);
         let nsw = self.sws.len();
         let mut cols = vec![NONE; dests.len() * nsw];
-        let fill = |(d, col): (&Dest, &mut [u16]), dist: &mut Vec<u8>, key: &mut Vec<u8>| {
-            self.column(d, dist, key, col);
+        let fill = |(d, col): (&Dest, &mut [u16]), dk: &mut Vec<u16>| {
+            self.column(d, dk, col);
         };
         #[cfg(feature = "parallel")]
         {
@@ -976,16 +986,13 @@ impl Fabric {
             dests
                 .par_iter()
                 .zip(cols.par_chunks_mut(nsw.max(1)))
-                .for_each_init(
-                    || (vec![FAR; nsw], vec![SECONDARY; nsw]),
-                    |(dist, key), dc| fill(dc, dist, key),
-                );
+                .for_each_init(|| vec![0u16; nsw], |dk, dc| fill(dc, dk));
         }
         #[cfg(not(feature = "parallel"))]
         {
-            let (mut dist, mut key) = (vec![FAR; nsw], vec![SECONDARY; nsw]);
+            let mut dk = vec![0u16; nsw];
             for dc in dests.iter().zip(cols.chunks_mut(nsw.max(1))) {
-                fill(dc, &mut dist, &mut key);
+                fill(dc, &mut dk);
             }
         }
         // Rows: fixed ports as they are; groups spread over their ports in turn, per switch.
