@@ -842,6 +842,43 @@ mod tests {
     }
 
     #[test]
+    fn non_mmappable_bar_goes_through_pread_pwrite() {
+        let (f, d) = open_std();
+        let bar2 = d.bar(2).unwrap();
+        bar2.write32(0x10, 0x55AA_55AA).unwrap();
+        assert_eq!(bar2.read32(0x10).unwrap(), 0x55AA_55AA);
+        let calls = f.with(|s| s.calls.clone());
+        assert!(!calls.iter().any(|c| c == "mmap"), "{calls:?}");
+        assert!(calls.iter().any(|c| c == "pwrite") && calls.iter().any(|c| c == "pread"));
+        // An absent BAR has no registers at all.
+        assert!(matches!(
+            d.bar(1).unwrap().read32(0),
+            Err(VfioError::OutOfBounds { len: 0, .. })
+        ));
+        // A failing pread keeps its errno.
+        f.with(|s| s.fail.insert("pread", Errno::EIO));
+        assert!(matches!(
+            bar2.read32(0),
+            Err(VfioError::Sys {
+                op: "pread",
+                source: Errno::EIO,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn auto_uses_noiommu_when_only_the_noiommu_group_node_exists() {
+        let mut st = noiommu_state();
+        st.extensions = vec![VFIO_TYPE1v2_IOMMU, VFIO_NOIOMMU_IOMMU];
+        let (f, s) = fake(st);
+        let d = KernelDevice::open(s, STANDARD_BDF, IommuMode::Auto).unwrap();
+        assert_eq!(d.mode(), IommuMode::NoIommu);
+        drop(d);
+        assert_eq!(f.with(|s| s.open_fds()), 0);
+    }
+
+    #[test]
     fn msix_eventfds() {
         let (f, d) = open_std();
         let fds = d.enable_msix(4).unwrap();

@@ -248,8 +248,8 @@ pub const STANDARD_BDF: &str = "0000:01:00.0";
 
 impl FakeState {
     /// One RA-1-like device at [`STANDARD_BDF`] in IOMMU group 7 (viable), Type1v2 supported:
-    /// BAR0 128 KiB read/write/mmap with a sparse-mmap capability covering it, BAR1–5 and ROM
-    /// absent, config space 256 bytes (vendor/device `0x1DED:0xA501`), MSI-X index with 4
+    /// BAR0 128 KiB read/write/mmap with a sparse-mmap capability covering it, BAR2 4 KiB
+    /// read/write without mmap (MSI-X table), BAR1/3/4/5 and ROM absent, config space 256 bytes (vendor/device `0x1DED:0xA501`), MSI-X index with 4
     /// vectors. The sysfs `iommu_group` link is in place.
     pub fn standard() -> Result<Self> {
         let mut st = FakeState::default();
@@ -261,7 +261,9 @@ impl FakeState {
         )?;
         bar0.caps = sparse_mmap_cap(&[(0, 0x2_0000)], 0);
         regions.push(bar0);
-        for _ in 1..=6 {
+        regions.push(FakeRegion::new(0, 0)?); // upper half of the 64-bit BAR0
+        regions.push(FakeRegion::new(rw, 0x1000)?); // BAR2: MSI-X table, not mmappable
+        for _ in 3..=6 {
             regions.push(FakeRegion::new(0, 0)?);
         }
         let cfg = FakeRegion::new(rw, 256)?;
