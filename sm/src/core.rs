@@ -236,6 +236,7 @@ impl Sm {
         let facts = crate::sminfo::Facts {
             guid: crate::sminfo::own_guid(&self.disc.subnet),
             sm_key: self.cfg.sm_key,
+            m_key: self.cfg.m_key,
             act_count: u32::try_from(self.sweeps).unwrap_or(u32::MAX),
             priority: self.cfg.sm_priority,
             state: if self.up {

@@ -18,6 +18,8 @@ pub struct Facts {
     pub guid: Guid,
     /// The SM's SM_Key.
     pub sm_key: u64,
+    /// The M_Key the SM protects its port with (0 = none).
+    pub m_key: u64,
     /// ActCount: increases while the SM is active.
     pub act_count: u32,
     /// Priority, 0..=15.
@@ -40,8 +42,9 @@ pub fn own_guid(subnet: &Subnet) -> Guid {
 /// along its return path (the transport applies `ibmad::smi::advance`), a LID-routed one to
 /// the requester's LID from `own_lid`. `None` if `req` is not an SMInfo Get.
 ///
-/// SM_Key is disclosed only to a requester that presents the same SM_Key in its request
-/// (§14.4.1: "the SM_Key … shall be zero unless …"); otherwise it reads 0.
+/// SM_Key is withheld (reads 0) from a requester that fails the M_Key check: when our port is
+/// protected (`m_key` ≠ 0) and the request's M_Key differs (IBA §14.4.1 with §14.2.4's
+/// protection level 1; OpenSM `smi_rcv_process_get_request`). Otherwise it is disclosed.
 #[must_use]
 pub fn answer(
     meta: &MadMeta,
@@ -53,19 +56,14 @@ pub fn answer(
     if req.method() != Method::GET || req.attr() != SmpAttrId::SM_INFO {
         return None;
     }
-    let asked_key = SmInfo::ref_from_prefix(&req.data)
-        .map(|(s, _)| s.sm_key.get())
-        .unwrap_or(0);
+    let authenticated = facts.m_key == 0 || req.m_key.get() == facts.m_key;
     let mut resp = *req;
     smi::make_response(&mut resp);
     resp.data = [0; 64];
     let (info, _) = SmInfo::mut_from_prefix(&mut resp.data).ok()?;
     info.guid.set(facts.guid.0);
-    info.sm_key.set(if asked_key == facts.sm_key {
-        facts.sm_key
-    } else {
-        0
-    });
+    info.sm_key
+        .set(if authenticated { facts.sm_key } else { 0 });
     info.act_count.set(facts.act_count);
     info.set_priority(facts.priority.min(15));
     info.set_sm_state_raw(facts.state.0);
@@ -99,6 +97,7 @@ mod tests {
         Facts {
             guid: Guid(0x0011_2233_4455_6677),
             sm_key: 0xABCD,
+            m_key: 0,
             act_count: 42,
             priority: 15,
             state: SmState::MASTER,
@@ -153,11 +152,20 @@ mod tests {
     }
 
     #[test]
-    fn sm_key_is_zero_for_a_requester_without_it() {
-        let (_, resp) = answer(&meta(), &dr_get(1), &facts(), PortNum(1), Lid(4)).unwrap();
+    fn sm_key_is_withheld_from_a_requester_failing_the_m_key_check() {
+        let protected = Facts {
+            m_key: 0x77,
+            ..facts()
+        };
+        let mut req = dr_get(0);
+        let (_, resp) = answer(&meta(), &req, &protected, PortNum(1), Lid(4)).unwrap();
         let (i, _) = SmInfo::ref_from_prefix(&resp.data).unwrap();
         assert_eq!(i.sm_key.get(), 0);
         assert_eq!(i.priority(), 15);
+        req.m_key.set(0x77);
+        let (_, resp) = answer(&meta(), &req, &protected, PortNum(1), Lid(4)).unwrap();
+        let (i, _) = SmInfo::ref_from_prefix(&resp.data).unwrap();
+        assert_eq!(i.sm_key.get(), 0xABCD);
     }
 
     #[test]

@@ -134,7 +134,7 @@ fn the_sm_answers_sminfo_get_directed_route_and_lid_routed() {
     assert_eq!(info.sm_key.get(), 0x5eed);
     assert!(info.act_count.get() >= 1);
 
-    // LID-routed to the SM's LID, without the SM_Key: the key is withheld.
+    // LID-routed to the SM's LID; no M_Key protection, so the SM_Key is disclosed.
     let sm_lid = sm.sm_lid();
     let req = Smp::lid_request(Method::GET, SmpAttrId::SM_INFO, 0, 0x3000);
     let lr = MadMeta {
@@ -152,6 +152,6 @@ fn the_sm_answers_sminfo_get_directed_route_and_lid_routed() {
     let info = *SmInfo::ref_from_prefix(&r.data).unwrap().0;
     assert_eq!(r.tid.get(), 0x3000);
     assert_eq!(info.guid(), port_guid);
-    assert_eq!(info.sm_key.get(), 0);
+    assert_eq!(info.sm_key.get(), 0x5eed);
     assert_ne!(info.guid(), Guid(0));
 }

@@ -506,3 +506,144 @@ impl Rewrap {
         })
     }
 }
+
+/// One turn of an in-process ibsm on the served fabric: its MADs in, its timers, its MADs out,
+/// then the server carries them. SMInfo GetResps with TID `probe` are handed to `seen`.
+fn ibsm_turn(
+    server: &mut IbsimServer,
+    h: fabric_sim::sim::SmHandle,
+    sm: &mut sm::Sm,
+    probe: u64,
+    seen: &mut Vec<ibmad::attr::SmInfo>,
+) {
+    use ibmad::zerocopy::FromBytes;
+    let mut buf = [0u8; 256];
+    let f = server.fabric_mut();
+    let now = f.now();
+    while let Ok(Some((meta, len))) = f.sm_recv(h, &mut buf) {
+        if let Ok(smp) = ibmad::Smp::ref_from_bytes(&buf[..len]) {
+            if smp.tid.get() == probe && smp.attr() == ibmad::SmpAttrId::SM_INFO {
+                seen.push(*ibmad::attr::SmInfo::ref_from_prefix(&smp.data).unwrap().0);
+                continue;
+            }
+        }
+        sm.handle_mad(now, &meta, &buf[..len]);
+    }
+    if sm.poll_timeout().is_some_and(|t| t <= now) {
+        sm.handle_timeout(now);
+    }
+    while let Some(tx) = sm.poll_transmit(now, &mut buf) {
+        f.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
+    }
+    server.service();
+}
+
+#[test]
+fn opensm_and_ibsm_answer_each_others_sminfo_and_the_higher_priority_stays_master() {
+    let test = "two_sms_sminfo";
+    if !peers(test) {
+        return;
+    }
+    use ibmad::zerocopy::IntoBytes;
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    let fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let mut server = IbsimServer::bind(fabric, &sock_name()).unwrap();
+    // ibsm (priority 15) on the last CA, OpenSM (priority 0) on the first node (a spine).
+    let ca = topo.nodes_of_type(NodeType::CA).last().unwrap();
+    let h = server
+        .fabric_mut()
+        .attach_sm(ca, PortNum(1))
+        .unwrap()
+        .handle;
+    let cfg = sm::SmConfig {
+        port: PortNum(1),
+        sm_priority: 15,
+        ..sm::SmConfig::default()
+    };
+    let mut ibsm = sm::Sm::new(cfg).unwrap();
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    while !ibsm.is_up() {
+        assert!(start.elapsed() < Duration::from_secs(20), "ibsm not up");
+        server.poll(Duration::from_millis(1)).unwrap();
+        ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
+    }
+
+    let dir = TempDir::new(test).unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.path().join("opensm.log");
+    let client = Served {
+        name: server.name().to_string(),
+        stop: Arc::new(AtomicBool::new(true)),
+        thread: None,
+    };
+    let child = client
+        .client("opensm", dir.path())
+        .args(["-e", "-s", "1", "-f"])
+        .arg(&log)
+        .env("OSM_CACHE_DIR", &cache)
+        .env("OSM_TMP_DIR", &cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _opensm = Proc(child);
+
+    // OpenSM finds ibsm's port (IsSM), asks its SMInfo, and stands by.
+    let start = Instant::now();
+    let text = loop {
+        server.poll(Duration::from_millis(2)).unwrap();
+        ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("Entering STANDBY state") {
+            break text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "OpenSM did not stand by:\n{text}"
+        );
+    };
+    assert!(!text.contains("SUBNET UP"), "OpenSM took over:\n{text}");
+
+    // ibsm's side of the exchange: an SMInfo Get to OpenSM's port (the spine's port 0, LID
+    // routed over the tables ibsm programmed) is answered by OpenSM through the server.
+    let spine = topo.nodes().next().unwrap().0;
+    let spine_lid = server
+        .fabric()
+        .agent(spine)
+        .unwrap()
+        .port_info(PortNum(0))
+        .unwrap()
+        .lid();
+    let probe = 0x5151_0000_0000_beef_u64 & 0x0000_ffff_ffff_ffff;
+    let req = ibmad::Smp::lid_request(ibmad::Method::GET, ibmad::SmpAttrId::SM_INFO, 0, probe);
+    let meta = ibmad::MadMeta {
+        port: PortNum(1),
+        slid: Lid(0),
+        dlid: spine_lid,
+        qp: 0,
+        sl: 0,
+    };
+    server
+        .fabric_mut()
+        .sm_send(h, &meta, req.as_bytes())
+        .unwrap();
+    server.service();
+    let start = Instant::now();
+    while seen.is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "OpenSM did not answer SMInfo Get"
+        );
+        server.poll(Duration::from_millis(2)).unwrap();
+        ibsm_turn(&mut server, h, &mut ibsm, probe, &mut seen);
+    }
+    let theirs = seen[0];
+    assert_eq!(theirs.guid().0, topo.node(spine).unwrap().guid().0);
+    assert_eq!(theirs.priority(), 0);
+    assert_eq!(theirs.sm_state(), ibmad::SmState::STANDBY);
+    // ibsm kept the subnet.
+    assert!(ibsm.is_up());
+}
