@@ -9,6 +9,7 @@
 
 pub mod file;
 pub mod fixtures;
+pub mod ftree;
 pub mod minhop;
 pub mod updn;
 
@@ -196,6 +197,10 @@ pub struct EngineOptions {
     pub root_guid_file: Option<OptionFile>,
     /// [`lfts_file`] for the `file` engine, as read by the caller.
     pub lfts_file: Option<OptionFile>,
+    /// [`cn_guid_file`] for ftree: compute-node port GUIDs, as read by the caller.
+    pub cn_guid_file: Option<OptionFile>,
+    /// [`io_guid_file`] for ftree: I/O-node port GUIDs, as read by the caller.
+    pub io_guid_file: Option<OptionFile>,
 }
 
 /// A file named by an option, read by the front end: the path (for messages) and its text, or
@@ -239,7 +244,7 @@ pub trait RoutingEngine: Send + Sync {
 }
 
 /// OpenSM engine names this SM recognises but does not implement yet.
-pub const PLANNED_ENGINES: &[&str] = &["ftree", "lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
+pub const PLANNED_ENGINES: &[&str] = &["lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
 
 /// The engine called `name` (`"minhop"`, or the legacy `"null"`).
 pub fn engine_by_name(
@@ -251,6 +256,7 @@ pub fn engine_by_name(
         "updn" => Ok(Box::new(updn::UpDn::new(opts.clone(), updn::Mode::UpDown))),
         "dnup" => Ok(Box::new(updn::UpDn::new(opts.clone(), updn::Mode::DownUp))),
         "file" => Ok(Box::new(file::FileEngine::new(opts.clone()))),
+        "ftree" => Ok(Box::new(ftree::FatTree::new(opts))),
         n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }
