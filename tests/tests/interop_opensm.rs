@@ -32,6 +32,8 @@ use umad::testutil::{peers_or_skip, report_skip, require_peers, TempDir, UMAD2SI
 
 const TOOLS: &[&str] = &[
     "opensm",
+    "sminfo",
+    "saquery",
     "ibnetdiscover",
     "ibswitches",
     "ibhosts",
@@ -158,6 +160,12 @@ impl Drop for Proc {
 /// Runs `opensm -e -s 1 -R ENGINE` until its log says SUBNET UP (at most 30 s), stops it and
 /// returns the log.
 fn opensm_until_up(served: &Served, dir: &Path, engine: &str) -> String {
+    opensm_up(served, dir, engine).1
+}
+
+/// Starts `opensm -e -s 1 -R ENGINE` and waits (at most 30 s) until its log says SUBNET UP;
+/// returns the running OpenSM (stopped when dropped) and the log so far.
+fn opensm_up(served: &Served, dir: &Path, engine: &str) -> (Proc, String) {
     let cache = dir.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let log = dir.join(format!("opensm-{engine}.log"));
@@ -177,8 +185,7 @@ fn opensm_until_up(served: &Served, dir: &Path, engine: &str) -> String {
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         if text.contains("SUBNET UP") {
-            drop(proc);
-            return std::fs::read_to_string(&log).unwrap_or(text);
+            return (proc, text);
         }
         if let Ok(Some(status)) = proc.0.try_wait() {
             panic!("opensm exited ({status}) before SUBNET UP:\n{text}");
@@ -348,9 +355,18 @@ fn diags_see_the_fabric_opensm_configured() {
     let topo = Topology::from_file(net_example("net.2sw2path4hca")).unwrap();
     let dir = TempDir::new(test).unwrap();
     let served = Served::start(&topo);
-    let log = opensm_until_up(&served, dir.path(), "minhop");
+    let (opensm, log) = opensm_up(&served, dir.path(), "minhop");
     assert!(log.contains("SUBNET UP"));
     let d = dir.path();
+
+    // While OpenSM runs: `sminfo` (an SMInfo Get to the SM's LID, forwarded by the server to
+    // OpenSM, the SM client) and `saquery` (an SA query, class 0x03, forwarded likewise).
+    let smi = served.diag(d, "sminfo", &[]);
+    assert!(smi.contains("SMINFO_MASTER"), "{smi}");
+    assert!(smi.contains("priority 0"), "{smi}");
+    let sa = served.diag(d, "saquery", &[]);
+    assert!(sa.contains("NodeRecord dump"), "{sa}");
+    drop(opensm);
 
     // ibnetdiscover: every node, by GUID.
     let net = served.diag(d, "ibnetdiscover", &[]);
