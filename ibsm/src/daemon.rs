@@ -165,6 +165,7 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
     let epoch = Instant::now();
     let now = || Time(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
     let mut buf = [0u8; 256];
+    let (mut sent, mut received) = (0u64, 0u64);
     loop {
         let t = now();
         if sm.poll_timeout().is_some_and(|d| d <= t) {
@@ -172,7 +173,8 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         }
         while let Some(tx) = sm.poll_transmit(t, &mut buf) {
             match port.send(&tx.meta, &buf[..tx.len]) {
-                Ok(()) | Err(PortError::WouldBlock) => {} // a lost send is retried on timeout
+                Ok(()) => sent += 1,
+                Err(PortError::WouldBlock) => {} // a lost send is retried on timeout
                 Err(e) => log.line(Level::Error, &format!("send failed: {e}")),
             }
         }
@@ -192,6 +194,13 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                     ),
                 ),
                 Event::SubnetUp => {
+                    log.line(
+                        Level::Info,
+                        &format!(
+                            "SUBNET UP after {:.3} s: {sent} SMPs sent, {received} MADs received",
+                            epoch.elapsed().as_secs_f64()
+                        ),
+                    );
                     if let Some(dir) = &dump_dir {
                         if let Err(e) = dump_files(dir, &sm) {
                             log.line(Level::Error, &format!("dump files: {e}"));
@@ -219,9 +228,11 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         match port.recv_wait(&mut buf, wait) {
             Ok(Some((meta, len))) => {
                 sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);
+                received += 1;
                 // Take everything already queued before the next transmit round.
                 while let Ok(Some((meta, len))) = port.recv(&mut buf) {
                     sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);
+                    received += 1;
                 }
             }
             Ok(None) => {}

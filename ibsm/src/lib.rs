@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bench_cmd;
 pub mod config;
 pub mod daemon;
 pub mod persist;

@@ -17,6 +17,7 @@ commands:
                            torus:8,8,8, mesh:4,4, dragonfly:..., random:...
   sim serve TOPOLOGY       serve the simulated fabric over ibsim's protocol (OpenSM, diags)
   run [options]            run the subnet manager on a real port (OpenSM's options)
+  bench opensm TOPOLOGY    OpenSM vs `ibsm run -o` on ibsim: time to SUBNET UP, SMPs, CPU
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
@@ -77,6 +78,7 @@ fn main() -> ExitCode {
         "sim" => cmd_sim(rest),
         "run" => cmd_run(rest),
         "verify" => ibsm::verify_cmd::main(rest),
+        "bench" => ibsm::bench_cmd::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS
