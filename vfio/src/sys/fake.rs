@@ -935,6 +935,7 @@ impl Sys for FakeSys {
         }
     }
 
+    /// Never blocks: reports the first eventfd with a nonzero count, else a timeout at once.
     fn poll_in(&self, fds: &[RawFd], _timeout_ms: i32) -> Result<Option<usize>> {
         let mut st = self.lock();
         st.check_fail("poll", "fds")?;
