@@ -8,7 +8,7 @@
 //! `NonNull<u8>` and a length and does bounds-checked `read_volatile`/`write_volatile` of whole,
 //! aligned 32-bit words, like vm-memory's `VolatileRef::load/store`.
 //!
-//! `#![allow(unsafe_code)]` here covers [`VolatileSpan`]'s accessors only (docs/unsafe.md).
+//! `#![allow(unsafe_code)]` here covers the private `VolatileSpan`'s accessors only (docs/unsafe.md).
 #![allow(unsafe_code)]
 
 use std::ptr::NonNull;
