@@ -106,6 +106,8 @@ fn engine_options_read_the_named_files() {
     let o = Options {
         root_guid_file: Some(roots.clone()),
         lfts_file: Some(dir.join("missing.lfts")),
+        cn_guid_file: Some(roots.clone()),
+        io_guid_file: Some(dir.join("missing.io")),
         scatter_ports: 13,
         port_profile_switch_nodes: true,
         ..Options::default()
@@ -117,9 +119,15 @@ fn engine_options_read_the_named_files() {
     let lfts = e.lfts_file.unwrap();
     assert!(lfts.path.ends_with("missing.lfts"));
     assert!(lfts.contents.is_err(), "{:?}", lfts.contents);
+    assert_eq!(
+        e.cn_guid_file.unwrap().contents.as_deref(),
+        Ok("0x0002c90300000001\n")
+    );
+    assert!(e.io_guid_file.unwrap().contents.is_err());
     assert_eq!(e.scatter_ports, 13);
     assert!(e.port_profile_switch_nodes);
     // No file named: nothing read.
     let e = Options::default().engine_options();
     assert!(e.root_guid_file.is_none() && e.lfts_file.is_none());
+    assert!(e.cn_guid_file.is_none() && e.io_guid_file.is_none());
 }

@@ -74,16 +74,20 @@ fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
 
 impl Options {
     /// The routing engines' options, with the files they name **read now** (engines do no
-    /// I/O): `root_guid_file`, `lfts_file`, plus `scatter_ports` and
+    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, plus `scatter_ports` and
     /// `port_profile_switch_nodes`. Fields the engines have but ibsm's options do not keep
     /// [`EngineOptions::default`]'s values.
     #[must_use]
+    // The struct update keeps future EngineOptions fields at their defaults.
+    #[allow(clippy::needless_update)]
     pub fn engine_options(&self) -> EngineOptions {
         EngineOptions {
             port_profile_switch_nodes: self.port_profile_switch_nodes,
             scatter_ports: self.scatter_ports.into(),
             root_guid_file: option_file(self.root_guid_file.as_ref()),
             lfts_file: option_file(self.lfts_file.as_ref()),
+            cn_guid_file: option_file(self.cn_guid_file.as_ref()),
+            io_guid_file: option_file(self.io_guid_file.as_ref()),
             ..EngineOptions::default()
         }
     }
