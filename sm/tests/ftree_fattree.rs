@@ -29,6 +29,25 @@ fn ftree_ok(spec: &str) {
     assert!(r.is_ok(), "{spec}: {r:?}");
     assert_eq!(down_up_turns(&s, &out.lfts), 0, "{spec}: down→up turns");
     assert!(!cdg_has_cycle(&s, &out.lfts), "{spec}: credit loop");
+    // The team verifier agrees (its own CDG over all routes, switch-to-switch channels).
+    let v = sm::verify::verify(&s, &out.lfts);
+    assert!(
+        v.is_ok() && v.credit_loop.is_none(),
+        "{spec}: {}",
+        v.summary(&s)
+    );
+    assert!(v.cdg_dependencies > 0, "{spec}: empty CDG");
+    // Every leaf reaches every switch LID (switch routes are up*/down* too).
+    for (_, _, _, leaf) in ftree_util::ca_ports(&s) {
+        for sw in s.switches() {
+            let lid = s.lid_of(sw, ibmad::PortNum(0));
+            assert!(
+                ftree_util::walk_to_switch(&s, &out.lfts, leaf, lid, sw),
+                "{spec}: leaf {leaf:?} cannot reach switch LID {}",
+                lid.0
+            );
+        }
+    }
     for (leaf, loads) in leaf_uplink_loads(&s, &out.lfts) {
         let min = loads.iter().map(|l| l.1).min().unwrap_or(0);
         let max = loads.iter().map(|l| l.1).max().unwrap_or(0);
@@ -247,5 +266,85 @@ fn deterministic() {
     let s = subnet("fat-tree:3,8,hosts=3", 0);
     let a = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
     let b = route_chain(&["ftree".to_string()], true, &s, 99).unwrap();
+    assert_eq!(a.lfts, b.lfts);
+}
+
+/// A leaf that lost one up-link makes the tree asymmetric: refused (OpenSM's validation, ERR
+/// AB0D wording) and min-hop takes over; with a root GUID file the validation is skipped (as in
+/// OpenSM) and ftree routes it, deadlock-free and fully reachable.
+#[test]
+fn asymmetric_tree_refused_unless_roots_are_given() {
+    use fabric_sim::topo::{PortRef, Topology};
+    let mut t = Topology::generate("fat-tree:2,8").unwrap();
+    let leaf = t.node_by_name("leaf-0").unwrap();
+    t.disconnect(PortRef {
+        node: leaf,
+        port: ibmad::PortNum(5),
+    })
+    .unwrap();
+    let mut s = ftree_util::from_topology(&t);
+    sm::lid::assign_lids(
+        &mut s,
+        &sm::lid::LidConfig::default(),
+        &sm::lid::Guid2Lid::new(),
+    )
+    .unwrap();
+    let out = route_chain(&["ftree".to_string()], false, &s, 0).unwrap();
+    assert_eq!(out.engine, "minhop", "{:?}", out.log);
+    assert!(out
+        .log
+        .iter()
+        .any(|l| l == "construct_fabric: Fabric topology is not a fat-tree"));
+    assert!(out
+        .log
+        .iter()
+        .any(|l| l.contains("ERR AB0D") && l.contains("different number of")));
+    // Roots: the spines.
+    let roots: String = t
+        .nodes()
+        .filter(|(_, n)| n.name().starts_with("spine"))
+        .map(|(_, n)| format!("0x{:016x}\n", n.guid().0))
+        .collect();
+    assert!(!roots.is_empty());
+    let opts = EngineOptions {
+        root_guid_file: Some(OptionFile::from_text("/etc/opensm/roots", &roots)),
+        ..EngineOptions::default()
+    };
+    let out = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts).unwrap();
+    assert_eq!(out.engine, "ftree");
+    // Every CA pair over shortest paths; the only unreachable switch LID is spine-0 from the
+    // 4 CAs of leaf-0 (reaching it would need leaf-0 → spine → leaf → spine-0: down then up).
+    let r = check_all_pairs(&s, &out.lfts);
+    assert_eq!(
+        (
+            r.unreachable_count,
+            r.loops,
+            r.non_shortest,
+            r.switch_failures
+        ),
+        (0, 0, 0, 4),
+        "{r:?}"
+    );
+    assert!(!cdg_has_cycle(&s, &out.lfts));
+    assert!(sm::verify::verify(&s, &out.lfts).credit_loop.is_none());
+}
+
+/// Roots given explicitly on a symmetric tree give the same tables as auto-detection.
+#[test]
+fn root_file_matching_autodetection_changes_nothing() {
+    let s = subnet("fat-tree:3,8,hosts=3", 0);
+    let roots: String = s
+        .nodes
+        .iter()
+        .filter(|n| n.is_switch() && n.desc.starts_with("core"))
+        .map(|n| format!("0x{:016x}\n", n.guid.0))
+        .collect();
+    assert!(!roots.is_empty());
+    let opts = EngineOptions {
+        root_guid_file: Some(OptionFile::from_text("roots", &roots)),
+        ..EngineOptions::default()
+    };
+    let a = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
+    let b = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts).unwrap();
     assert_eq!(a.lfts, b.lfts);
 }

@@ -343,12 +343,12 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     assert!(check_all_pairs(&s2, &out.lfts).is_ok());
 
     for (engines, nf) in [
-        (vec!["ftree".to_string()], true),
-        (vec!["ftree,no_fallback".to_string()], false),
+        (vec!["lash".to_string()], true),
+        (vec!["lash,no_fallback".to_string()], false),
     ] {
         match route_chain(&engines, nf, &s2, 1) {
             Err(RouteError::AllEnginesFailed { tried, log }) => {
-                assert_eq!(tried, vec!["ftree".to_string()]);
+                assert_eq!(tried, vec!["lash".to_string()]);
                 assert_eq!(
                     log.last().unwrap(),
                     "osm_ucast_mgr_process: No routing engine able to successfully configure  switch tables on current fabric"

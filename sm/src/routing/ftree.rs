@@ -39,6 +39,13 @@
 //! are then computed for all destinations in parallel (feature `parallel`), and written to the
 //! tables one block of switches at a time. Results are identical with and without rayon.
 //!
+//! Compared with stock OpenSM 3.3.23 on seven fabrics (`sm/testdata/opensm-ftree/`): the CA
+//! entries of every leaf switch are identical and the maximum number of routes on one link is
+//! the same; entries of upper switches that carry no CA-to-CA traffic (secondary routes) and
+//! the choice among parallel links above the leaves may differ. Not implemented: routes over
+//! same-rank ("sibling") links, `max_reverse_hops` for I/O nodes, `connect_roots`
+//! (root-to-root routes stay unset, as in OpenSM without `-z`), quasi-fat-tree indexing.
+//!
 //! Refusals return [`RouteError::Unroutable`] with OpenSM's wording (and the detailed
 //! `construct_fabric` line in the log), so the chain falls back to min-hop: LMC > 0, fewer than
 //! two switches or CAs, a CA cabled to a CA, ranks outside 2..=8, CNs at different ranks,

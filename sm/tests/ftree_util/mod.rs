@@ -88,6 +88,27 @@ pub fn walk(s: &Subnet, lfts: &Lfts, from: NodeId, lid: Lid) -> Option<Vec<(Node
     None
 }
 
+/// True if the tables lead from switch `from` to switch `to` (entry 0 there) for `to`'s `lid`.
+pub fn walk_to_switch(s: &Subnet, lfts: &Lfts, from: NodeId, lid: Lid, to: NodeId) -> bool {
+    let mut cur = from;
+    for _ in 0..64 {
+        let Some(p) = lfts.get(cur, lid) else {
+            return false;
+        };
+        if p.0 == 0 {
+            return cur == to;
+        }
+        let Some((rn, _)) = s.port(cur, p).and_then(|x| x.remote) else {
+            return false;
+        };
+        if !s.node(rn).is_switch() {
+            return false;
+        }
+        cur = rn;
+    }
+    false
+}
+
 /// Every (leaf switch, CA LID) route, as a list of channels (switch, out port).
 pub fn all_routes(s: &Subnet, lfts: &Lfts) -> Vec<Vec<(NodeId, u8)>> {
     let cas = ca_ports(s);
