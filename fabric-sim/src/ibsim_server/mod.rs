@@ -104,6 +104,8 @@ const LOCAL_TAG: u64 = 0xFFFF;
 const MAX_DRAIN_STEPS: usize = 1_000_000;
 /// Longest sleep between two looks at the fabric's timers.
 const MAX_WAIT: Duration = Duration::from_millis(50);
+/// Events kept for [`IbsimServer::poll_event`]; beyond it the oldest are dropped.
+const MAX_EVENTS: usize = 1024;
 /// Receive-thread wake-up period (to notice shutdown).
 const RECV_TICK: Duration = Duration::from_millis(100);
 /// A client that does not drain its socket for this long is treated as gone.
@@ -375,7 +377,14 @@ impl IbsimServer {
         self.stats
     }
 
-    /// The next client event, if any.
+    fn push_event(&mut self, ev: ServerEvent) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(ev);
+    }
+
+    /// The next client event, if any (the latest 1024 are kept).
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
         self.events.pop_front()
     }
@@ -499,7 +508,7 @@ impl IbsimServer {
         match kind {
             CtlType::DISCONNECT => {
                 self.clients[slot] = None;
-                self.events.push_back(ServerEvent::Disconnected { slot });
+                self.push_event(ServerEvent::Disconnected { slot });
                 true
             }
             CtlType::GET_PORT => {
@@ -578,7 +587,7 @@ impl IbsimServer {
                 if let Some(c) = self.clients[slot].as_mut() {
                     c.issm = issm;
                 }
-                self.events.push_back(ServerEvent::IsSm { slot, issm });
+                self.push_event(ServerEvent::IsSm { slot, issm });
                 true
             }
             _ => false,
@@ -667,7 +676,7 @@ impl IbsimServer {
         };
         let id = info.id.get();
         let refuse = |s: &mut Self, reason: String| {
-            s.events.push_back(ServerEvent::Refused { id, reason });
+            s.push_event(ServerEvent::Refused { id, reason });
             false
         };
         let Some(slot) = self.clients.iter().position(Option::is_none) else {
@@ -714,7 +723,7 @@ impl IbsimServer {
         info.id.set(slot as u32);
         info.set_node_id(&name);
         ctl.data[..44].copy_from_slice(info.as_bytes());
-        self.events.push_back(ServerEvent::Connected {
+        self.push_event(ServerEvent::Connected {
             slot,
             id,
             node: name,
@@ -739,14 +748,14 @@ impl IbsimServer {
                 // ECONNREFUSED / ENOTCONN / timed out: the client is gone (ibsim frees the slot
                 // the same way).
                 self.clients[slot] = None;
-                self.events.push_back(ServerEvent::Disconnected { slot });
+                self.push_event(ServerEvent::Disconnected { slot });
                 false
             }
         }
     }
 
     fn bounce(&mut self, slot: usize, mut frame: SimRequest, reason: String) {
-        self.events.push_back(ServerEvent::TimedOut {
+        self.push_event(ServerEvent::TimedOut {
             slot,
             class: frame.mgmt_class(),
             method: frame.method(),
@@ -937,7 +946,13 @@ impl IbsimServer {
         }
     }
 
-    fn forward_from_fabric(&mut self, node: NodeId, port: PortNum, meta: &MadMeta, mad: &[u8; 256]) {
+    fn forward_from_fabric(
+        &mut self,
+        node: NodeId,
+        port: PortNum,
+        meta: &MadMeta,
+        mad: &[u8; 256],
+    ) {
         let mut frame = SimRequest::new(meta.dlid.0, meta.slid.0, 0, 0, mad);
         let tid = frame.tid();
         let response = frame.is_response();
