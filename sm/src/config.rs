@@ -71,6 +71,9 @@ pub struct SmConfig {
     /// through their management processor, and the passes double as a check of the LFTs just
     /// written. A LID-routed request that fails a whole round of retries falls back to DR.
     pub lid_routed: bool,
+    /// Routing-engine options (`root_guid_file` / `lfts_file` text read by the front end,
+    /// `port_profile_switch_nodes`, …); their `scatter_ports` is replaced by [`SmConfig::seed`].
+    pub engine_options: crate::routing::EngineOptions,
 }
 
 impl Default for SmConfig {
@@ -97,6 +100,7 @@ impl Default for SmConfig {
             seed: 0,
             fold_config_into_arm: false,
             lid_routed: true,
+            engine_options: crate::routing::EngineOptions::default(),
         }
     }
 }

@@ -41,7 +41,7 @@ use crate::discovery::{data_of, Discovery};
 use crate::event::{Command, Event, Level, Phase, PhaseStats};
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
 use crate::program;
-use crate::routing::{route_chain, Lfts};
+use crate::routing::{route_chain_with, Lfts};
 use crate::subnet::{NodeId, Subnet};
 use crate::timer::{Timer, TimerTable};
 use crate::txn::{Engine, Failed, Purpose, Request};
@@ -719,11 +719,15 @@ impl Sm {
 
         // Routing.
         self.phase = Phase::Routing;
-        let routed = route_chain(
+        let routed = route_chain_with(
             &self.cfg.routing_engine,
             self.cfg.no_fallback,
             &self.disc.subnet,
             self.cfg.seed,
+            &crate::routing::EngineOptions {
+                scatter_ports: self.cfg.seed,
+                ..self.cfg.engine_options.clone()
+            },
         );
         match routed {
             Ok(outcome) => {

@@ -402,37 +402,62 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
     let cas: u64 = cas_per_sw.iter().map(|&c| u64::from(c)).sum();
     let thd1 = cas as f64 * 0.9;
     let thd2 = cas as f64 * 0.05;
-    // Per switch: is it a histogram root, and its eccentricity.
-    let per = |i: usize, buf: &mut (Vec<u8>, Vec<u32>)| -> (bool, u8) {
+    // Hop histogram per switch (CAs by distance, distances < 64 as OpenSM's
+    // IB_SUBNET_PATH_HOPS_MAX), accumulated by one BFS from every switch with CAs.
+    const H: usize = 64;
+    let leaves: Vec<usize> = (0..n).filter(|&i| cas_per_sw[i] > 0).collect();
+    let add_leaf = |hist: &mut Vec<u32>, buf: &mut (Vec<u8>, Vec<u32>), l: usize| {
         let (dist, q) = buf;
-        bfs(hm, i, dist, q);
-        let mut hist = [0u64; 256];
-        let mut ecc = 0u8;
-        for (j, &d) in dist.iter().enumerate() {
-            if d != 0xFF {
-                hist[usize::from(d)] += u64::from(cas_per_sw[j]);
-                ecc = ecc.max(d);
+        bfs(hm, l, dist, q);
+        for &j in q.iter() {
+            let d = usize::from(dist[j as usize]);
+            if d < H {
+                hist[j as usize * H + d] += cas_per_sw[l];
             }
         }
-        let over1 = hist.iter().filter(|&&h| h as f64 > thd1).count();
-        let over2 = hist.iter().filter(|&&h| h as f64 > thd2).count();
-        (over1 == 1 && over2 == 1, ecc)
     };
     let init = || (vec![0xFFu8; n], Vec::new());
     #[cfg(feature = "parallel")]
-    let res: Vec<(bool, u8)> = {
+    let hist: Vec<u32> = {
         use rayon::prelude::*;
-        (0..n)
-            .into_par_iter()
-            .map_init(init, |b, i| per(i, b))
-            .collect()
+        let chunk = leaves.len().div_ceil(rayon::current_num_threads()).max(1);
+        leaves
+            .par_chunks(chunk)
+            .map(|ls| {
+                let mut h = vec![0u32; n * H];
+                let mut b = init();
+                for &l in ls {
+                    add_leaf(&mut h, &mut b, l);
+                }
+                h
+            })
+            .reduce(
+                || vec![0u32; n * H],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                    a
+                },
+            )
     };
     #[cfg(not(feature = "parallel"))]
-    let res: Vec<(bool, u8)> = {
+    let hist: Vec<u32> = {
+        let mut h = vec![0u32; n * H];
         let mut b = init();
-        (0..n).map(|i| per(i, &mut b)).collect()
+        for &l in &leaves {
+            add_leaf(&mut h, &mut b, l);
+        }
+        h
     };
-    let roots: Vec<usize> = (0..n).filter(|&i| res[i].0).collect();
+    let roots: Vec<usize> = (0..n)
+        .filter(|&i| {
+            let row = &hist[i * H..(i + 1) * H];
+            let over1 = row.iter().filter(|&&h| f64::from(h) > thd1).count();
+            let over2 = row.iter().filter(|&&h| f64::from(h) > thd2).count();
+            over1 == 1 && over2 == 1
+        })
+        .collect();
     if !roots.is_empty() {
         log.push(format!(
             "updn_find_root_nodes_by_min_hop: {} root nodes found by the hop histogram",
@@ -440,6 +465,19 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
         ));
         return roots;
     }
+    let ecc: Vec<u8> = {
+        let mut b = init();
+        (0..n)
+            .map(|i| {
+                bfs(hm, i, &mut b.0, &mut b.1);
+                b.0.iter()
+                    .filter(|&&d| d != 0xFF)
+                    .max()
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .collect()
+    };
     // Fallback: one minimum-eccentricity switch per connected group of switches.
     let mut comp = vec![u32::MAX; n];
     let (mut dist, mut q) = init();
@@ -454,11 +492,11 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
             comp[m] = s as u32;
         }
         let guid = |i: usize| hm.switch_at(i).map_or(0, |x| subnet.node(x).guid.0);
-        if let Some(&best) = members.iter().min_by_key(|&&m| (res[m].1, guid(m))) {
+        if let Some(&best) = members.iter().min_by_key(|&&m| (ecc[m], guid(m))) {
             log.push(format!(
                 "updn_find_root_nodes_by_min_hop: the hop histogram found no root node (not a tree-like fabric); using switch 0x{:016x} of minimum eccentricity {} as root of its {} switches",
                 guid(best),
-                res[best].1,
+                ecc[best],
                 members.len()
             ));
             out.push(best);
@@ -510,6 +548,21 @@ impl UpDnDist {
         first: &(dyn Fn(usize, usize) -> bool + Sync),
     ) -> UpDnDist {
         let n = hm.switch_count();
+        // First-phase neighbours per switch (CSR). A hop s→v is second-phase exactly when
+        // v→s is first-phase (keys are distinct), so the reverse BFS over second-phase hops
+        // into v walks v's first-phase neighbours.
+        let mut fstart = Vec::with_capacity(n + 1);
+        let mut fadj: Vec<u32> = Vec::new();
+        for a in 0..n {
+            fstart.push(fadj.len() as u32);
+            for &(_, v) in hm.neighbors(a) {
+                if ranked[a] && ranked[v as usize] && first(a, v as usize) {
+                    fadj.push(v);
+                }
+            }
+        }
+        fstart.push(fadj.len() as u32);
+        let fnb = |a: usize| &fadj[fstart[a] as usize..fstart[a + 1] as usize];
         // Destination-major rows, one per destination switch.
         let mut by_dst = vec![NONE; n * n];
         let per_dst = |t: usize, row: &mut [u8], q: &mut Vec<u32>| {
@@ -528,9 +581,9 @@ impl UpDnDist {
                 if dv >= NONE - 1 {
                     continue;
                 }
-                for &(_, s) in hm.neighbors(v) {
+                for &s in fnb(v) {
                     let s = s as usize;
-                    if row[s] == NONE && ranked[s] && !first(s, v) {
+                    if row[s] == NONE {
                         row[s] = SECOND | (dv + 1);
                         q.push(s as u32);
                     }
@@ -542,11 +595,9 @@ impl UpDnDist {
                 if row[s] != NONE || !ranked[s] {
                     continue;
                 }
-                let best = hm
-                    .neighbors(s)
+                let best = fnb(s)
                     .iter()
-                    .filter(|&&(_, v)| first(s, v as usize))
-                    .map(|&(_, v)| row[v as usize] & NONE)
+                    .map(|&v| row[v as usize] & NONE)
                     .min()
                     .unwrap_or(NONE);
                 if best < NONE - 1 {
