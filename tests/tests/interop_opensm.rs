@@ -663,3 +663,62 @@ fn opensm_and_ibsm_answer_each_others_sminfo_and_the_higher_priority_stays_maste
     // ibsm kept the subnet.
     assert!(ibsm.is_up());
 }
+
+#[test]
+fn a_cut_cable_reaches_opensm_as_trap_128_and_it_resweeps() {
+    let test = "trap128_to_opensm";
+    if !peers(test) {
+        return;
+    }
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    let dir = TempDir::new(test).unwrap();
+    let served = Served::start(&topo);
+    let (opensm, _) = opensm_up(&served, dir.path(), "minhop");
+    let log = dir.path().join("opensm-minhop.log");
+    let ups = |t: &str| t.matches("SUBNET UP").count();
+    let before = ups(&std::fs::read_to_string(&log).unwrap());
+
+    // Cut leaf-0's uplink to spine-1 (OpenSM runs on spine-0, the first node).
+    let mut server = served.finish();
+    let leaf = server.fabric().node_by_name("leaf-0").unwrap();
+    let spine1 = server.fabric().node_by_name("spine-1").unwrap();
+    let port = topo
+        .ports(leaf)
+        .find(|(_, p)| p.peer().is_some_and(|r| r.node == spine1))
+        .map(|(n, _)| n)
+        .unwrap();
+    server.fabric_mut().set_link(leaf, port, false).unwrap();
+    let served = Rewrap::serve(server);
+
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("num:128") && ups(&text) > before {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no trap 128 / re-sweep seen:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(opensm);
+    let server = served.0.finish();
+    // The re-programmed tables still reach every CA without the cut cable.
+    let (subnet, lfts) = programmed(server.fabric());
+    let r = check_all_pairs(&subnet, &lfts);
+    assert_eq!(r.unreachable_count, 0, "{r:?}");
+    assert_eq!(r.loops, 0, "{r:?}");
+}
+
+#[test]
+fn opensm_minhop_brings_up_dual_port_hcas() {
+    let topo = Topology::from_file(net_example("net.2sw2path4hca2port")).unwrap();
+    opensm_brings_up("opensm_minhop_2port", &topo, "minhop", true);
+}
+
+#[test]
+fn opensm_ftree_brings_up_a_three_level_fat_tree() {
+    let topo = Topology::generate("fat-tree:3,4").unwrap();
+    opensm_brings_up("opensm_ftree_3level", &topo, "ftree", true);
+}
