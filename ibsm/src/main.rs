@@ -164,7 +164,10 @@ fn cmd_sim(args: &[String]) -> ExitCode {
         .then(|| options.dump_files_dir.clone());
     let args = SimArgs {
         topology,
-        sm: options.to_sm_config(),
+        sm: sm::SmConfig {
+            engine_options: options.engine_options(),
+            ..options.to_sm_config()
+        },
         sim,
         dump_dir,
         guid2lid,
