@@ -117,7 +117,7 @@ fn cmd_sim(args: &[String]) -> ExitCode {
         }
         Action::CreateConfig(_) | Action::Run => {}
     }
-    for w in &parsed.run.warnings {
+    for w in config::summarize_warnings(&parsed.run.warnings) {
         eprintln!("ibsm: warning: {w}");
     }
     let topology = match parsed.positionals.as_slice() {
@@ -188,7 +188,7 @@ fn cmd_run(args: &[String]) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    for w in &parsed.warnings {
+    for w in config::summarize_warnings(&parsed.warnings) {
         eprintln!("ibsm: warning: {w}");
     }
     match parsed.action {

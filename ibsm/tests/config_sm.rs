@@ -44,19 +44,13 @@ fn perturbed_options_map_field_by_field_and_validate() {
 
 #[test]
 fn defaults_agree_with_the_core_except_the_wire_window_and_port() {
-    // Both sides claim OpenSM's defaults; the one deliberate difference is max_wire_smps
-    // (OpenSM 4, the core 256). A new divergence fails here.
+    // Both sides use the same defaults (OpenSM's, except the 256-SMP wire window).
+    // A new divergence fails here.
     let c = Options::default().to_sm_config();
     c.validate().unwrap();
     let core = SmConfig::default();
-    assert_eq!(c.max_wire_smps, 4);
-    assert_eq!(
-        c,
-        SmConfig {
-            max_wire_smps: 4,
-            ..core
-        }
-    );
+    assert_eq!(c.max_wire_smps, 256);
+    assert_eq!(c, core);
 }
 
 #[test]

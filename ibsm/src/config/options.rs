@@ -314,7 +314,9 @@ pub struct Options {
     pub honor_guid2lid_file: bool,
 
     // ---- timing ----
-    /// `max_wire_smps` (`-n`): SMPs outstanding at once; 0 = unlimited. Default 4.
+    /// `max_wire_smps` (`-n`): SMPs outstanding at once; 0 = unlimited. Default 256 — a
+    /// deliberate difference from OpenSM's 4: the window is what makes a large cold bring-up
+    /// fast, and the SM keeps a per-node limit (`max_smps_per_node`) for slow agents.
     pub max_wire_smps: u32,
     /// `max_smps_per_node` (*ibsm*): SMPs outstanding at once to one node's agent, ≥ 1;
     /// protects slow SMAs within the `max_wire_smps` window. Default 16.
@@ -404,7 +406,7 @@ impl Default for Options {
             sminfo_polling_timeout: 10_000,
             polling_retry_number: 4,
             honor_guid2lid_file: false,
-            max_wire_smps: 4,
+            max_wire_smps: 256,
             max_smps_per_node: 16,
             retry_rounds: 2,
             fold_config_into_arm: false,
