@@ -468,3 +468,38 @@ fn engine_names_resolve() {
     }
     let _ = UpDn::new(o, Mode::DownUp).name();
 }
+
+#[test]
+fn updn_with_lmc_routes_every_lid_deadlock_free() {
+    let mut s = fat_tree(4);
+    assign_lids(
+        &mut s,
+        &LidConfig {
+            lmc: 2,
+            reassign_lids: false,
+        },
+        &Guid2Lid::new(),
+    )
+    .unwrap();
+    let (l, _, e) = run("updn", &s, &EngineOptions::default());
+    assert_eq!(e, "updn");
+    let r = verify(&s, &l);
+    assert!(r.is_ok(), "{}", r.summary(&s));
+    // 16 CAs × 16 CAs × 4 LIDs each.
+    assert_eq!(r.reach.pairs, 16 * 16 * 4);
+    assert_eq!(r.reach.non_shortest, 0);
+    // The 4 LIDs of a CA on another pod leave an edge switch over both up-links.
+    let edge = s
+        .switches()
+        .find(|&x| s.node(x).desc == "edge-0-0")
+        .unwrap();
+    let far = s
+        .node_ids()
+        .find(|&x| s.node(x).desc == "host-3-1-1")
+        .unwrap();
+    let base = s.lid_of(far, PortNum(1)).0;
+    let ports: std::collections::BTreeSet<u8> = (0..4)
+        .map(|o| l.get(edge, Lid(base + o)).unwrap().0)
+        .collect();
+    assert_eq!(ports.len(), 2, "{ports:?}");
+}
