@@ -193,6 +193,37 @@ impl Hardware for SimHw {
 /// The agent type every simulated node runs.
 pub type SimAgent = Agent<SimHw>;
 
+/// The management side of a node that the fabric does not run itself — e.g. a switch ASIC
+/// model whose SMA is host software reached through a driver ([`Fabric::set_external`]).
+///
+/// For an external node the fabric hands every SMP that would go to the built-in agent to
+/// [`ExternalAgent::deliver`] (with the ingress port in `meta.port`), sends what
+/// [`ExternalAgent::poll_transmit`] returns out of `meta.port`, reports link changes to
+/// [`ExternalAgent::link`], carries out [`ExternalAgent::poll_link_request`]s, and forwards
+/// LID-routed SMPs with the node's own data-plane state ([`ExternalAgent::lft_port`],
+/// [`ExternalAgent::lid_matches`], [`ExternalAgent::port_state`]). The built-in agent of the
+/// node is not used any more.
+pub trait ExternalAgent: Send {
+    /// An SMP for this node's management arrived on `meta.port`.
+    fn deliver(&mut self, now: Time, meta: &MadMeta, mad: &[u8]);
+    /// The physical link of `port` changed.
+    fn link(&mut self, now: Time, port: PortNum, ev: LinkEvent);
+    /// The next SMP to put on the wire out of `meta.port` (written into `buf[..256]`).
+    fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<sma::Transmit>;
+    /// The next physical link change the node asks for.
+    fn poll_link_request(&mut self) -> Option<(PortNum, LinkRequest)>;
+    /// When [`ExternalAgent::handle_timeout`] is next due.
+    fn poll_timeout(&self) -> Option<Time>;
+    /// A timer is due.
+    fn handle_timeout(&mut self, now: Time);
+    /// Egress port for a LID-routed packet to `dlid` (`Some(0)`: deliver to management).
+    fn lft_port(&self, dlid: Lid) -> Option<PortNum>;
+    /// True if `dlid` addresses the node's management (its own LID).
+    fn lid_matches(&self, dlid: Lid) -> bool;
+    /// Logical state of `port` (Down/Init/Armed/Active).
+    fn port_state(&self, port: PortNum) -> PortState;
+}
+
 /// Identifies an SM attached with [`Fabric::attach_sm`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SmHandle(pub u32);
@@ -362,6 +393,8 @@ pub struct Fabric {
     now: Time,
     queue: EventQueue<Ev>,
     agents: Vec<SimAgent>,
+    /// Nodes whose management runs outside the fabric (see [`ExternalAgent`]).
+    external: Vec<Option<Box<dyn ExternalAgent>>>,
     /// Global index of each node's port 0 (ports `base..=base+num_ports`); one extra entry.
     base: Vec<u32>,
     peer_node: Vec<u32>,
@@ -479,6 +512,7 @@ impl Fabric {
             now: Time::ZERO,
             queue: EventQueue::new(),
             agents,
+            external: (0..nn).map(|_| None).collect(),
             base,
             peer_node,
             peer_port,
@@ -579,7 +613,11 @@ impl Fabric {
                     self.timer_at[n] = NO_TIMER;
                     self.stats.timers += 1;
                     self.trace_ev(TraceKind::Timer, node, 0);
-                    self.agents[n].handle_timeout(self.now);
+                    if let Some(ext) = self.external[n].as_mut() {
+                        ext.handle_timeout(self.now);
+                    } else {
+                        self.agents[n].handle_timeout(self.now);
+                    }
                     self.after_agent(node, self.service_ns);
                 }
             }
@@ -645,6 +683,9 @@ impl Fabric {
         let g = self.base[n as usize] as usize + usize::from(port);
         if self.flags[g] & UP == 0 {
             return false;
+        }
+        if let Some(ext) = &self.external[n as usize] {
+            return ext.port_state(PortNum(port)) != PortState::DOWN;
         }
         self.agents[n as usize]
             .port_info(PortNum(port))
@@ -775,7 +816,10 @@ impl Fabric {
         } else if class == MgmtClass::SUBN_LID_ROUTED.0 {
             let dlid = Lid(self.pool.slot(buf).dlid);
             let agent = &self.agents[ni];
-            let mine = if agent.is_switch() {
+            let ext = self.external[ni].as_deref();
+            let mine = if let Some(ext) = ext {
+                ext.lid_matches(dlid)
+            } else if agent.is_switch() {
                 agent.lid_matches(PortNum::MGMT, dlid)
             } else {
                 agent.lid_matches(PortNum(port), dlid)
@@ -786,7 +830,11 @@ impl Fabric {
             if !agent.is_switch() {
                 return self.drop_buf(buf, DropReason::DlidMismatch, n, port);
             }
-            match agent.lft_port(dlid) {
+            let out = match ext {
+                Some(ext) => ext.lft_port(dlid),
+                None => agent.lft_port(dlid),
+            };
+            match out {
                 Some(PortNum(0)) => self.deliver_lid_local(n, port, buf),
                 Some(PortNum(out)) => {
                     self.stats.lid_forwarded += 1;
@@ -828,7 +876,10 @@ impl Fabric {
             qp: 0,
             sl: slot.sl,
         };
-        self.agents[n as usize].handle_mad(self.now, &meta, &slot.data);
+        match self.external[n as usize].as_mut() {
+            Some(ext) => ext.deliver(self.now, &meta, &slot.data),
+            None => self.agents[n as usize].handle_mad(self.now, &meta, &slot.data),
+        }
         self.pool.release(buf);
         self.after_agent(n, delay);
     }
@@ -838,6 +889,9 @@ impl Fabric {
     fn after_agent(&mut self, n: u32, delay: u64) {
         let ni = n as usize;
         let depart = self.now.0.saturating_add(delay);
+        if self.external[ni].is_some() {
+            return self.after_external(n, depart);
+        }
         loop {
             let buf = self.pool.alloc();
             let out = self.agents[ni].poll_transmit(self.now, &mut self.pool.slot_mut(buf).data);
@@ -877,6 +931,59 @@ impl Fabric {
                 }
             }
             None => self.timer_at[ni] = NO_TIMER,
+        }
+    }
+
+    /// [`Fabric::after_agent`] for an external node.
+    fn after_external(&mut self, n: u32, depart: u64) {
+        let ni = n as usize;
+        loop {
+            let buf = self.pool.alloc();
+            let now = self.now;
+            let out = match self.external[ni].as_mut() {
+                Some(ext) => ext.poll_transmit(now, &mut self.pool.slot_mut(buf).data),
+                None => None,
+            };
+            let Some(tx) = out else {
+                self.pool.release(buf);
+                break;
+            };
+            let s = self.pool.slot_mut(buf);
+            s.slid = tx.meta.slid.0;
+            s.dlid = tx.meta.dlid.0;
+            s.sl = tx.meta.sl;
+            self.transmit(n, tx.meta.port.0, buf, depart);
+        }
+        let np = self.agents[ni].num_ports();
+        while let Some((p, req)) = self.external[ni]
+            .as_mut()
+            .and_then(|e| e.poll_link_request())
+        {
+            if p.0 == 0 || p.0 > np {
+                continue;
+            }
+            let gport = self.base[ni] + u32::from(p.0);
+            let at = Time(depart.saturating_add(self.hop_ns));
+            self.queue.push(at, Ev::LinkReq { gport, req });
+        }
+        match self.external[ni].as_ref().and_then(|e| e.poll_timeout()) {
+            Some(t) => {
+                let t = t.max(self.now);
+                if self.timer_at[ni] != t.0 {
+                    self.timer_at[ni] = t.0;
+                    self.queue.push(t, Ev::Timer { node: n });
+                }
+            }
+            None => self.timer_at[ni] = NO_TIMER,
+        }
+    }
+
+    /// Reports a link change to the node's agent (built-in or external).
+    fn link_event(&mut self, node: u32, port: u8, ev: LinkEvent) {
+        let now = self.now;
+        match self.external[node as usize].as_mut() {
+            Some(ext) => ext.link(now, PortNum(port), ev),
+            None => self.agents[node as usize].handle_link(now, PortNum(port), ev),
         }
     }
 
@@ -954,7 +1061,7 @@ impl Fabric {
         for (node, port) in [(n, p), (pn, pp)] {
             self.stats.link_changes += 1;
             self.trace_ev(TraceKind::LinkUp, node, port);
-            self.agents[node as usize].handle_link(self.now, PortNum(port), ev);
+            self.link_event(node, port, ev);
             self.after_agent(node, self.service_ns);
         }
     }
@@ -977,7 +1084,7 @@ impl Fabric {
         for (node, port) in [(n, p), (pn, pp)] {
             self.stats.link_changes += 1;
             self.trace_ev(TraceKind::LinkDown, node, port);
-            self.agents[node as usize].handle_link(self.now, PortNum(port), LinkEvent::Down);
+            self.link_event(node, port, LinkEvent::Down);
             self.after_agent(node, self.service_ns);
         }
     }
@@ -1433,6 +1540,57 @@ impl Fabric {
     #[must_use]
     pub fn agent(&self, node: NodeId) -> Option<&SimAgent> {
         self.agents.get(node.index())
+    }
+
+    /// Hands `node`'s management to `ext` (see [`ExternalAgent`]) from now on. The links of
+    /// the node that are up are reported to it as [`LinkEvent::Up`] with their trained width
+    /// and speed. Returns the external agent that was there before, if any.
+    pub fn set_external(
+        &mut self,
+        node: NodeId,
+        ext: Box<dyn ExternalAgent>,
+    ) -> Result<Option<Box<dyn ExternalAgent>>, SimError> {
+        let n = self.check_node(node)?;
+        let ni = n as usize;
+        let old = self.external[ni].replace(ext);
+        let np = self.agents[ni].num_ports();
+        for p in 1..=np {
+            let g = self.base[ni] as usize + usize::from(p);
+            if self.flags[g] & UP == 0 {
+                continue;
+            }
+            let Some(pi) = self.agents[ni].port_info(PortNum(p)) else {
+                continue;
+            };
+            let ev = LinkEvent::Up {
+                width_active: pi.link_width_active,
+                speed_active: pi.link_speed_active(),
+                speed_ext_active: pi.link_speed_ext_active(),
+            };
+            self.link_event(n, p, ev);
+        }
+        self.timer_at[ni] = NO_TIMER;
+        self.after_agent(n, self.service_ns);
+        Ok(old)
+    }
+
+    /// The external agent of `node`, if it has one.
+    #[must_use]
+    pub fn external(&self, node: NodeId) -> Option<&dyn ExternalAgent> {
+        self.external.get(node.index())?.as_deref()
+    }
+
+    /// The external agent of `node`, mutable (call [`Fabric::poke`] after changing it).
+    pub fn external_mut(&mut self, node: NodeId) -> Option<&mut (dyn ExternalAgent + 'static)> {
+        self.external.get_mut(node.index())?.as_deref_mut()
+    }
+
+    /// Collects what `node`'s agent produced outside a fabric event (after an
+    /// [`Fabric::external_mut`] call): transmits, link requests, its next timer.
+    pub fn poke(&mut self, node: NodeId) -> Result<(), SimError> {
+        let n = self.check_node(node)?;
+        self.after_agent(n, 0);
+        Ok(())
     }
 
     /// The node with this NodeGUID.

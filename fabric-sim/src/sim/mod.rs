@@ -46,8 +46,8 @@ pub mod queue;
 pub mod stats;
 
 pub use fabric::{
-    node_config, Fabric, SimAgent, SimConfig, SimError, SimHw, SimPort, SmAttachment, SmHandle,
-    TraceEntry, TraceKind,
+    node_config, ExternalAgent, Fabric, SimAgent, SimConfig, SimError, SimHw, SimPort,
+    SmAttachment, SmHandle, TraceEntry, TraceKind,
 };
 pub use fault::{FaultConfig, FaultInjector, FaultSpecError};
 pub use link::{train, LinkCaps, Trained};

@@ -1,0 +1,169 @@
+//! End to end, in process: every switch of a simulated fabric is an RA-1 device model driven by
+//! our driver and a host SMA (`hca_driver::sim::AsicNode`, plugged into the fabric as the
+//! node's external agent). Our SM on a simulated CA discovers, programs and activates the
+//! fabric; the LFTs the SM computed must be exactly what sits in the models' LFT registers, and
+//! every cabled switch port must be Active in the model's PORT_STATE registers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use fabric_sim::sim::{node_config, Fabric, SimConfig, SmHandle};
+use fabric_sim::topo::{NodeId, Topology};
+use hca_driver::regs::logical;
+use hca_driver::sim::AsicNode;
+use hca_driver::{DriverConfig, InProcessBackend, ModelConfig};
+use ibmad::{NodeType, PortNum, Time};
+use sm::{Event, Sm, SmConfig};
+
+struct Run {
+    fabric: Fabric,
+    sm: Sm,
+    h: SmHandle,
+    events: Vec<Event>,
+    models: Vec<(NodeId, u64, InProcessBackend)>,
+}
+
+fn model_config(topo: &Topology, id: NodeId) -> ModelConfig {
+    let nc = node_config(topo, id).unwrap();
+    ModelConfig {
+        node_guid: nc.node_guid.0,
+        num_ports: nc.num_ports,
+        ports: nc.ports.clone(),
+        lft_blocks: 768,
+        mft_blocks: 32,
+        fault: hca_driver::ModelFault::None,
+    }
+}
+
+fn start(spec: &str) -> Run {
+    let topo = Topology::generate(spec).unwrap();
+    let mut fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let mut models = Vec::new();
+    let switches: Vec<NodeId> = topo.nodes_of_type(NodeType::SWITCH).collect();
+    assert!(switches.len() >= 2, "{spec}: need at least two switches");
+    for id in switches {
+        let cfg = model_config(&topo, id);
+        let guid = cfg.node_guid;
+        let desc = topo.node(id).unwrap().desc().to_string();
+        let drv = DriverConfig {
+            rx_log2: 5,
+            tx_log2: 5,
+            spare_buffers: 32,
+            ..DriverConfig::default()
+        };
+        let node = AsicNode::new(cfg, drv, &desc, fabric.now()).unwrap();
+        models.push((id, guid, node.backend().clone()));
+        assert!(fabric.set_external(id, Box::new(node)).unwrap().is_none());
+    }
+    let ca = topo.nodes_of_type(NodeType::CA).next().unwrap();
+    let att = fabric.attach_sm(ca, PortNum(1)).unwrap();
+    let sm = Sm::new(SmConfig {
+        port: PortNum(1),
+        sweep_interval: Duration::ZERO,
+        ..SmConfig::default()
+    })
+    .unwrap();
+    Run {
+        fabric,
+        sm,
+        h: att.handle,
+        events: Vec::new(),
+        models,
+    }
+}
+
+impl Run {
+    fn drive(&mut self, limit: Time) {
+        let mut buf = [0u8; 256];
+        loop {
+            let now = self.fabric.now();
+            while let Ok(Some((meta, len))) = self.fabric.sm_recv(self.h, &mut buf) {
+                self.sm.handle_mad(now, &meta, &buf[..len]);
+            }
+            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
+                self.sm.handle_timeout(now);
+            }
+            while let Some(tx) = self.sm.poll_transmit(now, &mut buf) {
+                self.fabric
+                    .sm_send(self.h, &tx.meta, &buf[..tx.len])
+                    .unwrap();
+            }
+            while let Some(e) = self.sm.poll_event() {
+                self.events.push(e);
+            }
+            if self.fabric.sm_pending(self.h) > 0 {
+                continue;
+            }
+            let next = match (self.fabric.next_event_time(), self.sm.poll_timeout()) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => break,
+                },
+            };
+            if next > limit {
+                break;
+            }
+            self.fabric.run_until(next.max(now));
+        }
+    }
+}
+
+fn check_models_equal_sm(run: &Run) {
+    let lfts = run.sm.lfts().expect("the SM computed LFTs");
+    let subnet = run.sm.subnet();
+    let top = lfts.top().0;
+    for (id, guid, backend) in &run.models {
+        let sw = subnet
+            .switches()
+            .find(|&s| subnet.node(s).guid.0 == *guid)
+            .unwrap_or_else(|| panic!("switch {guid:#x} not discovered"));
+        let want = lfts.table(sw).unwrap();
+        let m = backend.model().lock().unwrap();
+        assert_eq!(m.lft_top(), top, "LFT_TOP of {guid:#x}");
+        for lid in 0..=top {
+            let block = m.lft_block(lid / 64).unwrap();
+            let got = block[usize::from(lid % 64)];
+            assert_eq!(
+                got,
+                want[usize::from(lid)],
+                "switch {guid:#x} LID {lid}: model register vs SM table"
+            );
+        }
+        // The data plane (what the fabric forwards with) is the registers.
+        let cabled = run
+            .fabric
+            .topology()
+            .ports(*id)
+            .filter(|(p, port)| p.0 >= 1 && port.peer().is_some())
+            .count();
+        let active = (1..=m.num_ports())
+            .filter(|&p| m.port_logical(p) == logical::ACTIVE)
+            .count();
+        assert_eq!(active, cabled, "switch {guid:#x}: every cabled port Active");
+        assert!(m.counter(hca_driver::regs::RX_SMPS) > 0);
+        assert!(m.counter(hca_driver::regs::TX_SMPS) > 0);
+    }
+}
+
+#[test]
+fn sm_brings_up_a_fabric_of_ra1_models() {
+    let mut run = start("fat-tree:2,4");
+    run.drive(Time::from_millis(600_000));
+    assert!(
+        run.events.contains(&Event::SubnetUp),
+        "no SUBNET UP; last events: {:#?}",
+        &run.events[run.events.len().saturating_sub(20)..]
+    );
+    eprintln!(
+        "{} model switches, {} events, now {:?}",
+        run.models.len(),
+        run.events.len(),
+        run.fabric.now()
+    );
+    check_models_equal_sm(&run);
+    // The built-in agents of the model switches were never used.
+    for (id, _, _) in &run.models {
+        assert_eq!(run.fabric.agent(*id).unwrap().stats().received, 0);
+    }
+}
