@@ -120,6 +120,12 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         );
     }
     let mut log = Log::open(opts)?;
+    // Before the port is opened, as OpenSM's first line: time-to-SUBNET-UP measurements from
+    // the log (`ibsm bench opensm`) then include opening the port for both SMs.
+    log.line(
+        Level::Info,
+        &format!("ibsm {} starting", env!("CARGO_PKG_VERSION")),
+    );
     let ucfg = UmadConfig {
         ca: opts.ca_name.clone(),
         port: (opts.ca_port != 0).then_some(opts.ca_port),

@@ -560,3 +560,84 @@ fn write_net() {
     let (spec, path) = arg.rsplit_once(':').unwrap();
     std::fs::write(path, generated(spec)).unwrap();
 }
+
+/// `ibsm bench opensm` end to end on a small net-example: both SMs bring the fabric up on
+/// fresh ibsims, every row has a positive time, CPU and SMP count, and the SMP counter ibsim
+/// kept agrees with the count ibsm logged (which also includes the few SMPs to its own port).
+#[test]
+fn bench_opensm_small() {
+    let test = "interop bench_opensm_small";
+    if !peers(test) {
+        return;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for prog in ["opensm", "perfquery"] {
+        if !std::env::split_paths(&path).any(|p| p.join(prog).is_file()) {
+            let why = format!("{prog} not installed (apt-get install opensm infiniband-diags)");
+            assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+            report_skip(test, &why);
+            return;
+        }
+    }
+    let dir = TempDir::new("bench").unwrap();
+    let net = dir.path().join("net.2sw2path4hca");
+    std::fs::write(&net, example("net.2sw2path4hca")).unwrap();
+    let keep = dir.path().join("keep");
+    let child = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["bench", "opensm"])
+        .arg(&net)
+        .args(["--runs", "1", "--keep"])
+        .arg(&keep)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, in_time) = wait_bounded(child, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        in_time && out.status.success(),
+        "{:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let mut smps = HashMap::new();
+    for sm in ["opensm", "ibsm"] {
+        let row: Vec<&str> = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("1    {sm} ")))
+            .unwrap_or_else(|| panic!("no row for {sm}\n{stdout}"))
+            .split_whitespace()
+            .collect();
+        // run sm up wall cpu SMPs ibsim cpu/ibsim
+        assert_eq!(row.len(), 8, "{row:?}");
+        let up: f64 = row[2].parse().unwrap();
+        let wall: f64 = row[3].parse().unwrap();
+        assert!(up > 0.0 && up <= wall, "{row:?}");
+        let n: u64 = row[5].parse().unwrap();
+        assert!(n > 0, "{row:?}");
+        smps.insert(sm, n);
+    }
+    assert!(
+        stdout.contains("speedup (median up, OpenSM / ibsm)"),
+        "{stdout}"
+    );
+    // ibsm's own count (log) = ibsim's PortXmitPkts + SMPs to its own port (a handful).
+    let log = std::fs::read_to_string(keep.join("run1-ibsm/ibsm.log")).unwrap();
+    let sent: u64 = log
+        .lines()
+        .find_map(|l| {
+            l.split("s: ")
+                .nth(1)?
+                .split(" SMPs sent")
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no SMP count in the ibsm log\n{log}"));
+    let wire = smps["ibsm"];
+    assert!(
+        sent >= wire && sent - wire <= 16,
+        "logged {sent}, on the wire {wire}"
+    );
+}
