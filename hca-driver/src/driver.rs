@@ -344,7 +344,7 @@ impl Hca {
         Ok(())
     }
 
-    /// Drains the CQ: received MADs queue for [`Hca::recv`] (the RX ring is refilled from the
+    /// Drains the CQ: received MADs queue for [`Hca::recv_token`] (the RX ring is refilled from the
     /// pool), sent buffers return to the pool. Returns the number of completions.
     pub fn poll(&mut self) -> Result<usize, DriverError> {
         let mut n = 0;
@@ -406,7 +406,7 @@ impl Hca {
 
     /// The next received MAD: its metadata and the buffer token (zero-copy: deref it, or
     /// [`MadBuf::smp`]). Dropping the token returns the buffer to the pool.
-    pub fn recv(&mut self) -> Option<(RxMeta, MadBuf)> {
+    pub fn recv_token(&mut self) -> Option<(RxMeta, MadBuf)> {
         self.received.pop_front()
     }
 

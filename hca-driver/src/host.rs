@@ -303,7 +303,7 @@ impl HostSma {
         self.flush()?;
         self.hca.poll()?;
         let mut n = 0;
-        while let Some((meta, buf)) = self.hca.recv() {
+        while let Some((meta, buf)) = self.hca.recv_token() {
             // Zero copy: the agent parses the DMA buffer the device wrote.
             self.agent.handle_mad(now, &meta.mad_meta(), &buf);
             drop(buf);
