@@ -374,6 +374,23 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts) -> Report {
         .iter()
         .map(|&s| lfts.table(s).unwrap_or(&[]))
         .collect();
+    // Destination-major copy of the tables (one column of all switches per LID), so the walks
+    // for one destination read one small contiguous slice.
+    let nsw = g.sws.len();
+    let width = usize::from(lfts.top().0) + 1;
+    let mut by_lid = vec![NO_PATH; width * nsw];
+    const B: usize = 64;
+    for sb in (0..nsw).step_by(B) {
+        for lb in (0..width).step_by(B) {
+            for (si, row) in rows.iter().enumerate().skip(sb).take(B) {
+                for l in lb..(lb + B).min(width) {
+                    if let Some(&p) = row.get(l) {
+                        by_lid[l * nsw + si] = p;
+                    }
+                }
+            }
+        }
+    }
     // Sources: switch slot → number of CA ports.
     let mut nsrc = vec![0u64; g.sws.len()];
     for c in &cas {
@@ -405,6 +422,7 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts) -> Report {
     };
     let per_dest = |acc: &mut Acc, d: &Dest| {
         let l = usize::from(d.lid.0);
+        let col = by_lid.get(l * nsw..(l + 1) * nsw).unwrap_or(&[]);
         for &(s, n) in &srcs {
             let mut w = n;
             if s == d.sw_slot {
@@ -417,7 +435,7 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts) -> Report {
             let mut prev: Option<usize> = None;
             let mut hops = 0;
             loop {
-                let port = rows[cur].get(l).copied().unwrap_or(NO_PATH);
+                let port = col.get(cur).copied().unwrap_or(NO_PATH);
                 if port == NO_PATH || port == 0 {
                     break;
                 }
