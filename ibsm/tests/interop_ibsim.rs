@@ -173,8 +173,8 @@ impl Expect {
             }
             for (p, port) in self.topo.ports(n) {
                 if let Some(peer) = port.peer().filter(|_| p.0 != 0) {
-                    if !dist.contains_key(&peer.node) {
-                        dist.insert(peer.node, d + 1);
+                    if let std::collections::hash_map::Entry::Vacant(e) = dist.entry(peer.node) {
+                        e.insert(d + 1);
                         q.push_back(peer.node);
                     }
                 }
