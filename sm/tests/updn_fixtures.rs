@@ -503,3 +503,21 @@ fn updn_with_lmc_routes_every_lid_deadlock_free() {
         .collect();
     assert_eq!(ports.len(), 2, "{ports:?}");
 }
+
+#[test]
+fn dnup_without_leaf_switches_fails_and_falls_back() {
+    // Two switches, no CAs: dnup has no rank-0 leaf (OpenSM ERR AE0D).
+    let mut s = Subnet::new();
+    let a = sw(&mut s, 0xa, "a");
+    let b = sw(&mut s, 0xb, "b");
+    s.nodes[a.idx()].dr_path = ibmad::DrPath::local();
+    connect(&mut s, (a, 1), (b, 1));
+    lids(&mut s);
+    let (_, log, e) = run("dnup", &s, &EngineOptions::default());
+    assert_eq!(e, "minhop");
+    assert!(
+        log[0].contains("ERR AE0D: No leaf switches found"),
+        "{log:?}"
+    );
+    assert!(log.contains(&"ucast_mgr_route: dnup: cannot build lid matrices".to_string()));
+}

@@ -236,7 +236,11 @@ impl UpDn {
         let Some(ranking) = self.rank(subnet, &hm, log) else {
             return Err(RouteError::Unroutable {
                 engine: self.name(),
-                reason: "no root nodes were found".to_string(),
+                reason: match self.mode {
+                    Mode::UpDown => "no root nodes were found",
+                    Mode::DownUp => "no leaf switches found",
+                }
+                .to_string(),
             });
         };
         let n = hm.switch_count();
