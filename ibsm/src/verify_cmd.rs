@@ -268,6 +268,36 @@ mod tests {
     }
 
     #[test]
+    fn sim_reports_the_verifier_result_after_bring_up() {
+        let sim = |engine: &str| {
+            let args = crate::simrun::SimArgs {
+                topology: "torus:4,4".into(),
+                sm: sm::SmConfig {
+                    routing_engine: vec![engine.into()],
+                    sweep_interval: std::time::Duration::ZERO,
+                    ..sm::SmConfig::default()
+                },
+                sim: fabric_sim::sim::SimConfig::default(),
+                dump_dir: None,
+                guid2lid: None,
+                attach: None,
+                limit: std::time::Duration::from_secs(60),
+                verbose: false,
+            };
+            let mut out = Vec::new();
+            let o = crate::simrun::run(&args, &mut out).unwrap();
+            (o, String::from_utf8(out).unwrap())
+        };
+        let (o, text) = sim("minhop");
+        assert!(o.up);
+        assert!(o.verify.unwrap().credit_loop.is_some());
+        assert!(text.contains("credit loops     CYCLE of"), "{text}");
+        let (o, text) = sim("updn");
+        assert!(o.verify.unwrap().credit_loop.is_none());
+        assert!(text.contains("credit loops     none"), "{text}");
+    }
+
+    #[test]
     fn judges_a_dump_written_by_our_own_dumper() {
         let t = Topology::generate("fat-tree:2,4").unwrap();
         let mut s = subnet_from_topology(&t);
