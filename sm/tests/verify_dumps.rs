@@ -14,8 +14,12 @@ use sm::verify::verify;
 use sm::{NodeId, Subnet};
 
 fn testdata(p: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(p))
-        .unwrap()
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(p),
+    )
+    .unwrap()
 }
 
 /// Two switches A (0xa) – B (0xb) on port 1, two CAs on each (ports 2, 3).
@@ -27,8 +31,15 @@ fn pair() -> (Subnet, NodeId, NodeId, Vec<NodeId>) {
     connect(&mut s, (a, 1), (b, 1));
     let cas: Vec<NodeId> = (0..4u64)
         .map(|i| {
-            let c = add(&mut s, node(0x100 + 16 * i, NodeType::CA, 1, &format!("c{i}")));
-            connect(&mut s, (if i < 2 { a } else { b }, 2 + (i % 2) as u8), (c, 1));
+            let c = add(
+                &mut s,
+                node(0x100 + 16 * i, NodeType::CA, 1, &format!("c{i}")),
+            );
+            connect(
+                &mut s,
+                (if i < 2 { a } else { b }, 2 + (i % 2) as u8),
+                (c, 1),
+            );
             c
         })
         .collect();
@@ -47,10 +58,16 @@ fn balance_counts_routes_per_link_port_switch_and_level() {
     assert_eq!((r.balance.per_link.min, r.balance.per_link.max), (4, 4));
     assert_eq!(r.balance.per_link.count, 2);
     // Each CA port receives from the 3 other CAs.
-    assert_eq!((r.balance.per_ca_port.min, r.balance.per_ca_port.max), (3, 3));
+    assert_eq!(
+        (r.balance.per_ca_port.min, r.balance.per_ca_port.max),
+        (3, 3)
+    );
     assert_eq!(r.balance.per_ca_port.count, 4);
     // Switch A forwards 4 (to B) + 3 + 3 (to its CAs).
-    assert_eq!((r.balance.per_switch.min, r.balance.per_switch.max), (10, 10));
+    assert_eq!(
+        (r.balance.per_switch.min, r.balance.per_switch.max),
+        (10, 10)
+    );
     assert_eq!(r.balance.per_level.len(), 1);
     assert_eq!(r.balance.per_level[0].0, 0);
     assert_eq!(r.balance.per_link.stddev, 0.0);
@@ -155,7 +172,11 @@ fn dump_errors_name_the_line() {
     let d = parse_lft_dump(&hdr.replace("0x000000000000000a", "0x00000000000000ff")).unwrap();
     assert_eq!(d.to_lfts(&s).unwrap_err().line, 1);
     let d = parse_lft_dump(hdr).unwrap();
-    assert!(d.to_lfts(&s).unwrap_err().what.contains("no table for switch"));
+    assert!(d
+        .to_lfts(&s)
+        .unwrap_err()
+        .what
+        .contains("no table for switch"));
 }
 
 #[test]
