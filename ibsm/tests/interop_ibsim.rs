@@ -6,7 +6,8 @@
 //! * `iblinkinfo` shows every link Active/LinkUp from both ends, and nothing else Active;
 //! * `dump_fts` gives LFTs in which every CA port reaches every CA port, and every path is a
 //!   shortest one (min-hop), walked over the topology file's cabling — the tables are read
-//!   back from the fabric, not taken from ibsm;
+//!   back from the fabric, not taken from ibsm; `ibsm verify` (the team's verifier,
+//!   `sm::verify`) judges the same dump_fts text: no unreachable pair, no loop, no detour;
 //! * the LIDs `dump_fts` resolved are unique, cover every end port and switch, and agree with
 //!   the guid2lid file ibsm saved in `OSM_CACHE_DIR`;
 //! * `ibtracert` between sample CA pairs ends at the right CA after the shortest hop count;
@@ -421,6 +422,34 @@ fn run_case(test: &str, net: &str, ibsim_extra: &[&str]) {
         }
     }
     assert_eq!(pairs, ex.ca_ports.len().pow(2));
+    // ... and the team's verifier (`ibsm verify`, sm::verify) agrees on the same dump_fts text.
+    // Its exit status also counts credit loops, which min-hop may well have on a torus or a
+    // random graph, so the reachability fields of its JSON report are what is checked.
+    let fts_file = dir.path().join("fts.txt");
+    let net_file = dir.path().join("topology.net");
+    std::fs::write(&fts_file, &ft_text).unwrap();
+    std::fs::write(&net_file, net).unwrap();
+    let v = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["verify", "--json", "--topology"])
+        .arg(&net_file)
+        .arg("--lfts")
+        .arg(&fts_file)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        matches!(v.status.code(), Some(0 | 1)),
+        "ibsm verify: {:?}\n{report}\n{}",
+        v.status,
+        String::from_utf8_lossy(&v.stderr)
+    );
+    for field in ["\"unreachable\":0,", "\"loops\":0,", "\"non_shortest\":0,"] {
+        assert!(report.contains(field), "verifier: no {field}\n{report}");
+    }
+    assert!(
+        !report.contains("\"pairs\":0,"),
+        "verifier walked nothing\n{report}"
+    );
 
     // ---- ibtracert between sample CA pairs ----
     // The tools' LID-routed queries start at the first node of the file, and ibsim delivers a
