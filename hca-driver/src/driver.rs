@@ -141,6 +141,8 @@ pub struct Hca {
     received: VecDeque<(RxMeta, MadBuf)>,
     tx_done: VecDeque<Completion>,
     stats: DriverStats,
+    /// Descriptors posted without their doorbell yet.
+    tx_unrung: bool,
     dma: Dma,
 }
 
@@ -233,6 +235,7 @@ impl Hca {
             received: VecDeque::new(),
             tx_done: VecDeque::new(),
             stats: DriverStats::default(),
+            tx_unrung: false,
             dma,
         };
         hca.refill_rx().map_err(|e| match e {
@@ -336,6 +339,7 @@ impl Hca {
             self.stats.tx_full += 1;
             return Err((DriverError::TxFull, b));
         }
+        self.tx_unrung = false;
         wmb();
         if let Err(e) = self.regs.write(TXQ_PROD, self.tx.prod()) {
             // The descriptor is posted; the next doorbell publishes it.
@@ -344,9 +348,35 @@ impl Hca {
         Ok(())
     }
 
+    /// Posts `buf` without ringing the doorbell (batching): call [`Hca::ring_tx_doorbell`]
+    /// after the batch. Back-pressure as [`Hca::post_send`].
+    pub fn post_send_deferred(
+        &mut self,
+        buf: MadBuf,
+        meta: TxMeta,
+    ) -> Result<(), (DriverError, MadBuf)> {
+        if let Err(b) = self.tx.post(buf, meta) {
+            self.stats.tx_full += 1;
+            return Err((DriverError::TxFull, b));
+        }
+        self.tx_unrung = true;
+        Ok(())
+    }
+
+    /// Publishes descriptors posted with [`Hca::post_send_deferred`]: `wmb()` then `TXQ_PROD`.
+    pub fn ring_tx_doorbell(&mut self) -> Result<(), DriverError> {
+        if self.tx_unrung {
+            self.tx_unrung = false;
+            wmb();
+            self.regs.write(TXQ_PROD, self.tx.prod())?;
+        }
+        Ok(())
+    }
+
     /// Drains the CQ: received MADs queue for [`Hca::recv_token`] (the RX ring is refilled from the
     /// pool), sent buffers return to the pool. Returns the number of completions.
     pub fn poll(&mut self) -> Result<usize, DriverError> {
+        self.ring_tx_doorbell()?;
         let mut n = 0;
         while let Some(c) = self.cq.poll()? {
             n += 1;

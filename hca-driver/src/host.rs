@@ -309,7 +309,9 @@ impl HostSma {
             drop(buf);
             self.stats.received += 1;
             n += 1;
-            self.drain(now)?;
+            if n % 64 == 0 {
+                self.drain(now)?;
+            }
         }
         if self.hca.regs().read(INT_CAUSE)? & INT_PORT != 0 {
             self.handle_port_changes(now)?;
@@ -333,7 +335,7 @@ impl HostSma {
 
     fn flush(&mut self) -> Result<(), DriverError> {
         while let Some((meta, buf)) = self.pending.pop_front() {
-            match self.hca.post_send(buf, meta) {
+            match self.hca.post_send_deferred(buf, meta) {
                 Ok(()) => self.stats.sent += 1,
                 Err((DriverError::TxFull, b)) => {
                     self.pending.push_front((meta, b));
@@ -348,6 +350,11 @@ impl HostSma {
         Ok(())
     }
 
+    /// Publishes everything posted this turn with one doorbell.
+    fn publish(&mut self) -> Result<(), DriverError> {
+        self.hca.ring_tx_doorbell()
+    }
+
     /// Moves the agent's transmits into TX descriptors (zero copy: the agent writes into the
     /// pool buffer that is posted). Back-pressure: when the ring is full they wait in order.
     fn drain(&mut self, now: Time) -> Result<(), DriverError> {
@@ -358,12 +365,12 @@ impl HostSma {
                     self.hca.poll()?;
                     match self.hca.alloc() {
                         Some(b) => b,
-                        None => return Ok(()),
+                        None => return self.publish(),
                     }
                 }
             };
             let Some(tx) = self.agent.poll_transmit(now, &mut buf) else {
-                return Ok(());
+                return self.publish();
             };
             let meta = TxMeta {
                 port: tx.meta.port.0,

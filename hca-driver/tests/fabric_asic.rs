@@ -167,3 +167,67 @@ fn sm_brings_up_a_fabric_of_ra1_models() {
         assert_eq!(run.fabric.agent(*id).unwrap().stats().received, 0);
     }
 }
+
+#[test]
+fn a_cut_link_becomes_a_trap_and_the_sm_reprograms_the_models() {
+    let mut run = start("fat-tree:2,4");
+    run.drive(Time::from_millis(600_000));
+    let ups = |r: &Run| r.events.iter().filter(|e| **e == Event::SubnetUp).count();
+    assert_eq!(ups(&run), 1);
+    // A switch-to-switch cable.
+    let topo = run.fabric.topology().clone();
+    let link = topo
+        .links()
+        .find(|l| {
+            topo.node(l.a.node).unwrap().is_switch() && topo.node(l.b.node).unwrap().is_switch()
+        })
+        .unwrap();
+    let sent_before: u32 = run
+        .models
+        .iter()
+        .map(|(_, _, b)| b.model().lock().unwrap().counter(hca_driver::regs::TX_SMPS))
+        .sum();
+    run.fabric
+        .set_link(link.a.node, link.a.port, false)
+        .unwrap();
+    // The models saw the link go down in their registers.
+    for end in [link.a, link.b] {
+        let (_, _, b) = run
+            .models
+            .iter()
+            .find(|(id, _, _)| *id == end.node)
+            .unwrap();
+        let m = b.model().lock().unwrap();
+        assert_eq!(m.port_logical(end.port.0), logical::DOWN);
+        assert_eq!(m.port_phys(end.port.0), hca_driver::regs::phys::POLLING);
+    }
+    let t = run.fabric.now() + Duration::from_secs(600);
+    run.drive(t);
+    // No periodic sweeps are configured: only the host SMAs' traps 128 can have made the SM
+    // sweep again and reach SUBNET UP a second time.
+    assert!(ups(&run) >= 2, "the traps did not lead to a new sweep");
+    let sent_after: u32 = run
+        .models
+        .iter()
+        .map(|(_, _, b)| b.model().lock().unwrap().counter(hca_driver::regs::TX_SMPS))
+        .sum();
+    assert!(sent_after > sent_before);
+    // Every model except the cut ports: all cabled ports Active and LFTs == SM tables again.
+    let lfts = run.sm.lfts().unwrap();
+    let subnet = run.sm.subnet();
+    for (_, guid, b) in &run.models {
+        let sw = subnet
+            .switches()
+            .find(|&s| subnet.node(s).guid.0 == *guid)
+            .unwrap();
+        let want = lfts.table(sw).unwrap();
+        let m = b.model().lock().unwrap();
+        for lid in 0..=lfts.top().0 {
+            assert_eq!(
+                m.lft_block(lid / 64).unwrap()[usize::from(lid % 64)],
+                want[usize::from(lid)],
+                "switch {guid:#x} LID {lid} after the reroute"
+            );
+        }
+    }
+}

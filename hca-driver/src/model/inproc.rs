@@ -30,12 +30,23 @@ pub struct InProcEnv {
 }
 
 impl InProcEnv {
-    fn window(&self, iova: u64, len: usize) -> Result<(MmioRegion, u64), DmaFault> {
+    /// Runs `f` on the window that holds `[iova, iova + len)` and the offset in it (one read
+    /// lock, no clone of the window).
+    fn with_window<R>(
+        &self,
+        iova: u64,
+        len: usize,
+        f: impl FnOnce(&MmioRegion, u64) -> vfio::Result<R>,
+    ) -> Result<R, DmaFault> {
         let map = self.dma.read().map_err(|_| DmaFault { iova })?;
         let (&base, w) = map.range(..=iova).next_back().ok_or(DmaFault { iova })?;
         let off = iova - base;
         match off.checked_add(len as u64) {
-            Some(end) if end <= w.len() as u64 => Ok((w.clone(), off)),
+            Some(end)
+                if end <= w.len() as u64 && off.is_multiple_of(4) && len.is_multiple_of(4) =>
+            {
+                f(w, off).map_err(|_| DmaFault { iova })
+            }
             _ => Err(DmaFault { iova }),
         }
     }
@@ -43,30 +54,28 @@ impl InProcEnv {
 
 impl DeviceEnv for InProcEnv {
     fn dma_read(&self, iova: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
-        let (w, off) = self.window(iova, buf.len())?;
-        if off.is_multiple_of(4) && buf.len().is_multiple_of(4) {
+        self.with_window(iova, buf.len(), |w, off| {
             for (i, c) in buf.chunks_exact_mut(4).enumerate() {
-                let v = w
-                    .read32(off + 4 * i as u64)
-                    .map_err(|_| DmaFault { iova })?;
-                c.copy_from_slice(&v.to_le_bytes());
+                c.copy_from_slice(&w.read32(off + 4 * i as u64)?.to_le_bytes());
             }
-            return Ok(());
-        }
-        Err(DmaFault { iova })
+            Ok(())
+        })
     }
 
     fn dma_write(&self, iova: u64, data: &[u8]) -> Result<(), DmaFault> {
-        let (w, off) = self.window(iova, data.len())?;
-        if off.is_multiple_of(4) && data.len().is_multiple_of(4) {
+        self.with_window(iova, data.len(), |w, off| {
             for (i, c) in data.chunks_exact(4).enumerate() {
-                let v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                w.write32(off + 4 * i as u64, v)
-                    .map_err(|_| DmaFault { iova })?;
+                w.write32(
+                    off + 4 * i as u64,
+                    u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                )?;
             }
-            return Ok(());
-        }
-        Err(DmaFault { iova })
+            Ok(())
+        })
+    }
+
+    fn dma_write32(&self, iova: u64, v: u32) -> Result<(), DmaFault> {
+        self.with_window(iova, 4, |w, off| w.write32(off, v))
     }
 
     fn bus_master(&self) -> bool {
