@@ -4,7 +4,9 @@
 //! Checks:
 //! 1. **reachability** — every CA port reaches every CA LID by walking the tables, with no dead
 //!    end and no forwarding loop, and how many pairs took more switch hops than the shortest
-//!    path ([`crate::check::check_all_pairs`], one walk per source switch and destination LID);
+//!    path ([`crate::check::check_all_pairs`], one walk per source switch and destination LID),
+//!    plus the longest and mean route and the largest excess over the shortest path
+//!    ([`HopStats`]);
 //! 2. **credit loops** — the channel dependency graph (CDG) of all CA-to-CA routes on one VL: a
 //!    node per switch-to-switch link direction, an edge `a→b` when some route enters a switch
 //!    on `a` and leaves on `b`. Any cycle is a potential credit-loop deadlock and is reported
@@ -127,11 +129,24 @@ pub struct Balance {
     pub busiest_link: Option<(Channel, u64)>,
 }
 
+/// Switch-to-switch hop counts of the CA pairs that arrived (weighted by pairs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HopStats {
+    /// Longest route.
+    pub max: u32,
+    /// Mean route length.
+    pub mean: f64,
+    /// Largest excess over the shortest path between the two switches.
+    pub max_extra: u32,
+}
+
 /// The verifier's result.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     /// Reachability and hop counts.
     pub reach: Reachability,
+    /// Route lengths.
+    pub hops: HopStats,
     /// Nodes (switch-to-switch link directions) of the CDG.
     pub cdg_channels: u64,
     /// Distinct dependencies (edges) of the CDG.
@@ -159,6 +174,11 @@ impl Report {
             s,
             "reachability: {} CA pairs ({} table walks): {} unreachable, {} looping, {} longer than the shortest path",
             r.pairs, r.walks, r.unreachable_count, r.loops, r.non_shortest
+        );
+        let _ = writeln!(
+            s,
+            "hops: max {} mean {:.2}, at most {} more than the shortest path",
+            self.hops.max, self.hops.mean, self.hops.max_extra
         );
         for (a, b) in r.unreachable.iter().take(8) {
             let _ = writeln!(s, "  unreachable: LID {} -> LID {}", a.0, b.0);
@@ -230,7 +250,7 @@ impl Report {
                 format!("{{\"link\":{},\"routes\":{n}}}", ch(c))
             });
         format!(
-            "{{\"ok\":{},\"pairs\":{},\"walks\":{},\"unreachable\":{},\"unreachable_examples\":[{}],\"loops\":{},\"non_shortest\":{},\"cdg_channels\":{},\"cdg_dependencies\":{},\"credit_loop\":{},\"balance\":{{\"per_link\":{},\"per_ca_port\":{},\"per_switch\":{},\"per_level\":[{}],\"busiest_link\":{}}}}}",
+            "{{\"ok\":{},\"pairs\":{},\"walks\":{},\"unreachable\":{},\"unreachable_examples\":[{}],\"loops\":{},\"non_shortest\":{},\"hops\":{{\"max\":{},\"mean\":{:.3},\"max_extra\":{}}},\"cdg_channels\":{},\"cdg_dependencies\":{},\"credit_loop\":{},\"balance\":{{\"per_link\":{},\"per_ca_port\":{},\"per_switch\":{},\"per_level\":[{}],\"busiest_link\":{}}}}}",
             self.is_ok(),
             r.pairs,
             r.walks,
@@ -238,6 +258,9 @@ impl Report {
             unreachable.join(","),
             r.loops,
             r.non_shortest,
+            self.hops.max,
+            self.hops.mean,
+            self.hops.max_extra,
             self.cdg_channels,
             self.cdg_dependencies,
             cycle,
@@ -255,7 +278,7 @@ impl Report {
 pub fn verify(subnet: &Subnet, lfts: &Lfts) -> Report {
     let hm = HopMatrix::build(subnet);
     let reach = check_all_pairs_with(subnet, lfts, &hm);
-    let mut rep = cdg_and_balance(subnet, lfts);
+    let mut rep = cdg_and_balance(subnet, lfts, &hm);
     rep.reach = reach;
     rep
 }
@@ -283,6 +306,10 @@ struct Dest {
 struct Acc {
     load: Vec<u64>,
     dep: Vec<[u64; 4]>,
+    hop_sum: u64,
+    arrived: u64,
+    max_hops: u32,
+    max_extra: u32,
 }
 
 impl Acc {
@@ -290,9 +317,17 @@ impl Acc {
         Acc {
             load: vec![0; nch],
             dep: vec![[0; 4]; nch],
+            hop_sum: 0,
+            arrived: 0,
+            max_hops: 0,
+            max_extra: 0,
         }
     }
     fn merge(mut self, o: Acc) -> Acc {
+        self.hop_sum += o.hop_sum;
+        self.arrived += o.arrived;
+        self.max_hops = self.max_hops.max(o.max_hops);
+        self.max_extra = self.max_extra.max(o.max_extra);
         for (a, b) in self.load.iter_mut().zip(o.load) {
             *a += b;
         }
@@ -305,7 +340,7 @@ impl Acc {
     }
 }
 
-fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts) -> Report {
+fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
     let sws: Vec<NodeId> = lfts
         .switches()
         .iter()
@@ -445,6 +480,14 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts) -> Report {
                 }
                 acc.load[c] += w;
                 let nx = g.next[c];
+                if nx & CA != 0 && nx != DEAD {
+                    acc.hop_sum += u64::from(hops) * w;
+                    acc.arrived += w;
+                    acc.max_hops = acc.max_hops.max(hops);
+                    if let Some(min) = hm.hops(g.sws[s as usize], g.sws[d.sw_slot as usize]) {
+                        acc.max_extra = acc.max_extra.max(hops.saturating_sub(u32::from(min)));
+                    }
+                }
                 if nx == DEAD || nx & CA != 0 {
                     break;
                 }
@@ -562,6 +605,15 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts) -> Report {
         .max_by_key(|&&c| (acc.load[c], std::cmp::Reverse(c)))
         .and_then(|&c| Some((to_channel(c)?, acc.load[c])));
     Report {
+        hops: HopStats {
+            max: acc.max_hops,
+            mean: if acc.arrived > 0 {
+                acc.hop_sum as f64 / acc.arrived as f64
+            } else {
+                0.0
+            },
+            max_extra: acc.max_extra,
+        },
         reach: Reachability::default(),
         cdg_channels,
         cdg_dependencies,

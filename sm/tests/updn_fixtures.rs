@@ -130,6 +130,7 @@ fn ring_minhop_has_a_credit_loop_the_verifier_finds_and_updn_has_none() {
     assert!(r.is_ok());
     // Up/down on a ring of 6 must detour for some pairs.
     assert!(r.reach.non_shortest > 0);
+    assert!(r.hops.max_extra > 0 && r.hops.max <= 5, "{:?}", r.hops);
 }
 
 #[test]

@@ -71,11 +71,19 @@ fn balance_counts_routes_per_link_port_switch_and_level() {
     assert_eq!(r.balance.per_level.len(), 1);
     assert_eq!(r.balance.per_level[0].0, 0);
     assert_eq!(r.balance.per_link.stddev, 0.0);
+    // 12 pairs (self excluded): per destination 1 on the same switch (0 hops) + 2 across (1).
+    assert_eq!(r.hops.max, 1);
+    assert!((r.hops.mean - 8.0 / 12.0).abs() < 1e-9, "{:?}", r.hops);
+    assert_eq!(r.hops.max_extra, 0);
     assert_eq!(r.cdg_channels, 2);
     assert_eq!(r.cdg_dependencies, 0);
     let j = r.to_json(&s);
     assert!(j.starts_with("{\"ok\":true,\"pairs\":16,"), "{j}");
     assert!(j.contains("\"credit_loop\":null"), "{j}");
+    assert!(
+        j.contains("\"hops\":{\"max\":1,\"mean\":0.667,\"max_extra\":0}"),
+        "{j}"
+    );
 }
 
 #[test]
