@@ -37,6 +37,10 @@
 //!   expect every DR SMP with hop pointer 0 (a client's DR *response* is given the responder's
 //!   hop pointer, HopCount + 1, before it enters the fabric; a DR request handed to a client gets
 //!   hop pointer 0).
+//!   One deliberate difference from ibsim: a client's TrapRepress (method 0x07) SMP is carried
+//!   to the trap's issuer like any SMP (ibsim drops it), so our agents stop repeating the trap
+//!   as they would on hardware. A DR SMP from a client whose hop pointer is not 0, or whose D
+//!   bit differs from its R bit, is ignored, as ibsim does.
 //! * **Other classes** (SA 0x03, PMA 0x04, vendor …) are not carried by the fabric: they go
 //!   straight to the client attached at the port owning the destination LID (response → slot in
 //!   the TID, QP > 1 → the client registered on that QP, QP 0/1 request → the SM client), as
