@@ -48,6 +48,9 @@ pub struct SmConfig {
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
     pub m_key: u64,
+    /// PortInfo.GidPrefix written into every end port (`subnet_prefix`, default
+    /// 0xfe80000000000000, the link-local prefix OpenSM writes).
+    pub subnet_prefix: u64,
     /// Time between light sweeps once the subnet is up (`sweep_interval`, default 10 s;
     /// zero disables periodic sweeping).
     pub sweep_interval: Duration,
@@ -96,6 +99,7 @@ impl Default for SmConfig {
             sm_priority: 0,
             sm_key: 1,
             m_key: 0,
+            subnet_prefix: 0xfe80_0000_0000_0000,
             sweep_interval: Duration::from_secs(10),
             seed: 0,
             fold_config_into_arm: false,

@@ -4,7 +4,7 @@
 //!
 //! PortInfo policy (OpenSM `osm_link_mgr.c` / `osm_lid_mgr.c` values):
 //! - end ports (CA ports, switch port 0): LID, LMC, MasterSMLID, MasterSMSL = 0,
-//!   SubnetTimeOut, M_Key;
+//!   SubnetTimeOut, M_Key, GidPrefix;
 //! - linked physical ports (CA ports, switch ports ≥ 1 with a discovered neighbour):
 //!   NeighborMTU = min(MTUCap of both ends), OperationalVLs = min(VLCap of both ends,
 //!   max_op_vls), VLHighLimit, LinkWidthEnabled = LinkWidthSupported, LinkSpeedEnabled =
@@ -45,6 +45,7 @@ pub fn desired_port_info(
         want.set_master_sm_sl(0);
         want.set_subnet_timeout(cfg.subnet_timeout);
         want.m_key.set(cfg.m_key);
+        want.gid_prefix.set(cfg.subnet_prefix);
     }
     if p.0 >= 1 {
         if let Some((rn, rp)) = port.remote {
@@ -215,6 +216,12 @@ mod tests {
         assert_eq!(c.lid(), Lid(7));
         assert_eq!(c.master_sm_lid(), Lid(7));
         assert_eq!(c.subnet_timeout(), 18);
+        assert_eq!(
+            c.gid_prefix.get(),
+            0xfe80_0000_0000_0000,
+            "OpenSM's link-local prefix"
+        );
+        assert_eq!(w.gid_prefix.get(), 0, "external switch ports keep theirs");
         let z = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
         assert_eq!(z.lid(), Lid(1));
         assert_eq!(z.neighbor_mtu(), 0, "port 0 has no link");

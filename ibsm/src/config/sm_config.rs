@@ -55,6 +55,7 @@ impl Options {
             sm_priority: self.sm_priority,
             sm_key: self.sm_key,
             m_key: self.m_key.0,
+            subnet_prefix: self.subnet_prefix,
             sweep_interval: Duration::from_secs(self.sweep_interval.into()),
             seed: self.scatter_ports.into(),
             ..SmConfig::default()
