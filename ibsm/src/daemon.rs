@@ -149,7 +149,10 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         ),
     );
 
-    let mut cfg = opts.to_sm_config();
+    let mut cfg = sm::SmConfig {
+        engine_options: opts.engine_options(),
+        ..opts.to_sm_config()
+    };
     cfg.port = dev.port;
     // The Armed/Active passes go by directed route, as OpenSM sends them. With `lid_routed`
     // they would be LID-routed through ports still in Init/Armed, which ibsim forwards only
