@@ -9,6 +9,9 @@
 //! that sweep ends "Errors during initialization" by design; the next one (1 s later) brings
 //! the subnet up. ibsim starts ports at VLCap, which is why `opensm -o` comes up there at once.
 //!
+//! OpenSM buffers its log file; `-d 2` makes it flush after every message so "SUBNET UP" is
+//! seen as soon as it is written.
+//!
 //! Skipped loudly when opensm / ibsim-utils / infiniband-diags are missing, unless
 //! `IBSM_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -171,7 +174,7 @@ fn opensm_up(served: &Served, dir: &Path, engine: &str) -> (Proc, String) {
     let log = dir.join(format!("opensm-{engine}.log"));
     let child = served
         .client("opensm", dir)
-        .args(["-e", "-s", "1", "-R", engine, "-f"])
+        .args(["-e", "-s", "1", "-d", "2", "-R", engine, "-f"])
         .arg(&log)
         .env("OSM_CACHE_DIR", &cache)
         .env("OSM_TMP_DIR", &cache)
@@ -596,7 +599,7 @@ fn opensm_and_ibsm_answer_each_others_sminfo_and_the_higher_priority_stays_maste
     };
     let child = client
         .client("opensm", dir.path())
-        .args(["-e", "-s", "1", "-f"])
+        .args(["-e", "-s", "1", "-d", "2", "-f"])
         .arg(&log)
         .env("OSM_CACHE_DIR", &cache)
         .env("OSM_TMP_DIR", &cache)
