@@ -189,7 +189,9 @@ fn initial_port_info(
     pi.set_mtu_cap(cfg.mtu_cap);
     pi.set_neighbor_mtu(cfg.mtu_cap);
     pi.set_vl_cap(cfg.vl_cap);
-    pi.set_operational_vls(1);
+    // OperationalVLs starts at VLCap, as ibsim's ports do: OpenSM then finds nothing to change
+    // on a freshly trained link and does not bounce it Down to apply a new value.
+    pi.set_operational_vls(cfg.vl_cap);
     pi.vl_arb_high_cap = VL_ARB_CAP;
     pi.vl_arb_low_cap = VL_ARB_CAP;
     pi.set_vl_stall_count(7);
