@@ -5,7 +5,7 @@
 //! `-- --no-check` to skip the reachability check). The best of 5 runs is reported, with the
 //! average CPU time per run (the machine is shared, so wall time includes waiting for a core).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
@@ -13,47 +13,8 @@ use sm::routing::fixtures::fat_tree;
 use sm::routing::ftree::FatTree;
 use sm::routing::{EngineOptions, Lfts, RoutingEngine};
 
-fn vm_hwm_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Process CPU time (user + system) in clock ticks (1/100 s).
-fn cpu_ticks() -> u64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit(')').next()?.to_string();
-            let f: Vec<u64> = rest
-                .split_whitespace()
-                .skip(11)
-                .take(2)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            Some(f.iter().sum())
-        })
-        .unwrap_or(0)
-}
-
-fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, Option<T>) {
-    let mut best = Duration::MAX;
-    let mut out = None;
-    let c0 = cpu_ticks();
-    for _ in 0..runs {
-        let t = Instant::now();
-        let v = f();
-        best = best.min(t.elapsed());
-        out = Some(v);
-    }
-    let cpu = Duration::from_millis((cpu_ticks() - c0) * 10 / runs.max(1) as u64);
-    (best, cpu, out)
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
+mod common;
+use common::{best_of, ms, vm_hwm_kib};
 
 fn main() {
     let k: u8 = std::env::args()
@@ -79,7 +40,7 @@ fn main() {
             pool.install(|| engine.route(&subnet, &mut rand::rngs::mock::StepRng::new(0, 1)))
         });
         let l = match l {
-            Some(Ok(l)) => l,
+            Ok(l) => l,
             other => {
                 eprintln!("ftree failed: {other:?}");
                 return;

@@ -13,52 +13,8 @@ use sm::routing::fixtures::fat_tree;
 use sm::routing::minhop::{HopMatrix, MinHop};
 use sm::routing::{EngineOptions, Lfts};
 
-fn vm_hwm_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-/// Process CPU time (user + system) from /proc/self/stat, in clock ticks (1/100 s).
-fn cpu_ticks() -> u64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit(')').next()?.to_string();
-            let f: Vec<u64> = rest
-                .split_whitespace()
-                .skip(11)
-                .take(2)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            Some(f.iter().sum())
-        })
-        .unwrap_or(0)
-}
-
-/// Best wall time of `runs` runs, and the average CPU time per run (robust when the machine
-/// is shared: wall time includes waiting for a core, CPU time does not).
-fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, T) {
-    let mut best = Duration::MAX;
-    let mut out = None;
-    let c0 = cpu_ticks();
-    for _ in 0..runs {
-        let t = Instant::now();
-        let v = f();
-        best = best.min(t.elapsed());
-        out = Some(v);
-    }
-    let cpu = Duration::from_millis((cpu_ticks() - c0) * 10 / runs.max(1) as u64);
-    match out {
-        Some(v) => (best, cpu, v),
-        None => (best, cpu, f()),
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
+mod common;
+use common::{best_of, ms, vm_hwm_kib};
 
 fn main() {
     let k: u8 = std::env::args()

@@ -5,53 +5,13 @@
 //! Run: `cargo bench -p sm --bench route_updn` (optionally `-- K` for another even k).
 //! The best of 3 runs is reported, with the average CPU time per run.
 
-use std::time::{Duration, Instant};
-
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::fixtures::fat_tree;
 use sm::routing::updn::{Mode, UpDn};
 use sm::routing::{EngineOptions, Lfts, RoutingEngine};
 
-fn vm_hwm_kib() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
-
-fn cpu_ticks() -> u64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let rest = s.rsplit(')').next()?.to_string();
-            let f: Vec<u64> = rest
-                .split_whitespace()
-                .skip(11)
-                .take(2)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            Some(f.iter().sum())
-        })
-        .unwrap_or(0)
-}
-
-fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, Duration, Option<T>) {
-    let mut best = Duration::MAX;
-    let mut out = None;
-    let c0 = cpu_ticks();
-    for _ in 0..runs {
-        let t = Instant::now();
-        let v = f();
-        best = best.min(t.elapsed());
-        out = Some(v);
-    }
-    let cpu = Duration::from_millis((cpu_ticks() - c0) * 10 / runs.max(1) as u64);
-    (best, cpu, out)
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
+mod common;
+use common::{best_of, ms, vm_hwm_kib};
 
 fn main() {
     let k: u8 = std::env::args()
@@ -83,7 +43,7 @@ fn main() {
             })
         });
         let l = match l {
-            Some(Ok(l)) => l,
+            Ok(l) => l,
             other => {
                 eprintln!("updn failed: {other:?}");
                 return;
@@ -106,7 +66,6 @@ fn main() {
             return;
         };
         let (t, cpu, r) = best_of(1, || pool.install(|| sm::verify::verify(&subnet, &l)));
-        let Some(r) = r else { return };
         println!(
             "verify {threads} thread{} {} wall (cpu {}): {} pairs, {} unreachable, {} loops, {} non-shortest, CDG {} channels / {} dependencies, {}, routes per link max {} stddev {:.2}",
             if threads == 1 { " " } else { "s" },
