@@ -61,6 +61,16 @@ impl UserBackend {
     }
 }
 
+impl UserBackend {
+    /// An already connected client (e.g. over `UnixStream::pair` in tests).
+    pub fn from_device(name: &str, dev: UserDevice) -> UserBackend {
+        UserBackend {
+            path: name.to_string(),
+            dev: Arc::new(dev),
+        }
+    }
+}
+
 impl DeviceBackend for UserBackend {
     fn device(&self) -> Arc<dyn VfioDevice> {
         self.dev.clone()

@@ -13,7 +13,7 @@
 //! doorbell), which satisfies RA-1 §7.4 ("on the next event-loop turn") trivially.
 
 pub mod inproc;
-// pub mod server;
+pub mod server;
 
 use std::collections::VecDeque;
 
