@@ -118,3 +118,15 @@ fn faults_do_not_change_the_outcome() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("SUBNET UP"));
 }
+
+/// The largest fat tree: k36 (1,620 switches, 11,664 CAs) comes up with every CA
+/// reaching every CA on a shortest path and no credit loop (timing is in docs/benchmarks.md).
+#[test]
+fn k36_comes_up() {
+    let (code, out, err) = ibsm(&["sim", "fat-tree:3,36"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("13284 nodes (1620 switches, 11664 CAs)"), "{out}");
+    assert!(out.contains("SUBNET UP"), "{out}");
+    assert!(out.contains("136048896 pairs"), "{out}");
+    assert!(out.contains("credit loops     none"), "{out}");
+}
