@@ -7,6 +7,8 @@
 //! forwards LID-routed SMPs through this switch with the model's LFT registers and port states
 //! — i.e. with exactly what the host SMA wrote.
 
+use std::sync::{Arc, Mutex};
+
 use ibmad::{Lid, MadMeta, PortNum, PortState, Time, SMP_LEN};
 use sma::{LinkEvent, LinkRequest, Transmit};
 
@@ -16,6 +18,7 @@ use crate::backend::InProcessBackend;
 use crate::driver::{DriverConfig, Hca};
 use crate::error::{DriverError, InitError};
 use crate::host::{HostError, HostSma};
+use crate::model::server::ServedAsic;
 use crate::model::{ModelConfig, RxOutcome};
 
 /// Why an [`AsicNode`] could not start.
@@ -171,5 +174,89 @@ impl ExternalAgent for AsicNode {
             .lock()
             .map_or(1, |m| m.port_logical(port.0));
         PortState(l as u8)
+    }
+}
+
+/// A switch whose model is served over vfio-user to a host SMA in another process
+/// (`ibsm asic-model` + `ibsm sma --device vfio-user:SOCKET`). The fabric side and the server
+/// loop share the [`ServedAsic`]; the host's answers arrive asynchronously, so the owner calls
+/// `Fabric::poke` after serving requests to collect what the model put on the wire.
+#[derive(Debug, Clone)]
+pub struct RemoteAsicNode {
+    served: Arc<Mutex<ServedAsic>>,
+}
+
+impl RemoteAsicNode {
+    /// Wraps a served model.
+    pub fn new(served: Arc<Mutex<ServedAsic>>) -> RemoteAsicNode {
+        RemoteAsicNode { served }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut ServedAsic) -> R) -> Option<R> {
+        let mut s = self.served.lock().ok()?;
+        Some(f(&mut s))
+    }
+}
+
+impl ExternalAgent for RemoteAsicNode {
+    fn deliver(&mut self, _now: Time, meta: &MadMeta, mad: &[u8]) {
+        self.with(|s| {
+            s.with_model(|m, env| {
+                m.receive(meta.port.0, meta.slid.0, meta.dlid.0, meta.sl, mad, env)
+            })
+        });
+    }
+
+    fn link(&mut self, _now: Time, port: PortNum, ev: LinkEvent) {
+        self.with(|s| {
+            s.with_model(|m, env| match ev {
+                LinkEvent::Up {
+                    width_active,
+                    speed_active,
+                    speed_ext_active,
+                } => m.link_up(port.0, width_active, speed_active, speed_ext_active, env),
+                LinkEvent::Down => m.link_down(port.0, env),
+            })
+        });
+    }
+
+    fn poll_transmit(&mut self, _now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let out = buf.get_mut(..SMP_LEN)?;
+        let w = self.with(|s| s.with_model(|m, _| m.poll_wire()))??;
+        out.copy_from_slice(&w.mad[..]);
+        Some(Transmit {
+            meta: MadMeta {
+                port: PortNum(w.port),
+                slid: Lid(w.slid),
+                dlid: Lid(w.dlid),
+                qp: 0,
+                sl: w.sl,
+            },
+            len: SMP_LEN,
+        })
+    }
+
+    fn poll_link_request(&mut self) -> Option<(PortNum, LinkRequest)> {
+        let (p, r) = self.with(|s| s.with_model(|m, _| m.poll_link_request()))??;
+        Some((PortNum(p), r))
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        None
+    }
+
+    fn handle_timeout(&mut self, _now: Time) {}
+
+    fn lft_port(&self, dlid: Lid) -> Option<PortNum> {
+        self.with(|s| s.model().lft_port(dlid.0))?.map(PortNum)
+    }
+
+    fn lid_matches(&self, dlid: Lid) -> bool {
+        self.with(|s| s.model().lid_matches(dlid.0))
+            .unwrap_or(false)
+    }
+
+    fn port_state(&self, port: PortNum) -> PortState {
+        PortState(self.with(|s| s.model().port_logical(port.0)).unwrap_or(1) as u8)
     }
 }

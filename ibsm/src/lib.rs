@@ -9,10 +9,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod asic_cmd;
 pub mod bench_cmd;
 pub mod config;
 pub mod daemon;
 pub mod persist;
 pub mod serve_cmd;
 pub mod simrun;
+pub mod sma_cmd;
 pub mod verify_cmd;

@@ -18,6 +18,10 @@ commands:
   sim serve TOPOLOGY       serve the simulated fabric over ibsim's protocol (OpenSM, diags)
   run [options]            run the subnet manager on a real port (OpenSM's options)
   bench opensm TOPOLOGY    OpenSM vs `ibsm run -o` on ibsim: time to SUBNET UP, SMPs, CPU
+  sma --device (vfio-user:SOCKET | 0000:BB:DD.F)
+                           host SMA for an RA-1 switch ASIC (docs/reference-asic.md)
+  asic-model TOPOLOGY --socket-dir DIR [--sm] [--exit-on-up]
+                           simulated fabric whose switches are RA-1 models served over vfio-user
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
@@ -79,6 +83,8 @@ fn main() -> ExitCode {
         "run" => cmd_run(rest),
         "verify" => ibsm::verify_cmd::main(rest),
         "bench" => ibsm::bench_cmd::main(rest),
+        "sma" => ibsm::sma_cmd::main(rest),
+        "asic-model" => ibsm::asic_cmd::main(rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS
