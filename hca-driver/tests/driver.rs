@@ -350,3 +350,37 @@ fn madport_send_and_recv() {
     assert_eq!(errs[0].status, regs::status::PORT_DOWN);
     assert_eq!(hca.counter(regs::TX_ERRORS).unwrap(), 1);
 }
+
+#[test]
+fn host_sma_drops_and_counts_smps_the_asic_passes_but_the_smi_rejects() {
+    use hca_driver::HostSma;
+    use ibmad::Time;
+    let b = backend(ModelFault::None);
+    let hca = Hca::open(&b, small()).unwrap();
+    let mut host = HostSma::new(hca, "test switch", Time::ZERO).unwrap();
+    // Well-formed for the ASIC (version 1, class 0x81, 256 bytes) but an invalid directed
+    // route: hop count 64 (> 63).
+    let mut bad = smp(1);
+    bad[6] = 0; // hop pointer
+    bad[7] = 64; // hop count
+    assert_eq!(inject(&b, 1, &bad), hca_driver::model::RxOutcome::Delivered);
+    // A valid request: hop pointer 1 of 1 (as it arrives after the originator's hop).
+    let mut good = smp(2);
+    good[6] = 1;
+    assert_eq!(
+        inject(&b, 1, &good),
+        hca_driver::model::RxOutcome::Delivered
+    );
+    assert_eq!(host.poll(Time::ZERO).unwrap(), 2);
+    let a = host.agent().stats();
+    assert_eq!(a.received, 2);
+    assert_eq!(a.discarded, 1, "the bad route was dropped and counted");
+    assert_eq!(a.answered, 1);
+    let w = b.model().with_model(|m, _| m.poll_wire()).unwrap().unwrap();
+    assert_eq!((w.port, tid_of(&w.mad[..])), (1, 2));
+    assert!(b
+        .model()
+        .with_model(|m, _| m.poll_wire())
+        .unwrap()
+        .is_none());
+}

@@ -384,9 +384,8 @@ impl AsicModel {
             0x20 => 0,
             0x40..=0x68 => {
                 let i = ((r - 0x40) / 4) as usize;
-                let v = pr.counters.get(i).copied().unwrap_or(0);
-                // RC: cleared by the read? No — cleared by writing any value (RA-1 §5).
-                v
+                // RC: cleared by writing any value (RA-1 §5), not by reading.
+                pr.counters.get(i).copied().unwrap_or(0)
             }
             _ => 0,
         }
@@ -967,3 +966,6 @@ impl AsicModel {
             .unwrap_or(0)
     }
 }
+
+#[cfg(test)]
+mod tests;
