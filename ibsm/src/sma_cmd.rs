@@ -41,7 +41,7 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     let be = match backend::open(&device) {
         Ok(b) => b,
-        Err(e) => return fail(format!("{device}: {e}")),
+        Err(e) => return fail(format!("{device}: {}", chain(&e))),
     };
     let cfg = DriverConfig {
         mode,
@@ -49,14 +49,14 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     let hca = match Hca::open(be.as_ref(), cfg) {
         Ok(h) => h,
-        Err(e) => return fail(format!("{}: bring-up failed: {e}", be.describe())),
+        Err(e) => return fail(format!("{}: bring-up failed: {}", be.describe(), chain(&e))),
     };
     let f = *hca.facts();
     let start = Instant::now();
     let now = || Time(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
     let mut host = match HostSma::new(hca, &desc, now()) {
         Ok(h) => h,
-        Err(e) => return fail(format!("{}: {e}", be.describe())),
+        Err(e) => return fail(format!("{}: {}", be.describe(), chain(&e))),
     };
     println!(
         "ibsm sma: {} up: NodeGUID {:#018x}, {} ports, RA-1 {}.{}",
@@ -86,15 +86,20 @@ pub fn main(args: &[String]) -> ExitCode {
     code
 }
 
-fn report(e: DriverError) -> ExitCode {
-    // A vfio-user peer that went away ends the SMA normally.
-    let text = format!("{e:#}");
-    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(&e);
-    let mut chain = text.clone();
+/// The error and its sources, `: `-separated (the errno is at the end of a vfio error).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
     while let Some(s) = src {
-        chain.push_str(&format!(": {s}"));
+        out.push_str(&format!(": {s}"));
         src = s.source();
     }
+    out
+}
+
+fn report(e: DriverError) -> ExitCode {
+    // A vfio-user peer that went away ends the SMA normally.
+    let chain = chain(&e);
     if chain.contains("ECONNRESET") || chain.contains("EPIPE") || chain.contains("closed") {
         println!("ibsm sma: device closed ({chain})");
         return ExitCode::SUCCESS;
