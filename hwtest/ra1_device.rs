@@ -86,7 +86,11 @@ fn port_registers_are_sane() {
         assert!((1..=6).contains(&phys), "port {p}: PHYS {phys}");
         if phys == regs::phys::LINK_UP {
             let w = hca.regs().port_read(p, regs::P_LINK_WIDTH).unwrap();
-            assert_eq!(((w >> 16) & 0xFF).count_ones(), 1, "port {p}: one active width");
+            assert_eq!(
+                ((w >> 16) & 0xFF).count_ones(),
+                1,
+                "port {p}: one active width"
+            );
         }
     }
 }
@@ -107,7 +111,11 @@ fn interrupt_mode_and_host_sma_run() {
         let now = Time(start.elapsed().as_nanos() as u64);
         host.poll(now).unwrap();
     }
-    eprintln!("host SMA: {:?}, driver: {:?}", host.stats(), host.hca().stats());
+    eprintln!(
+        "host SMA: {:?}, driver: {:?}",
+        host.stats(),
+        host.hca().stats()
+    );
     let st = host.hca().regs().read(regs::STATUS).unwrap();
     assert_eq!(st & regs::STATUS_FATAL, 0, "device went fatal");
 }
