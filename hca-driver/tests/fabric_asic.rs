@@ -231,3 +231,16 @@ fn a_cut_link_becomes_a_trap_and_the_sm_reprograms_the_models() {
         }
     }
 }
+
+#[test]
+fn larger_fabric_with_several_lft_blocks() {
+    // 16-port switches: 8 spines, 16 leaves, 128 CAs — LIDs beyond one 64-entry LFT block.
+    let mut run = start("fat-tree:2,16");
+    run.drive(Time::from_millis(600_000));
+    assert!(run.events.contains(&Event::SubnetUp));
+    let top = run.sm.lfts().unwrap().top().0;
+    assert!(top >= 128, "LinearFDBTop {top}: several LFT blocks programmed");
+    let rx: u32 = run.models.iter().map(|(_, _, b)| b.model().lock().unwrap().counter(hca_driver::regs::RX_SMPS)).sum();
+    eprintln!("{} models, top {top}, {rx} SMPs through the models' QP0 rings", run.models.len());
+    check_models_equal_sm(&run);
+}
