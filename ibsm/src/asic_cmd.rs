@@ -22,7 +22,7 @@ use ibmad::{NodeType, PortNum, Time};
 use sm::{Event, Sm, SmConfig};
 use vfio::RealSys;
 
-const USAGE: &str = "usage: ibsm asic-model TOPOLOGY --socket-dir DIR [--sm] [--exit-on-up] [--time-limit SECONDS]\n";
+const USAGE: &str = "usage: ibsm asic-model TOPOLOGY --socket-dir DIR [--sm] [--exit-on-up] [--cut-link-after-up] [--time-limit SECONDS]\n";
 
 struct Switch {
     id: NodeId,
@@ -45,6 +45,7 @@ pub fn main(args: &[String]) -> ExitCode {
     let mut dir = None;
     let mut run_sm = false;
     let mut exit_on_up = false;
+    let mut cut_after_up = false;
     let mut limit = Duration::from_secs(120);
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -52,6 +53,7 @@ pub fn main(args: &[String]) -> ExitCode {
             "--socket-dir" => dir = it.next().map(PathBuf::from),
             "--sm" => run_sm = true,
             "--exit-on-up" => exit_on_up = true,
+            "--cut-link-after-up" => cut_after_up = true,
             "--time-limit" => match it.next().and_then(|v| v.parse::<f64>().ok()) {
                 Some(s) if s > 0.0 && s.is_finite() => limit = Duration::from_secs_f64(s),
                 _ => return usage("--time-limit needs a positive number of seconds"),
@@ -188,10 +190,14 @@ pub fn main(args: &[String]) -> ExitCode {
                 Ok(a) => a.handle,
                 Err(e) => return fail(e),
             };
-            let cfg = SmConfig {
+            let mut cfg = SmConfig {
                 port: PortNum(1),
                 ..SmConfig::default()
             };
+            if cut_after_up {
+                // No periodic sweeps: only the host SMAs' traps can trigger the second one.
+                cfg.sweep_interval = Duration::ZERO;
+            }
             match Sm::new(cfg) {
                 Ok(s) => sm = Some(SmRun { sm: s, h }),
                 Err(e) => return fail(e),
@@ -222,7 +228,30 @@ pub fn main(args: &[String]) -> ExitCode {
                         }
                         Err(msg) => return fail(msg),
                     }
-                    if exit_on_up {
+                    if cut_after_up && ups == 1 {
+                        let link = topo.links().find(|l| {
+                            [l.a.node, l.b.node]
+                                .iter()
+                                .all(|&n| topo.node(n).is_some_and(|x| x.is_switch()))
+                        });
+                        let Some(l) = link else {
+                            return fail("--cut-link-after-up: no switch-to-switch link");
+                        };
+                        if let Err(e) = fabric.set_link(l.a.node, l.a.port, false) {
+                            return fail(e);
+                        }
+                        println!(
+                            "asic-model: cut the link {:?} port {} - {:?} port {}",
+                            topo.node(l.a.node)
+                                .map(|n| n.desc().to_string())
+                                .unwrap_or_default(),
+                            l.a.port.0,
+                            topo.node(l.b.node)
+                                .map(|n| n.desc().to_string())
+                                .unwrap_or_default(),
+                            l.b.port.0
+                        );
+                    } else if exit_on_up {
                         return ExitCode::SUCCESS;
                     }
                 }
