@@ -384,3 +384,63 @@ fn host_sma_drops_and_counts_smps_the_asic_passes_but_the_smi_rejects() {
         .unwrap()
         .is_none());
 }
+
+#[test]
+fn a_bad_descriptor_stops_the_device_and_poll_reports_it() {
+    let b = backend(ModelFault::None);
+    let cfg = DriverConfig {
+        mode: IrqMode::Interrupt,
+        ..small()
+    };
+    let mut hca = Hca::open(&b, cfg).unwrap();
+    // Ring the TX doorbell for a descriptor that was never written (OWN = 0): RA-1 §7.2/§7.5
+    // make that BAD_DESC, fatal.
+    hca.regs().write(regs::TXQ_PROD, 1).unwrap();
+    let st = hca.regs().read(regs::STATUS).unwrap();
+    assert_ne!(st & regs::STATUS_FATAL, 0);
+    assert_eq!(st & regs::STATUS_QP0_RUN, 0);
+    // The ERR vector fired.
+    assert!(hca.wait(Duration::from_secs(2)).unwrap());
+    match hca.poll() {
+        Err(DriverError::Fatal { cause, addr }) => {
+            assert_eq!(cause & regs::ERR_BAD_DESC, regs::ERR_BAD_DESC);
+            let txq = u64::from(hca.regs().read(regs::TXQ_BASE_LO).unwrap())
+                | u64::from(hca.regs().read(regs::TXQ_BASE_HI).unwrap()) << 32;
+            assert_eq!(addr, txq, "ERR_ADDR names the descriptor");
+        }
+        other => panic!("expected Fatal, got {other:?}"),
+    }
+    // Nothing more happens until a reset: SMPs are not delivered.
+    assert_eq!(inject(&b, 1, &smp(1)), hca_driver::model::RxOutcome::Fatal);
+}
+
+#[test]
+fn mft_window_round_trip_through_the_host_hardware_hook() {
+    use ibmad::attr::MftBlock;
+    use ibmad::zerocopy::FromZeros;
+    use sma::Hardware;
+    let b = backend(ModelFault::None);
+    let hca = Hca::open(&b, small()).unwrap();
+    let mut hw = hca_driver::AsicHw::new(hca.regs(), 8);
+    let mut blk = MftBlock::new_zeroed();
+    for (i, m) in blk.masks.iter_mut().enumerate() {
+        m.set(0x0100 | i as u16);
+    }
+    hw.mft_block_written(3, 0, &blk);
+    let r = hca.regs();
+    r.write(regs::MFT_SEL, 3).unwrap();
+    for k in 0..16u64 {
+        let v = r.read(regs::MFT_WIN + 4 * k).unwrap();
+        assert_eq!(v & 0xFFFF, 0x0100 | (2 * k as u32));
+        assert_eq!(v >> 16, 0x0100 | (2 * k as u32 + 1));
+    }
+    // Another position of the same block is untouched.
+    r.write(regs::MFT_SEL, 3 | 1 << 16).unwrap();
+    assert_eq!(r.read(regs::MFT_WIN).unwrap(), 0);
+    // LFT through the same hook.
+    let mut ports = [0xFFu8; 64];
+    ports[5] = 7;
+    hw.lft_block_written(1, &ports);
+    assert_eq!(b.model().lock().unwrap().lft_block(1).unwrap(), ports);
+    assert_eq!(hw.write_errors, 0);
+}

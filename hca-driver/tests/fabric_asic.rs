@@ -239,8 +239,18 @@ fn larger_fabric_with_several_lft_blocks() {
     run.drive(Time::from_millis(600_000));
     assert!(run.events.contains(&Event::SubnetUp));
     let top = run.sm.lfts().unwrap().top().0;
-    assert!(top >= 128, "LinearFDBTop {top}: several LFT blocks programmed");
-    let rx: u32 = run.models.iter().map(|(_, _, b)| b.model().lock().unwrap().counter(hca_driver::regs::RX_SMPS)).sum();
-    eprintln!("{} models, top {top}, {rx} SMPs through the models' QP0 rings", run.models.len());
+    assert!(
+        top >= 128,
+        "LinearFDBTop {top}: several LFT blocks programmed"
+    );
+    let rx: u32 = run
+        .models
+        .iter()
+        .map(|(_, _, b)| b.model().lock().unwrap().counter(hca_driver::regs::RX_SMPS))
+        .sum();
+    eprintln!(
+        "{} models, top {top}, {rx} SMPs through the models' QP0 rings",
+        run.models.len()
+    );
     check_models_equal_sm(&run);
 }
