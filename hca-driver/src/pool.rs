@@ -5,7 +5,7 @@
 //!   by [`MadPool::alloc`] (a free buffer the device does not know) or by the ring code when a
 //!   completion hands a buffer back (after the CQE phase bit was seen and `dma_rmb()` — an
 //!   `Acquire` fence — was issued). Dropping it returns the buffer to the pool.
-//! * Posting a buffer to a ring *consumes* the `MadBuf` and leaves a [`DeviceOwned`] in the
+//! * Posting a buffer to a ring *consumes* the `MadBuf` and leaves a `DeviceOwned` in the
 //!   ring slot: no deref, no slice, only the IOVA. Software therefore cannot hold a `&[u8]` into
 //!   a buffer the device may write.
 //!
