@@ -153,11 +153,6 @@ pub(crate) struct DeviceOwned {
 }
 
 impl DeviceOwned {
-    /// Device address.
-    pub(crate) fn iova(&self) -> u64 {
-        self.buf.iova()
-    }
-
     /// Back to software. Only ring.rs calls this, after the buffer's CQE was seen and
     /// `dma_rmb()` issued.
     pub(crate) fn reclaim(mut self) -> MadBuf {

@@ -122,7 +122,7 @@ fn poisoned(op: &'static str) -> VfioError {
     }
 }
 
-fn check(op: &'static str, offset: u64, width: usize) -> vfio::Result<()> {
+fn check(offset: u64, width: usize) -> vfio::Result<()> {
     if !offset.is_multiple_of(4) || offset + width as u64 > BAR0_SIZE || width != 4 {
         return Err(VfioError::OutOfBounds {
             offset,
@@ -130,7 +130,6 @@ fn check(op: &'static str, offset: u64, width: usize) -> vfio::Result<()> {
             len: BAR0_SIZE,
         });
     }
-    let _ = op;
     Ok(())
 }
 
@@ -139,12 +138,12 @@ impl RegisterIo for InProcBar {
         BAR0_SIZE
     }
     fn read32(&self, offset: u64) -> vfio::Result<u32> {
-        check("read32", offset, 4)?;
+        check(offset, 4)?;
         let mut m = self.shared.model.lock().map_err(|_| poisoned("read32"))?;
         Ok(m.read(offset))
     }
     fn write32(&self, offset: u64, value: u32) -> vfio::Result<()> {
-        check("write32", offset, 4)?;
+        check(offset, 4)?;
         let mut m = self.shared.model.lock().map_err(|_| poisoned("write32"))?;
         m.write(offset, value, &self.shared.env);
         Ok(())
@@ -208,7 +207,7 @@ impl VfioDevice for InProcessDevice {
     fn region_read(&self, index: u32, offset: u64, buf: &mut [u8]) -> vfio::Result<()> {
         match index {
             0 => {
-                check("region_read", offset, buf.len())?;
+                check(offset, buf.len())?;
                 let v = InProcBar {
                     shared: self.shared.clone(),
                 }
@@ -243,7 +242,7 @@ impl VfioDevice for InProcessDevice {
     fn region_write(&self, index: u32, offset: u64, data: &[u8]) -> vfio::Result<()> {
         match index {
             0 => {
-                check("region_write", offset, data.len())?;
+                check(offset, data.len())?;
                 let v = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
                 InProcBar {
                     shared: self.shared.clone(),

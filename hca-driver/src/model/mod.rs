@@ -686,8 +686,8 @@ impl AsicModel {
         if cause & ERR_FATAL_MASK != 0 {
             self.status |= STATUS_FATAL;
         }
-        // ERR interrupt: no env here; raised lazily by the next env call is not worth it —
-        // record the cause so the next `raise` from this path or a poll sees it.
+        // Recorded in INT_CAUSE for a polling host; only fatal errors (`fatal`, which has the
+        // environment) send the ERR MSI-X message.
         self.int_cause |= INT_ERR;
     }
 
@@ -703,7 +703,6 @@ impl AsicModel {
     }
 
     /// Writes a CQE (bytes 0..28, then the phase word last).
-    #[allow(clippy::too_many_arguments)]
     fn write_cqe(
         &mut self,
         env: &dyn DeviceEnv,
