@@ -424,8 +424,12 @@ impl Hca {
         if n > 0 {
             wmb();
             self.regs.write(CQ_CONS, self.cq.cons())?;
+        }
+        // Also after a starved refill: buffers software released since then go back on the ring.
+        if !self.rx.is_full() {
             self.refill_rx()?;
-        } else if self.regs.read(STATUS)? & STATUS_FATAL != 0 {
+        }
+        if n == 0 && self.regs.read(STATUS)? & STATUS_FATAL != 0 {
             let cause = self.regs.read(ERR_CAUSE)?;
             let addr = u64::from(self.regs.read(ERR_ADDR_LO)?)
                 | (u64::from(self.regs.read(ERR_ADDR_HI)?) << 32);
