@@ -125,7 +125,10 @@ fn faults_do_not_change_the_outcome() {
 fn k36_comes_up() {
     let (code, out, err) = ibsm(&["sim", "fat-tree:3,36"]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(out.contains("13284 nodes (1620 switches, 11664 CAs)"), "{out}");
+    assert!(
+        out.contains("13284 nodes (1620 switches, 11664 CAs)"),
+        "{out}"
+    );
     assert!(out.contains("SUBNET UP"), "{out}");
     assert!(out.contains("136048896 pairs"), "{out}");
     assert!(out.contains("credit loops     none"), "{out}");
