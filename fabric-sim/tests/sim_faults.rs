@@ -138,11 +138,11 @@ fn reboot_loses_sm_state_and_the_links_retrain() {
     let before = f.stats().dropped.get(DropReason::NoRoute);
     assert!(lid_get(&mut f, sm, Lid(5), SmpAttrId::NODE_INFO, 0, 2).is_none());
     assert_eq!(f.stats().dropped.get(DropReason::NoRoute), before + 1);
-    // ...and D's port 0 has LID 0 again, back in Init.
+    // ...and D's port 0 has LID 0 again, in its power-up state (a base port 0 is Active).
     let r = dr_get(&mut f, sm, "0,1,4,2", SmpAttrId::PORT_INFO, 0, 3).unwrap();
     let pi: PortInfo = attr(&r);
     assert_eq!(pi.lid.get(), 0);
-    assert_eq!(pi.port_state(), PortState::INIT);
+    assert_eq!(pi.port_state(), PortState::ACTIVE);
     let r = dr_get(&mut f, sm, "0,1,4,2", SmpAttrId::PORT_INFO, 1, 4).unwrap();
     let pi: PortInfo = attr(&r);
     assert_eq!(pi.port_state(), PortState::INIT);

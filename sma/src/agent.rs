@@ -200,13 +200,15 @@ fn initial_port_info(
         pi.guid_cap = GUID_CAP;
     }
     if is_sp0 {
-        // Port 0 has no physical link: it is always LinkUp, its logical state starts in Init.
+        // Port 0 has no physical link: it is always LinkUp. A base port 0 (no enhanced port 0)
+        // reports Active from power-up, as ibsim's and real switches' do — OpenSM never drives
+        // its state; an enhanced port 0 starts in Init and is armed/activated by the SM like an
+        // end port.
         let top = highest_bit(cfg.width_supported);
         pi.link_width_active = top;
         pi.set_link_speed_active(highest_bit(cfg.speed_supported));
         pi.set_phys_state(PhysState::LINK_UP);
-        pi.set_port_state(PortState::INIT);
-        let _ = enhanced_port0;
+        pi.set_port_state(if enhanced_port0 { PortState::INIT } else { PortState::ACTIVE });
     } else {
         pi.set_phys_state(PhysState::POLLING);
         pi.set_port_state(PortState::DOWN);

@@ -150,11 +150,20 @@ fn phys_disable_and_poll() {
 
 #[test]
 fn switch_port0_is_link_up_and_settable() {
+    // A base port 0 is Active from power-up (ibsim and real switches; OpenSM never drives it).
     let mut a = rec_switch(0x700, 4);
     let p0 = port_info(&a, 0);
     assert_eq!(
         (p0.port_state(), p0.phys_state()),
-        (PortState::INIT, PhysState::LINK_UP)
+        (PortState::ACTIVE, PhysState::LINK_UP)
+    );
+    let mut pi = pi_template(&a, 0);
+    pi.set_port_state(PortState::DOWN);
+    assert_eq!(set_pi(&mut a, 0, 0, &pi).status(), Status::OK);
+    assert_eq!(
+        port_info(&a, 0).port_state(),
+        PortState::INIT,
+        "no link: straight back to Init"
     );
     for s in [PortState::ARMED, PortState::ACTIVE] {
         let mut pi = pi_template(&a, 0);
@@ -165,18 +174,16 @@ fn switch_port0_is_link_up_and_settable() {
     let mut pi = pi_template(&a, 0);
     pi.set_phys_state(PhysState::DISABLED);
     assert_eq!(set_pi(&mut a, 0, 0, &pi).status(), Status::INVALID_FIELD);
-    let mut pi = pi_template(&a, 0);
-    pi.set_port_state(PortState::DOWN);
-    assert_eq!(set_pi(&mut a, 0, 0, &pi).status(), Status::OK);
-    assert_eq!(
-        port_info(&a, 0).port_state(),
-        PortState::INIT,
-        "no link: straight back to Init"
-    );
     assert!(a.hardware().link_requests.is_empty());
     // The carrier's link events do not apply to port 0.
     a.handle_link(Time::ZERO, PortNum(0), LinkEvent::Down);
     assert_eq!(port_info(&a, 0).phys_state(), PhysState::LINK_UP);
+
+    // An enhanced port 0 starts in Init; the SM arms and activates it like an end port.
+    let mut cfg = common::switch_cfg(0x701, 4);
+    cfg.enhanced_port0 = true;
+    let e = sma::Agent::new(cfg, sma::NoHardware).unwrap();
+    assert_eq!(e.port_info(PortNum(0)).unwrap().port_state(), PortState::INIT);
 }
 
 #[test]

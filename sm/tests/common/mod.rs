@@ -221,6 +221,7 @@ impl Fake {
                                 i.set_link_speed_enabled(new.link_speed_enabled());
                                 i.vl_high_limit = new.vl_high_limit;
                                 i.m_key = new.m_key;
+                                i.gid_prefix = new.gid_prefix;
                                 if to != PortState::NO_CHANGE {
                                     i.set_port_state(to);
                                 }
