@@ -208,7 +208,11 @@ fn initial_port_info(
         pi.link_width_active = top;
         pi.set_link_speed_active(highest_bit(cfg.speed_supported));
         pi.set_phys_state(PhysState::LINK_UP);
-        pi.set_port_state(if enhanced_port0 { PortState::INIT } else { PortState::ACTIVE });
+        pi.set_port_state(if enhanced_port0 {
+            PortState::INIT
+        } else {
+            PortState::ACTIVE
+        });
     } else {
         pi.set_phys_state(PhysState::POLLING);
         pi.set_port_state(PortState::DOWN);

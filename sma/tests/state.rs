@@ -183,7 +183,10 @@ fn switch_port0_is_link_up_and_settable() {
     let mut cfg = common::switch_cfg(0x701, 4);
     cfg.enhanced_port0 = true;
     let e = sma::Agent::new(cfg, sma::NoHardware).unwrap();
-    assert_eq!(e.port_info(PortNum(0)).unwrap().port_state(), PortState::INIT);
+    assert_eq!(
+        e.port_info(PortNum(0)).unwrap().port_state(),
+        PortState::INIT
+    );
 }
 
 #[test]
