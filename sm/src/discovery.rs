@@ -91,6 +91,11 @@ impl Discovery {
     ) {
         let guid = ni.node_guid();
         let lp = ni.local_port();
+        if path.is_empty() && from.is_none() {
+            // The 0-hop answer comes from the SM's own node: LocalPortNum is the SM's port,
+            // which gets the first LID (OpenSM's order) even on a multi-port CA.
+            self.subnet.local_port = Some(lp);
+        }
         if let Some(id) = self.subnet.node_by_guid(guid) {
             let n = self.subnet.node(id);
             let (n_is_switch, n_path) = (n.is_switch(), n.dr_path);

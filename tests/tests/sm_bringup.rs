@@ -393,6 +393,26 @@ fn random_irregular_with_dual_port_cas() {
     }
 }
 
+/// An SM on the second port of a dual-port CA gets the first LID, as OpenSM gives it.
+#[test]
+fn sm_on_second_port_of_a_dual_port_ca_gets_lid_1() {
+    let t = Topology::generate("random:8,12,4,3,ports=8").unwrap();
+    let ca = t
+        .nodes_of_type(NodeType::CA)
+        .find(|&id| {
+            t.ports(id)
+                .filter(|(p, port)| p.0 >= 1 && port.peer().is_some())
+                .count()
+                == 2
+        })
+        .expect("a dual-port CA with both ports cabled");
+    let r = bring_up(&t, (ca, PortNum(2)), quiet());
+    r.check_fabric(&HashSet::new());
+    let lids = r.lids();
+    assert_eq!(lids.get(&(ca.0, 2)), Some(&1), "the SM's port gets LID 1");
+    assert_ne!(lids.get(&(ca.0, 1)), Some(&1));
+}
+
 #[test]
 fn faults_give_the_same_lids_and_lfts() {
     for spec in ["fat-tree:2,12", "torus:4,4,4", "random:16,24,8,5,ports=10"] {
