@@ -188,8 +188,8 @@ fn shim_child() {
     let mut port = UmadPort::open(&UmadConfig::default()).unwrap();
     assert_eq!(
         port.mode(),
-        IoMode::Syscall,
-        "auto mode falls back under the shim"
+        IoMode::Inline,
+        "auto mode reads on the caller's thread under the shim"
     );
     assert_eq!(
         port.framing(),
