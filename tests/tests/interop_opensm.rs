@@ -84,13 +84,19 @@ fn net_example(name: &str) -> PathBuf {
 /// The server, serving on its own thread until stopped.
 struct Served {
     name: String,
+    /// SIM_HOST for clients (node name); None = ibsim's default, the topology's first node.
+    host: Option<String>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<IbsimServer>>,
 }
 
 impl Served {
     fn start(topo: &Topology) -> Served {
-        let fabric = Fabric::new(topo, SimConfig::default()).unwrap();
+        Served::start_fabric(Fabric::new(topo, SimConfig::default()).unwrap())
+    }
+
+    /// Serves an already built fabric (e.g. one whose switches are RA-1 device models).
+    fn start_fabric(fabric: Fabric) -> Served {
         let name = sock_name();
         let mut server = IbsimServer::bind(fabric, &name).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -101,6 +107,7 @@ impl Served {
         });
         Served {
             name,
+            host: None,
             stop,
             thread: Some(thread),
         }
@@ -113,6 +120,9 @@ impl Served {
             .env("IBSIM_SOCKNAME", &self.name)
             .env_remove("SIM_HOST")
             .current_dir(cwd);
+        if let Some(h) = &self.host {
+            c.env("SIM_HOST", h);
+        }
         c
     }
 
@@ -169,12 +179,19 @@ fn opensm_until_up(served: &Served, dir: &Path, engine: &str) -> String {
 /// Starts `opensm -e -s 1 -R ENGINE` and waits (at most 30 s) until its log says SUBNET UP;
 /// returns the running OpenSM (stopped when dropped) and the log so far.
 fn opensm_up(served: &Served, dir: &Path, engine: &str) -> (Proc, String) {
+    opensm_up_with(served, dir, engine, &[])
+}
+
+/// [`opensm_up`] with extra OpenSM arguments.
+fn opensm_up_with(served: &Served, dir: &Path, engine: &str, extra: &[&str]) -> (Proc, String) {
     let cache = dir.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let log = dir.join(format!("opensm-{engine}.log"));
     let child = served
         .client("opensm", dir)
-        .args(["-e", "-s", "1", "-d", "2", "-R", engine, "-f"])
+        .args(["-e", "-s", "1", "-d", "2", "-R", engine])
+        .args(extra)
+        .arg("-f")
         .arg(&log)
         .env("OSM_CACHE_DIR", &cache)
         .env("OSM_TMP_DIR", &cache)
@@ -530,6 +547,7 @@ impl Rewrap {
         });
         Rewrap(Served {
             name,
+            host: None,
             stop,
             thread: Some(thread),
         })
@@ -604,6 +622,7 @@ fn opensm_and_ibsm_answer_each_others_sminfo_and_the_higher_priority_stays_maste
     let log = dir.path().join("opensm.log");
     let client = Served {
         name: server.name().to_string(),
+        host: None,
         stop: Arc::new(AtomicBool::new(true)),
         thread: None,
     };
@@ -801,4 +820,100 @@ fn opensm_run_once_reaches_subnet_up_within_two_runs() {
         "no SUBNET UP in two `opensm -o` runs:\n{}",
         logs.join("\n----\n")
     );
+}
+
+/// Issue 6: stock OpenSM brings up a fabric whose every switch is an RA-1 reference-ASIC device
+/// model driven by our driver and host SMA (in process), and the LFTs OpenSM computed (its own
+/// opensm-lfts.dump) are exactly what sits in the models' LFT registers.
+#[test]
+fn opensm_brings_up_a_fabric_of_ra1_switch_models() {
+    use fabric_sim::sim::node_config;
+    use hca_driver::sim::AsicNode;
+    use hca_driver::{DriverConfig, ModelConfig, ModelFault};
+
+    if !peers("opensm_ra1_models") {
+        return;
+    }
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    let mut fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let mut models = Vec::new();
+    let switches: Vec<_> = topo.nodes_of_type(NodeType::SWITCH).collect();
+    for id in switches {
+        let nc = node_config(&topo, id).unwrap();
+        let cfg = ModelConfig {
+            node_guid: nc.node_guid.0,
+            num_ports: nc.num_ports,
+            ports: nc.ports.clone(),
+            lft_blocks: 768,
+            mft_blocks: 32,
+            fault: ModelFault::None,
+        };
+        let drv = DriverConfig {
+            rx_log2: 5,
+            tx_log2: 5,
+            spare_buffers: 32,
+            ..DriverConfig::default()
+        };
+        let desc = topo.node(id).unwrap().desc().to_string();
+        let node = AsicNode::new(cfg, drv, &desc, fabric.now()).unwrap();
+        models.push((nc.node_guid.0, node.backend().clone()));
+        assert!(fabric.set_external(id, Box::new(node)).unwrap().is_none());
+    }
+    let dir = TempDir::new("opensm_ra1_models").unwrap();
+    let mut served = Served::start_fabric(fabric);
+    // OpenSM runs on a CA (the first node, ibsim's default, is a switch model here).
+    let ca = topo.nodes_of_type(NodeType::CA).next().unwrap();
+    served.host = Some(topo.node(ca).unwrap().name().to_string());
+    let (proc, log) = opensm_up_with(&served, dir.path(), "minhop", &["-D", "0x43"]);
+    assert!(
+        log.contains("minhop tables configured on all switches"),
+        "{log}"
+    );
+    // OpenSM writes its dump files at the end of the sweep that logged SUBNET UP.
+    let dump = dir.path().join("cache").join("opensm-lfts.dump");
+    let start = Instant::now();
+    let text = loop {
+        let t = std::fs::read_to_string(&dump).unwrap_or_default();
+        if t.matches("Unicast lids").count() == models.len() && t.ends_with('\n') {
+            break t;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no complete opensm-lfts.dump:\n{t}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(proc);
+    let server = served.finish();
+    let parsed = sm::routing::file::parse_lft_dump(&text).unwrap();
+    assert_eq!(parsed.switches.len(), models.len());
+    let mut checked = 0;
+    for sw in &parsed.switches {
+        let (_, backend) = models
+            .iter()
+            .find(|(g, _)| *g == sw.guid.0)
+            .unwrap_or_else(|| panic!("{:#x} is not a model", sw.guid.0));
+        let m = backend.model().lock().unwrap();
+        for e in &sw.entries {
+            let block = m.lft_block(e.lid.0 / 64).unwrap();
+            assert_eq!(
+                block[usize::from(e.lid.0 % 64)],
+                e.port.0,
+                "switch {:#x} LID {}: model register vs OpenSM's table",
+                sw.guid.0,
+                e.lid.0
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+    // Every cabled CA port (built-in agents) is Active.
+    let fabric = server.fabric();
+    for id in fabric.topology().nodes_of_type(NodeType::CA) {
+        let a = fabric.agent(id).unwrap();
+        assert_eq!(
+            a.port_info(PortNum(1)).unwrap().port_state(),
+            ibmad::PortState::ACTIVE
+        );
+    }
 }
