@@ -708,7 +708,9 @@ fn bench_opensm_small() {
         assert_eq!(row.len(), 8, "{row:?}");
         let up: f64 = row[2].parse().unwrap();
         let wall: f64 = row[3].parse().unwrap();
-        assert!(up > 0.0 && up <= wall, "{row:?}");
+        // `up` comes from the SM's log timestamps (µs), `wall` from /usr/bin/time (10 ms
+        // resolution): allow that rounding.
+        assert!(up > 0.0 && up <= wall + 0.02, "{row:?}");
         let n: u64 = row[5].parse().unwrap();
         assert!(n > 0, "{row:?}");
         smps.insert(sm, n);

@@ -71,6 +71,12 @@ pub enum SmState {
     Activating,
     /// Light sweep.
     LightSweep,
+    /// Heavy sweep: asking the other SMs found by discovery for their SMInfo.
+    PollingSms,
+    /// Another SM with a higher priority (or the same priority and a lower GUID) is master
+    /// or discovering: this SM does not program the subnet, and rediscovers at every sweep
+    /// interval to see whether that master is still there (IBA vol1 §14.4.1.1).
+    Standby,
 }
 
 /// What the SM last knew a switch's LFT to hold, by NodeGUID (survives sweeps).
@@ -109,6 +115,8 @@ pub struct Sm {
     set_failures: usize,
     resweeps: u32,
     history: Vec<(Phase, PhaseStats)>,
+    /// The best other SM seen in this sweep's SMInfo poll that outranks us: (GUID, priority).
+    better_sm: Option<(Guid, u8)>,
 }
 
 impl Sm {
@@ -149,6 +157,7 @@ impl Sm {
             set_failures: 0,
             resweeps: 0,
             history: Vec::new(),
+            better_sm: None,
         })
     }
 
@@ -241,6 +250,8 @@ impl Sm {
             priority: self.cfg.sm_priority,
             state: if self.up {
                 ibmad::SmState::MASTER
+            } else if self.state == SmState::Standby {
+                ibmad::SmState::STANDBY
             } else {
                 ibmad::SmState::DISCOVERING
             },
@@ -478,11 +489,27 @@ impl Sm {
                     }
                 }
             }
+            Purpose::SmInfo(_) => {
+                if let Ok((info, _)) = ibmad::attr::SmInfo::ref_from_prefix(data) {
+                    self.on_other_sm(info);
+                }
+            }
         }
         self.submit_all(out);
     }
 
     fn on_failed(&mut self, f: Failed) {
+        if let Purpose::SmInfo(_) = f.req.purpose {
+            // The port advertises IsSM but no SM answers: it takes no part in the election.
+            self.log(
+                Level::Verbose,
+                format!(
+                    "SMInfo Get to {} got no answer; ignoring that SM",
+                    f.req.path
+                ),
+            );
+            return;
+        }
         if self.reported.insert(f.req.path) {
             self.events.push_back(Event::NodeUnreachable {
                 dr_path: f.req.path,
@@ -574,6 +601,14 @@ impl Sm {
                     }
                 }
                 SmState::Discovering => self.finish_discovery(now),
+                SmState::PollingSms => self.finish_sm_poll(now),
+                SmState::Standby => {
+                    if self.heavy_requested {
+                        self.start_heavy(now);
+                    } else {
+                        return;
+                    }
+                }
                 SmState::Programming => {
                     self.end_phase(now);
                     self.lfts_programmed = true;
@@ -671,10 +706,83 @@ impl Sm {
                 stats.smps
             ),
         );
-        if n == 0 || self.disc.subnet.sm_port().is_none() {
+        let Some(own) = self.disc.subnet.sm_port() else {
             self.fail_sweep(now, "ERR 3A01: the SM's own port did not answer".into());
             return;
+        };
+        // Master election (IBA vol1 §14.4.1.1): ask every other end port that advertises
+        // IsSM for its SMInfo before taking the subnet over.
+        let s = &self.disc.subnet;
+        let polls: Vec<Request> = s
+            .end_ports()
+            .filter(|&(id, p)| (id, p) != own)
+            .filter(|&(id, p)| {
+                s.port(id, p).and_then(|x| x.info).is_some_and(|i| {
+                    i.capability_mask.get() & ibmad::attr::port_info::cap::IS_SM != 0
+                })
+            })
+            .map(|(id, _)| {
+                Request::get(
+                    s.node(id).dr_path,
+                    SmpAttrId::SM_INFO,
+                    0,
+                    Purpose::SmInfo(id),
+                )
+            })
+            .collect();
+        self.better_sm = None;
+        if !polls.is_empty() {
+            self.log(
+                Level::Info,
+                format!("polling {} other SM port(s) for SMInfo", polls.len()),
+            );
+            self.state = SmState::PollingSms;
+            self.submit_all(polls);
+            return;
         }
+        self.after_discovery(now);
+    }
+
+    /// An SMInfo answer from another SM: does it outrank us (higher priority, or the same
+    /// priority and a lower GUID) while it is master or still discovering?
+    fn on_other_sm(&mut self, info: &ibmad::attr::SmInfo) {
+        let state = info.sm_state();
+        if state != ibmad::SmState::MASTER && state != ibmad::SmState::DISCOVERING {
+            return;
+        }
+        let own = crate::sminfo::own_guid(&self.disc.subnet);
+        let (prio, guid) = (info.priority(), info.guid());
+        let outranks = prio > self.cfg.sm_priority || (prio == self.cfg.sm_priority && guid < own);
+        if outranks && self.better_sm.is_none_or(|(_, p)| prio > p) {
+            self.better_sm = Some((guid, prio));
+        }
+    }
+
+    fn finish_sm_poll(&mut self, now: Time) {
+        match self.better_sm {
+            Some((guid, prio)) => {
+                self.log(
+                    Level::Info,
+                    format!(
+                        "Entering STANDBY state: SM {guid} with priority {prio} outranks ours ({})",
+                        self.cfg.sm_priority
+                    ),
+                );
+                self.events.push_back(Event::Standby {
+                    master: guid,
+                    priority: prio,
+                });
+                self.state = SmState::Standby;
+                self.up = false;
+                self.arm_sweep(now);
+            }
+            None => self.after_discovery(now),
+        }
+    }
+
+    /// The rest of a heavy sweep once discovery (and the SM poll) is done.
+    fn after_discovery(&mut self, now: Time) {
+        self.state = SmState::Discovering;
         // Switches whose LFT top changed behind our back (reboot): forget their blocks.
         for id in self.disc.subnet.switches() {
             let node = self.disc.subnet.node(id);

@@ -121,6 +121,14 @@ pub enum Event {
     Guid2LidUpdated(String),
     /// Every reachable linked port is Active (logged as "SUBNET UP" as well).
     SubnetUp,
+    /// Another SM outranks this one (IBA vol1 §14.4.1.1): this SM stays in STANDBY and does
+    /// not program the subnet; it rediscovers at every sweep interval.
+    Standby {
+        /// The winning SM's port GUID.
+        master: Guid,
+        /// Its priority.
+        priority: u8,
+    },
     /// The heavy sweep could not complete (e.g. no routing engine succeeded); the next sweep
     /// retries.
     SweepFailed {

@@ -36,6 +36,8 @@ pub(crate) enum Purpose {
     SetPortInfo(NodeId, PortNum),
     /// SwitchInfo Get during a light sweep.
     LightSwitchInfo(NodeId),
+    /// SMInfo Get to another SM's port (master election, IBA vol1 §14.4.1.1).
+    SmInfo(NodeId),
 }
 
 /// One SMP to send: a directed-route request.
@@ -64,7 +66,8 @@ impl Request {
             | Purpose::SetSwitchInfo(n)
             | Purpose::SetLft(n, _)
             | Purpose::SetPortInfo(n, _)
-            | Purpose::LightSwitchInfo(n) => Some(n),
+            | Purpose::LightSwitchInfo(n)
+            | Purpose::SmInfo(n) => Some(n),
         };
         Request {
             path,

@@ -393,6 +393,95 @@ fn random_irregular_with_dual_port_cas() {
     }
 }
 
+/// Two SMs in one subnet (IBA vol1 §14.4.1.1): each asks the other for SMInfo after
+/// discovery; the lower-priority one enters STANDBY and programs nothing, the other brings the
+/// subnet up alone. Run with the priorities both ways round.
+#[test]
+fn two_sms_the_higher_priority_becomes_master() {
+    for (prio_a, prio_b) in [(1u8, 9u8), (9, 1)] {
+        let t = Topology::generate("fat-tree:2,8").unwrap();
+        let cas: Vec<_> = t.nodes_of_type(NodeType::CA).collect();
+        let (ca_a, ca_b) = (cas[0], cas[cas.len() - 1]);
+        let mut fabric = Fabric::new(&t, SimConfig::default()).unwrap();
+        let ha = fabric.attach_sm(ca_a, PortNum(1)).unwrap().handle;
+        let hb = fabric.attach_sm(ca_b, PortNum(1)).unwrap().handle;
+        let mk = |p: u8| {
+            Sm::new(SmConfig {
+                sm_priority: p,
+                sweep_interval: Duration::ZERO,
+                ..SmConfig::default()
+            })
+            .unwrap()
+        };
+        let mut sms = [(mk(prio_a), ha, Vec::new()), (mk(prio_b), hb, Vec::new())];
+        let mut buf = [0u8; 256];
+        let limit = Time::from_millis(60_000);
+        loop {
+            let now = fabric.now();
+            for (sm, h, evs) in sms.iter_mut() {
+                while let Ok(Some((meta, len))) = fabric.sm_recv(*h, &mut buf) {
+                    sm.handle_mad(now, &meta, &buf[..len]);
+                }
+                if sm.poll_timeout().is_some_and(|t| t <= now) {
+                    sm.handle_timeout(now);
+                }
+                while let Some(tx) = sm.poll_transmit(now, &mut buf) {
+                    fabric.sm_send(*h, &tx.meta, &buf[..tx.len]).unwrap();
+                }
+                while let Some(e) = sm.poll_event() {
+                    evs.push(e);
+                }
+            }
+            if sms.iter().any(|(_, h, _)| fabric.sm_pending(*h) > 0) {
+                continue;
+            }
+            let next = [fabric.next_event_time()]
+                .into_iter()
+                .chain(sms.iter().map(|(sm, _, _)| sm.poll_timeout()))
+                .flatten()
+                .min();
+            match next {
+                Some(n) if n <= limit => fabric.run_until(n.max(now)),
+                _ => break,
+            }
+        }
+        let (winner, loser) = if prio_a > prio_b { (0, 1) } else { (1, 0) };
+        assert!(
+            sms[winner].2.contains(&Event::SubnetUp),
+            "priorities {prio_a}/{prio_b}: the higher-priority SM brings the subnet up"
+        );
+        assert!(!sms[loser].2.contains(&Event::SubnetUp));
+        assert!(
+            sms[loser].2.iter().any(
+                |e| matches!(e, Event::Standby { priority, .. } if *priority == prio_a.max(prio_b))
+            ),
+            "the lower-priority SM stands by: {:?}",
+            sms[loser].2
+        );
+        assert_eq!(sms[loser].0.state(), sm::SmState::Standby);
+        assert!(
+            sms[loser].0.lfts().is_none(),
+            "a standby SM computes no tables"
+        );
+        // Every port Active with the master's LIDs: the standby SM changed nothing.
+        let master_lid = sms[winner].0.sm_lid();
+        for (id, n) in t.nodes() {
+            let a = fabric.agent(id).unwrap();
+            let p = if n.is_switch() {
+                PortNum(0)
+            } else {
+                PortNum(1)
+            };
+            assert_eq!(
+                a.port_info(p).unwrap().master_sm_lid(),
+                master_lid,
+                "{}",
+                n.name()
+            );
+        }
+    }
+}
+
 /// An SM on the second port of a dual-port CA gets the first LID, as OpenSM gives it.
 #[test]
 fn sm_on_second_port_of_a_dual_port_ca_gets_lid_1() {
