@@ -917,3 +917,99 @@ fn opensm_brings_up_a_fabric_of_ra1_switch_models() {
         );
     }
 }
+
+/// The other way round: OpenSM (priority 15) is master; an ibsm (priority 0) started later
+/// finds OpenSM's port (IsSM), asks its SMInfo after discovery, and stands by without
+/// programming anything.
+#[test]
+fn ibsm_stands_by_for_a_higher_priority_opensm() {
+    let test = "ibsm_stands_by";
+    if !peers(test) {
+        return;
+    }
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    let fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let mut server = IbsimServer::bind(fabric, &sock_name()).unwrap();
+    let dir = TempDir::new(test).unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.path().join("opensm.log");
+    let client = Served {
+        name: server.name().to_string(),
+        host: None,
+        stop: Arc::new(AtomicBool::new(true)),
+        thread: None,
+    };
+    let child = client
+        .client("opensm", dir.path())
+        .args(["-e", "-s", "1", "-d", "2", "-p", "15", "-f"])
+        .arg(&log)
+        .env("OSM_CACHE_DIR", &cache)
+        .env("OSM_TMP_DIR", &cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _opensm = Proc(child);
+    let start = Instant::now();
+    loop {
+        server.poll(Duration::from_millis(2)).unwrap();
+        if std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("SUBNET UP")
+        {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "OpenSM not up");
+    }
+
+    let ca = topo.nodes_of_type(NodeType::CA).last().unwrap();
+    let h = server
+        .fabric_mut()
+        .attach_sm(ca, PortNum(1))
+        .unwrap()
+        .handle;
+    let mut ibsm = sm::Sm::new(sm::SmConfig {
+        port: PortNum(1),
+        sm_priority: 0,
+        sweep_interval: Duration::ZERO,
+        ..sm::SmConfig::default()
+    })
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut events = Vec::new();
+    let start = Instant::now();
+    let (master, priority) = loop {
+        server.poll(Duration::from_millis(1)).unwrap();
+        ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
+        while let Some(e) = ibsm.poll_event() {
+            events.push(e);
+        }
+        if let Some(sm::Event::Standby { master, priority }) = events
+            .iter()
+            .find(|e| matches!(e, sm::Event::Standby { .. }))
+        {
+            break (*master, *priority);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "ibsm did not stand by: {events:?}"
+        );
+    };
+    let spine = topo.nodes().next().unwrap().0;
+    assert_eq!(
+        master.0,
+        topo.node(spine).unwrap().guid().0,
+        "OpenSM's port GUID"
+    );
+    assert_eq!(priority, 15);
+    assert_eq!(ibsm.state(), sm::SmState::Standby);
+    assert!(!ibsm.is_up());
+    assert!(ibsm.lfts().is_none(), "a standby SM programs nothing");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !text.contains("Entering STANDBY state"),
+        "OpenSM stays master:\n{text}"
+    );
+}
