@@ -220,6 +220,16 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                         return Ok(ExitCode::SUCCESS);
                     }
                 }
+                Event::Standby { master, priority } => {
+                    log.line(
+                        Level::Info,
+                        &format!("standing by for master SM {master} (priority {priority})"),
+                    );
+                    if opts.once {
+                        println!("STANDBY: master SM {master} has priority {priority}");
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
                 Event::SweepFailed { reason } => {
                     log.line(Level::Error, &format!("sweep failed: {reason}"));
                     if opts.once {

@@ -328,6 +328,13 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
                     up = true;
                     up_at = vt;
                 }
+                Event::Standby { master, priority } => {
+                    writeln!(
+                        out,
+                        "[{:>12}] INFO  standing by for master SM {master} (priority {priority})",
+                        fmt_dur(vt)
+                    )?;
+                }
                 Event::SweepFailed { reason } => {
                     writeln!(out, "[{:>12}] ERR   sweep failed: {reason}", fmt_dur(vt))?;
                 }
