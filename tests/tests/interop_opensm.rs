@@ -95,6 +95,16 @@ impl Served {
         Served::start_fabric(Fabric::new(topo, SimConfig::default()).unwrap())
     }
 
+    /// Only the client side of a server the test drives itself (no serving thread).
+    fn client_of(server: &IbsimServer) -> Served {
+        Served {
+            name: server.name().to_string(),
+            host: None,
+            stop: Arc::new(AtomicBool::new(true)),
+            thread: None,
+        }
+    }
+
     /// Serves an already built fabric (e.g. one whose switches are RA-1 device models).
     fn start_fabric(fabric: Fabric) -> Served {
         let name = sock_name();
@@ -184,23 +194,9 @@ fn opensm_up(served: &Served, dir: &Path, engine: &str) -> (Proc, String) {
 
 /// [`opensm_up`] with extra OpenSM arguments.
 fn opensm_up_with(served: &Served, dir: &Path, engine: &str, extra: &[&str]) -> (Proc, String) {
-    let cache = dir.join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let log = dir.join(format!("opensm-{engine}.log"));
-    let child = served
-        .client("opensm", dir)
-        .args(["-e", "-s", "1", "-d", "2", "-R", engine])
-        .args(extra)
-        .arg("-f")
-        .arg(&log)
-        .env("OSM_CACHE_DIR", &cache)
-        .env("OSM_TMP_DIR", &cache)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut proc = Proc(child);
+    let mut args = vec!["-R", engine];
+    args.extend_from_slice(extra);
+    let (mut proc, log) = spawn_opensm(served, dir, &format!("opensm-{engine}.log"), &args);
     let start = Instant::now();
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -216,6 +212,29 @@ fn opensm_up_with(served: &Served, dir: &Path, engine: &str, extra: &[&str]) -> 
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Starts OpenSM as a daemon (`-e -s 1 -d 2 ARGS -f DIR/LOG`, cache and dump files in
+/// DIR/cache) under the shim as a client of `served`; returns it (stopped when dropped) and
+/// its log path.
+fn spawn_opensm(served: &Served, dir: &Path, log: &str, args: &[&str]) -> (Proc, PathBuf) {
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.join(log);
+    let child = served
+        .client("opensm", dir)
+        .args(["-e", "-s", "1", "-d", "2"])
+        .args(args)
+        .arg("-f")
+        .arg(&log)
+        .env("OSM_CACHE_DIR", &cache)
+        .env("OSM_TMP_DIR", &cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    (Proc(child), log)
 }
 
 /// The subnet as our SMAs hold it after OpenSM programmed it (topology + every agent's
@@ -617,27 +636,8 @@ fn opensm_and_ibsm_answer_each_others_sminfo_and_the_higher_priority_stays_maste
     }
 
     let dir = TempDir::new(test).unwrap();
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let log = dir.path().join("opensm.log");
-    let client = Served {
-        name: server.name().to_string(),
-        host: None,
-        stop: Arc::new(AtomicBool::new(true)),
-        thread: None,
-    };
-    let child = client
-        .client("opensm", dir.path())
-        .args(["-e", "-s", "1", "-d", "2", "-f"])
-        .arg(&log)
-        .env("OSM_CACHE_DIR", &cache)
-        .env("OSM_TMP_DIR", &cache)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _opensm = Proc(child);
+    let client = Served::client_of(&server);
+    let (_opensm, log) = spawn_opensm(&client, dir.path(), "opensm.log", &[]);
 
     // OpenSM finds ibsm's port (IsSM), asks its SMInfo, and stands by.
     let start = Instant::now();
@@ -931,27 +931,8 @@ fn ibsm_stands_by_for_a_higher_priority_opensm() {
     let fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
     let mut server = IbsimServer::bind(fabric, &sock_name()).unwrap();
     let dir = TempDir::new(test).unwrap();
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let log = dir.path().join("opensm.log");
-    let client = Served {
-        name: server.name().to_string(),
-        host: None,
-        stop: Arc::new(AtomicBool::new(true)),
-        thread: None,
-    };
-    let child = client
-        .client("opensm", dir.path())
-        .args(["-e", "-s", "1", "-d", "2", "-p", "15", "-f"])
-        .arg(&log)
-        .env("OSM_CACHE_DIR", &cache)
-        .env("OSM_TMP_DIR", &cache)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _opensm = Proc(child);
+    let client = Served::client_of(&server);
+    let (_opensm, log) = spawn_opensm(&client, dir.path(), "opensm.log", &["-p", "15"]);
     let start = Instant::now();
     loop {
         server.poll(Duration::from_millis(2)).unwrap();
