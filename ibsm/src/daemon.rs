@@ -8,7 +8,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -17,7 +17,7 @@ use sm::{Command, Event, Level, Sm};
 use umad::{UmadConfig, UmadPort};
 
 use crate::config::{Options, Transport};
-use crate::persist::write_atomic;
+use crate::persist::{write_atomic, write_dump_files};
 
 /// Where log lines go: OpenSM's `log_file` (or standard output for `stdout`/`-`).
 struct Log {
@@ -84,22 +84,6 @@ impl Log {
         let _ = writeln!(self.out, "{} [ibsm] 0x{code:02x} -> {text}", timestamp());
         let _ = self.out.flush();
     }
-}
-
-fn dump_files(dir: &Path, sm: &Sm) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let subnet = sm.subnet();
-    let mut files = vec![
-        ("opensm-subnet.lst", sm::dump::subnet_lst(subnet)),
-        ("ibnetdiscover.topo", sm::dump::ibnetdiscover(subnet)),
-    ];
-    if let Some(l) = sm.lfts() {
-        files.push(("opensm-lfts.dump", sm::dump::lfts_dump(subnet, l)));
-    }
-    for (name, text) in files {
-        write_atomic(&dir.join(name), text.as_bytes()).map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }
 
 /// Runs the daemon with `opts`; returns the process exit status.
@@ -211,7 +195,7 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                         ),
                     );
                     if let Some(dir) = &dump_dir {
-                        if let Err(e) = dump_files(dir, &sm) {
+                        if let Err(e) = write_dump_files(dir, &sm) {
                             log.line(Level::Error, &format!("dump files: {e}"));
                         }
                     }

@@ -98,6 +98,32 @@ pub fn write_atomic(target: &Path, data: &[u8]) -> Result<(), PersistError> {
     stage(target, data)?.commit()
 }
 
+/// Writes OpenSM's dump files for the SM's current subnet into `dir` (created if missing),
+/// each replaced atomically: `opensm-subnet.lst`, `ibnetdiscover.topo` and, once routed,
+/// `opensm-lfts.dump`. Shared by `ibsm sim` and `ibsm run`.
+///
+/// # Errors
+/// The directory or a file could not be written.
+pub fn write_dump_files(dir: &Path, sm: &sm::Sm) -> Result<(), PersistError> {
+    fs::create_dir_all(dir).map_err(err("create directory", dir))?;
+    let subnet = sm.subnet();
+    write_atomic(
+        &dir.join("opensm-subnet.lst"),
+        sm::dump::subnet_lst(subnet).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join("ibnetdiscover.topo"),
+        sm::dump::ibnetdiscover(subnet).as_bytes(),
+    )?;
+    if let Some(l) = sm.lfts() {
+        write_atomic(
+            &dir.join("opensm-lfts.dump"),
+            sm::dump::lfts_dump(subnet, l).as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use ibmad::{NodeType, PortNum, Time};
 use sm::check::Reachability;
 use sm::{Command, Event, Level, Phase, PhaseStats, Sm, SmConfig};
 
-use crate::persist::{write_atomic, PersistError};
+use crate::persist::{write_atomic, write_dump_files, PersistError};
 
 /// What `ibsm sim` runs.
 #[derive(Clone, Debug)]
@@ -388,26 +388,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
 }
 
 fn write_dumps(dir: &Path, sm: &Sm, guid2lid: Option<&str>) -> Result<(), SimRunError> {
-    std::fs::create_dir_all(dir).map_err(|source| PersistError {
-        op: "create directory",
-        path: dir.into(),
-        source,
-    })?;
-    let subnet = sm.subnet();
-    write_atomic(
-        &dir.join("opensm-subnet.lst"),
-        sm::dump::subnet_lst(subnet).as_bytes(),
-    )?;
-    write_atomic(
-        &dir.join("ibnetdiscover.topo"),
-        sm::dump::ibnetdiscover(subnet).as_bytes(),
-    )?;
-    if let Some(l) = sm.lfts() {
-        write_atomic(
-            &dir.join("opensm-lfts.dump"),
-            sm::dump::lfts_dump(subnet, l).as_bytes(),
-        )?;
-    }
+    write_dump_files(dir, sm)?;
     let g2l = guid2lid.map_or_else(|| sm.guid2lid().to_text(), str::to_string);
     write_atomic(&dir.join("guid2lid"), g2l.as_bytes())?;
     Ok(())
