@@ -7,7 +7,6 @@ use std::collections::{HashMap, HashSet};
 use fabric_sim::topo::Topology;
 use ibmad::{Lid, NodeType, PortNum};
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::{add, connect, node};
 use sm::routing::Lfts;
 use sm::{NodeId, Subnet};
 
@@ -30,34 +29,10 @@ pub fn subnet(spec: &str, lmc: u8) -> Subnet {
     s
 }
 
-/// A fabric-sim topology as an SM subnet (all links Active).
-pub fn from_topology(t: &Topology) -> Subnet {
-    let mut s = Subnet::new();
-    let mut ids = HashMap::new();
-    let mut first_sw = true;
-    for (id, n) in t.nodes() {
-        let mut nd = node(n.guid().0, n.node_type(), n.num_ports(), n.desc());
-        if n.is_switch() && first_sw {
-            nd.dr_path = ibmad::DrPath::local();
-            first_sw = false;
-        }
-        let sid = add(&mut s, nd);
-        for (p, port) in t.ports(id) {
-            if let Some(x) = s.port_mut(sid, p) {
-                x.guid = port.guid();
-            }
-        }
-        ids.insert(id, sid);
-    }
-    for l in t.links() {
-        connect(
-            &mut s,
-            (ids[&l.a.node], l.a.port.0),
-            (ids[&l.b.node], l.b.port.0),
-        );
-    }
-    s
-}
+/// The same topology-to-subnet conversion the updn tests use.
+#[path = "../updn_util/mod.rs"]
+mod updn_util;
+pub use updn_util::from_topology;
 
 /// CA ports: (node, port, LID, attached switch).
 pub fn ca_ports(s: &Subnet) -> Vec<(NodeId, PortNum, Lid, NodeId)> {
