@@ -138,12 +138,12 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         ..opts.to_sm_config()
     };
     cfg.port = dev.port;
-    // The Armed/Active passes go by directed route, as OpenSM sends them. With `lid_routed`
-    // they would be LID-routed through ports still in Init/Armed, which ibsim forwards only
-    // over Active links (its `link_valid`): every Set then times out for a whole retry round
-    // before the DR fallback — 55 s for a 90-node fat tree under ibsim
-    // (tests/interop_ibsim.rs). Light sweeps lose LID routing too; they are a few SMPs.
-    cfg.lid_routed = false;
+    // Under ibsim's shim the Armed/Active passes go by directed route, as OpenSM sends them:
+    // LID-routed they would cross ports still in Init/Armed, which ibsim forwards only over
+    // Active links (its `link_valid`), so every Set would time out for a whole retry round
+    // before the DR fallback — 55 s for a 90-node fat tree (tests/interop_ibsim.rs). The IBA
+    // passes SMPs on ports in Init and Armed, so on a real device the LID-routed passes stay.
+    cfg.lid_routed = cfg.lid_routed && port.is_kernel_device();
     let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {

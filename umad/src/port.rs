@@ -285,6 +285,12 @@ impl UmadPort {
     pub fn agents(&self) -> &[Agent] {
         &self.agents
     }
+    /// True when the device is a real kernel character device; false under ibsim's
+    /// `libumad2sim.so`, whose descriptors are fake, and for test sockets.
+    #[must_use]
+    pub fn is_kernel_device(&self) -> bool {
+        sys::kernel_fd_kind(self.fd.raw()) == Some(true)
+    }
     /// Which I/O mode is in use (never [`IoMode::Auto`]).
     #[must_use]
     pub fn mode(&self) -> IoMode {

@@ -191,6 +191,7 @@ fn shim_child() {
         IoMode::Inline,
         "auto mode reads on the caller's thread under the shim"
     );
+    assert!(!port.is_kernel_device(), "umad2sim's descriptors are fake");
     assert_eq!(
         port.framing(),
         umad::abi::HdrFraming::Old,
