@@ -1,7 +1,8 @@
 //! The simulator engine: a virtual clock, a deterministic event queue, links with trained
 //! width/speed, seeded fault injection, and a real `sma::Agent` on every node ([`Fabric`]).
 //!
-//! - [`fabric`]: the [`Fabric`] itself — model, forwarding rules, SM attachment, faults;
+//! - [`fabric`]: the [`Fabric`] itself — model, event loop and forwarding rules, links and
+//!   faults, SM attachment, tracing, external agents (one submodule each);
 //! - [`queue`]: the `(time, seq)`-ordered [`EventQueue`];
 //! - [`link`]: link training ([`train`]);
 //! - [`fault`]: the `--faults` spec ([`FaultConfig`]) and the seeded [`FaultInjector`];
