@@ -63,7 +63,7 @@ proptest! {
 fn heavy_faults_do_not_leak_buffers() {
     let cfg = SimConfig {
         seed: 3,
-        faults: "drop=0.2,dup=0.2,corrupt=0.2,delay=0.3:50us"
+        faults: "drop=0.2,dup=0.2,corrupt=0.1,garble=0.2,delay=0.3:50us"
             .parse()
             .unwrap(),
         ..SimConfig::default()
@@ -81,5 +81,6 @@ fn heavy_faults_do_not_leak_buffers() {
     settle(&mut f, Duration::from_secs(1));
     assert_eq!(f.mads_on_the_wire(), 0);
     assert_eq!(f.mads_in_flight(), 0);
-    assert!(f.stats().faults.corrupted > 100);
+    assert!(f.stats().faults.garbled > 100);
+    assert!(f.stats().faults.corrupted > 50);
 }

@@ -44,7 +44,8 @@ const SIM_EXTRAS: &[ExtraOpt] = &[
         long: "faults",
         short: None,
         metavar: Some("SPEC"),
-        help: "fault injection, e.g. drop=0.01,dup=0.001,corrupt=0.0001,delay=0.01:5ms",
+        help: "faults per link crossing: drop, dup, corrupt, garble, delay=P:D, symbol \
+               (e.g. drop=0.01,corrupt=0.0001,delay=0.01:5ms; see `ibsm sim serve --help`)",
     },
     ExtraOpt {
         long: "sm-at",

@@ -1,4 +1,5 @@
-//! `ibsm sim serve TOPOLOGY [--socket-name NAME] [--verbose]`: serves a simulated fabric over
+//! `ibsm sim serve TOPOLOGY [--socket-name NAME] [--faults SPEC] [--seed N] [--verbose]`: serves
+//! a simulated fabric over
 //! ibsim's client protocol, so stock OpenSM and infiniband-diags run against it under
 //! `LD_PRELOAD=libumad2sim.so` (see [`fabric_sim::ibsim_server`]).
 //!
@@ -9,20 +10,25 @@
 use std::process::ExitCode;
 
 use fabric_sim::ibsim_server::{IbsimServer, ServerEvent};
-use fabric_sim::sim::{Fabric, SimConfig};
+use fabric_sim::sim::{Fabric, FaultConfig, SimConfig};
 use fabric_sim::topo::Topology;
 
 const USAGE: &str = "\
-usage: ibsm sim serve TOPOLOGY [--socket-name NAME] [--verbose]
+usage: ibsm sim serve TOPOLOGY [--socket-name NAME] [--faults SPEC] [--seed N] [--verbose]
 
 Serves the simulated fabric over ibsim's client protocol (AF_UNIX abstract sockets
 NAME:ctl and NAME:out0..9). NAME defaults to $IBSIM_SOCKNAME, else \"sim\".
 Run clients with LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so and
 the same IBSIM_SOCKNAME; SIM_HOST picks the node a client runs on.
+
+--faults SPEC injects faults on every link crossing, drawn from a stream seeded by
+--seed (default 0): drop=P, dup=P, corrupt=P (the receiver's CRC check fails: the
+packet is dropped and counted in its PortRcvErrors), garble=P, delay=P:DURATION,
+symbol=P (SymbolErrorCounter). Example: --faults corrupt=0.001,symbol=0.01
 ";
 
 /// Parsed arguments of `ibsm sim serve`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ServeArgs {
     /// Topology file or generator spec.
     pub topology: String,
@@ -30,6 +36,10 @@ pub struct ServeArgs {
     pub socket_name: String,
     /// Print client connects/disconnects on stderr.
     pub verbose: bool,
+    /// Fault rates on every link crossing.
+    pub faults: FaultConfig,
+    /// Seed of the fault injector.
+    pub seed: u64,
 }
 
 /// Parses the arguments after `serve`; `env_name` is `IBSIM_SOCKNAME` if set. `Ok(None)` =
@@ -38,8 +48,27 @@ pub fn parse_args(args: &[String], env_name: Option<String>) -> Result<Option<Se
     let mut topology = None;
     let mut socket_name = env_name.filter(|s| !s.is_empty());
     let mut verbose = false;
+    let mut faults = FaultConfig::NONE;
+    let mut seed = 0u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        if key == "--faults" || key == "--seed" {
+            let Some(v) = inline.or_else(|| it.next().cloned()) else {
+                return Err(format!("{key} needs a value"));
+            };
+            if key == "--faults" {
+                faults = FaultConfig::parse(&v).map_err(|e| format!("--faults {v:?}: {e}"))?;
+            } else {
+                seed = v
+                    .parse()
+                    .map_err(|_| format!("--seed {v:?}: not an unsigned integer"))?;
+            }
+            continue;
+        }
         match a.as_str() {
             "-h" | "--help" => return Ok(None),
             "--verbose" | "-v" => verbose = true,
@@ -65,6 +94,8 @@ pub fn parse_args(args: &[String], env_name: Option<String>) -> Result<Option<Se
         topology,
         socket_name: socket_name.unwrap_or_else(|| "sim".into()),
         verbose,
+        faults,
+        seed,
     }))
 }
 
@@ -72,7 +103,12 @@ pub fn parse_args(args: &[String], env_name: Option<String>) -> Result<Option<Se
 pub fn start(args: &ServeArgs) -> Result<IbsimServer, String> {
     let topo = Topology::from_spec_or_file(&args.topology)
         .map_err(|e| format!("{}: {e}", args.topology))?;
-    let fabric = Fabric::new(&topo, SimConfig::default()).map_err(|e| e.to_string())?;
+    let cfg = SimConfig {
+        seed: args.seed,
+        faults: args.faults,
+        ..SimConfig::default()
+    };
+    let fabric = Fabric::new(&topo, cfg).map_err(|e| e.to_string())?;
     IbsimServer::bind(fabric, &args.socket_name).map_err(|e| {
         let mut msg = e.to_string();
         let mut src = std::error::Error::source(&e);
@@ -167,6 +203,23 @@ mod tests {
             .contains("--bogus"));
         assert!(parse_args(&s(&["a", "--socket-name"]), None).is_err());
         assert_eq!(parse_args(&s(&["--help"]), None).unwrap(), None);
+        let e = parse_args(&s(&["a", "--faults", "lose=1"]), None).unwrap_err();
+        assert!(e.contains("--faults") && e.contains("lose"), "{e}");
+        let e = parse_args(&s(&["a", "--seed=x"]), None).unwrap_err();
+        assert!(e.contains("--seed"), "{e}");
+        assert!(parse_args(&s(&["a", "--faults"]), None).is_err());
+    }
+
+    #[test]
+    fn faults_and_seed_reach_the_fabric() {
+        let a = parse_args(&s(&["t.net", "--faults=symbol=0.5", "--seed", "7"]), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.faults.symbol, a.seed), (0.5, 7));
+        let a = parse_args(&s(&["t.net", "--faults", "corrupt=0.1,drop=0.2"]), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.faults.corrupt, a.faults.drop, a.seed), (0.1, 0.2, 0));
     }
 
     #[test]
@@ -175,6 +228,8 @@ mod tests {
             topology: "/nonexistent/file.net".into(),
             socket_name: "ibsm-serve-test-missing".into(),
             verbose: false,
+            faults: FaultConfig::NONE,
+            seed: 0,
         };
         let e = start(&a).err().unwrap();
         assert!(e.contains("/nonexistent/file.net"), "{e}");

@@ -1,24 +1,37 @@
 //! Seeded fault injection on the wire, in the manner of smoltcp's `FaultInjector`.
 //!
 //! Every MAD that leaves a port draws, from one ChaCha8 stream seeded by
-//! [`crate::sim::SimConfig::seed`], whether it is dropped, corrupted (one random bit of one random
-//! byte flipped), duplicated, or delayed. Draws happen only when the corresponding rate is
-//! non-zero, so a fabric without faults consumes no randomness and the same seed always gives
+//! [`crate::sim::SimConfig::seed`], whether it is dropped, corrupted, garbled, duplicated,
+//! delayed, or costs the receiver a symbol error. Draws happen only when the corresponding rate
+//! is non-zero, so a fabric without faults consumes no randomness and the same seed always gives
 //! the same run.
 //!
-//! Corruption deliberately does **not** model the link layer's VCRC/ICRC check (which would
-//! discard the packet): the corrupted MAD is delivered so that parsers and state machines in the
-//! SMA and SM are exercised on damaged input. Use `drop` for loss.
+//! **Corruption models the link layer's CRC checks**, as a real port does: a corrupted packet
+//! fails its VCRC/ICRC at the receiving port, which discards it and counts it in its
+//! PortRcvErrors (IBA vol1 §16.1.3.5; the packet was still counted as transmitted by the
+//! sender). Nothing corrupted ever reaches an agent or an SM. **Garbling** is the unrealistic
+//! alternative, kept to exercise parsers and state machines on damaged input: one random bit of
+//! one random byte of the MAD is flipped and the MAD is delivered as if the CRC had not caught
+//! it. **Symbol errors** are counted in the receiving port's SymbolErrorCounter; the packet
+//! itself is delivered (a physical-layer error the receiver recovered from).
 //!
 //! The textual form, accepted by [`FaultConfig::parse`] and `FromStr`:
 //!
 //! ```text
-//! drop=0.01,dup=0.001,corrupt=0.0001,delay=0.01:5ms
+//! drop=0.01,dup=0.001,corrupt=0.0001,delay=0.01:5ms,symbol=0.001
 //! ```
 //!
-//! Keys: `drop`, `dup` (or `duplicate`), `corrupt`, `delay=P:D` (with probability P an extra
-//! delay chosen uniformly in `0..=D`; D takes the units `ns`, `us`, `ms`, `s`). Rates are
-//! probabilities in `0..=1`. The empty string and `none` mean no faults.
+//! Keys:
+//! - `drop=P`: the MAD is lost on the wire (counted nowhere but in the simulator's statistics);
+//! - `corrupt=P`: the MAD fails the receiver's CRC check — dropped there, PortRcvErrors + 1;
+//! - `garble=P`: one bit of the MAD is flipped and the damaged MAD is delivered;
+//! - `dup=P` (or `duplicate`): the MAD is delivered twice;
+//! - `delay=P:D`: with probability P an extra delay chosen uniformly in `0..=D` (D takes the
+//!   units `ns`, `us`, `ms`, `s`);
+//! - `symbol=P`: the receiving port counts one symbol error (SymbolErrorCounter + 1).
+//!
+//! Rates are probabilities in `0..=1`, drawn per transmission (one link crossing). The empty
+//! string and `none` mean no faults.
 
 use core::fmt;
 use core::str::FromStr;
@@ -34,8 +47,13 @@ pub struct FaultConfig {
     pub drop: f64,
     /// Probability that a MAD is delivered twice.
     pub duplicate: f64,
-    /// Probability that one bit of the MAD is flipped.
+    /// Probability that the MAD fails the receiver's CRC check (dropped there, counted in its
+    /// PortRcvErrors).
     pub corrupt: f64,
+    /// Probability that one bit of the MAD is flipped and the damaged MAD delivered.
+    pub garble: f64,
+    /// Probability that the receiving port counts a symbol error (the MAD is delivered).
+    pub symbol: f64,
     /// Probability that a MAD gets an extra delay.
     pub delay: f64,
     /// The largest extra delay; the delay is uniform in `0..=delay_max`.
@@ -51,8 +69,8 @@ pub enum FaultSpecError {
         /// The offending term.
         term: String,
     },
-    /// The key is not one of drop, dup, corrupt, delay.
-    #[error("unknown fault {key:?}; expected one of drop, dup, corrupt, delay")]
+    /// The key is not one of drop, dup, corrupt, garble, delay, symbol.
+    #[error("unknown fault {key:?}; expected one of drop, dup, corrupt, garble, delay, symbol")]
     UnknownKey {
         /// The key.
         key: String,
@@ -120,6 +138,8 @@ impl FaultConfig {
         drop: 0.0,
         duplicate: 0.0,
         corrupt: 0.0,
+        garble: 0.0,
+        symbol: 0.0,
         delay: 0.0,
         delay_max: Duration::ZERO,
     };
@@ -127,7 +147,12 @@ impl FaultConfig {
     /// True if every rate is zero.
     #[must_use]
     pub fn is_none(&self) -> bool {
-        self.drop == 0.0 && self.duplicate == 0.0 && self.corrupt == 0.0 && self.delay == 0.0
+        self.drop == 0.0
+            && self.duplicate == 0.0
+            && self.corrupt == 0.0
+            && self.garble == 0.0
+            && self.symbol == 0.0
+            && self.delay == 0.0
     }
 
     /// Parses the `--faults` syntax described in the module documentation.
@@ -137,7 +162,7 @@ impl FaultConfig {
         if s.is_empty() || s == "none" {
             return Ok(cfg);
         }
-        let mut seen: [bool; 4] = [false; 4];
+        let mut seen: [bool; 6] = [false; 6];
         for term in s.split(',') {
             let term = term.trim();
             let Some((k, v)) = term.split_once('=') else {
@@ -151,6 +176,8 @@ impl FaultConfig {
                 "dup" | "duplicate" => 1,
                 "corrupt" => 2,
                 "delay" => 3,
+                "garble" => 4,
+                "symbol" => 5,
                 _ => {
                     return Err(FaultSpecError::UnknownKey { key: k.to_string() });
                 }
@@ -163,6 +190,8 @@ impl FaultConfig {
                 0 => cfg.drop = parse_rate(k, v)?,
                 1 => cfg.duplicate = parse_rate(k, v)?,
                 2 => cfg.corrupt = parse_rate(k, v)?,
+                4 => cfg.garble = parse_rate(k, v)?,
+                5 => cfg.symbol = parse_rate(k, v)?,
                 _ => {
                     let Some((rate, dur)) = v.split_once(':') else {
                         return Err(FaultSpecError::BadDelay {
@@ -199,6 +228,8 @@ impl fmt::Display for FaultConfig {
             ("drop", self.drop),
             ("dup", self.duplicate),
             ("corrupt", self.corrupt),
+            ("garble", self.garble),
+            ("symbol", self.symbol),
         ] {
             if v != 0.0 {
                 write!(f, "{sep}{k}={v}")?;
@@ -222,8 +253,13 @@ impl fmt::Display for FaultConfig {
 pub struct FaultDecision {
     /// Lose the MAD.
     pub drop: bool,
-    /// Flip bit `bit` (0..8) of byte `byte` before delivery.
+    /// The MAD fails the receiver's CRC check: the receiving port discards it and counts a
+    /// PortRcvError.
+    pub bad_crc: bool,
+    /// Flip bit `bit` (0..8) of byte `byte` before delivery (garbling).
     pub corrupt: Option<(u16, u8)>,
+    /// The receiving port counts a symbol error.
+    pub symbol_error: bool,
     /// Deliver a second copy.
     pub duplicate: bool,
     /// Extra delay in nanoseconds.
@@ -265,7 +301,10 @@ impl FaultInjector {
             d.drop = true;
             return d;
         }
-        if self.cfg.corrupt > 0.0 && len > 0 && self.rng.gen_bool(self.cfg.corrupt) {
+        if self.cfg.corrupt > 0.0 && self.rng.gen_bool(self.cfg.corrupt) {
+            d.bad_crc = true;
+        }
+        if self.cfg.garble > 0.0 && len > 0 && self.rng.gen_bool(self.cfg.garble) {
             let byte = self.rng.gen_range(0..len.min(usize::from(u16::MAX)));
             let bit = self.rng.gen_range(0..8u8);
             d.corrupt = Some((byte as u16, bit));
@@ -276,6 +315,9 @@ impl FaultInjector {
         if self.cfg.delay > 0.0 && self.rng.gen_bool(self.cfg.delay) {
             let max = u64::try_from(self.cfg.delay_max.as_nanos()).unwrap_or(u64::MAX);
             d.extra_delay_ns = self.rng.gen_range(0..=max);
+        }
+        if self.cfg.symbol > 0.0 && self.rng.gen_bool(self.cfg.symbol) {
+            d.symbol_error = true;
         }
         d
     }
@@ -296,6 +338,26 @@ mod tests {
         assert_eq!(c.delay_max, Duration::from_millis(5));
         let again = FaultConfig::parse(&c.to_string()).unwrap();
         assert_eq!(again, c);
+        let c = FaultConfig::parse("garble=0.5,symbol=0.25").unwrap();
+        assert_eq!((c.garble, c.symbol, c.corrupt), (0.5, 0.25, 0.0));
+        assert!(!c.is_none());
+        assert_eq!(FaultConfig::parse(&c.to_string()).unwrap(), c);
+    }
+
+    #[test]
+    fn corruption_is_a_crc_failure_and_symbol_errors_are_drawn() {
+        let cfg = FaultConfig {
+            corrupt: 1.0,
+            symbol: 1.0,
+            ..FaultConfig::NONE
+        };
+        let mut a = FaultInjector::new(cfg, ChaCha8Rng::seed_from_u64(5));
+        let d = a.decide(256);
+        assert!(d.bad_crc && d.symbol_error && !d.drop);
+        assert_eq!(
+            d.corrupt, None,
+            "a CRC failure does not deliver damaged bytes"
+        );
     }
 
     #[test]
@@ -371,9 +433,9 @@ mod tests {
     }
 
     #[test]
-    fn corruption_stays_in_bounds_and_delay_within_max() {
+    fn garbling_stays_in_bounds_and_delay_within_max() {
         let cfg = FaultConfig {
-            corrupt: 1.0,
+            garble: 1.0,
             delay: 1.0,
             delay_max: Duration::from_micros(3),
             ..FaultConfig::NONE

@@ -6,7 +6,8 @@
 //! - [`queue`]: the `(time, seq)`-ordered [`EventQueue`];
 //! - [`link`]: link training ([`train`]);
 //! - [`fault`]: the `--faults` spec ([`FaultConfig`]) and the seeded [`FaultInjector`];
-//! - [`stats`]: counters ([`SimStats`], [`DropReason`]).
+//! - [`stats`]: the simulator's own counters ([`SimStats`], [`DropReason`]);
+//! - [`counters`]: every port's performance counters ([`PortCounters`]), as a PMA reports them.
 //!
 //! A run is a pure function of the topology, the [`SimConfig`] (seed included) and the calls
 //! made on the fabric: same inputs, same event trace.
@@ -40,12 +41,14 @@
 //! assert_eq!(fabric.stats().hops, 2);
 //! ```
 
+pub mod counters;
 pub mod fabric;
 pub mod fault;
 pub mod link;
 pub mod queue;
 pub mod stats;
 
+pub use counters::PortCounters;
 pub use fabric::{
     node_config, ExternalAgent, Fabric, SimAgent, SimConfig, SimError, SimHw, SimPort,
     SmAttachment, SmHandle, TraceEntry, TraceKind,

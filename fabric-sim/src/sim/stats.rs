@@ -28,11 +28,13 @@ pub enum DropReason {
     Fault,
     /// The SM's receive queue was full.
     SmQueueFull,
+    /// The receiving port's CRC check failed (the `corrupt` fault): discarded at the port.
+    BadCrc,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 10] = [
+    pub const ALL: [DropReason; 11] = [
         DropReason::PortDown,
         DropReason::NoLink,
         DropReason::NoRoute,
@@ -43,6 +45,7 @@ impl DropReason {
         DropReason::SmiDiscard,
         DropReason::Fault,
         DropReason::SmQueueFull,
+        DropReason::BadCrc,
     ];
 
     /// A short stable name for logs and benchmark output.
@@ -59,6 +62,7 @@ impl DropReason {
             DropReason::SmiDiscard => "smi_discard",
             DropReason::Fault => "fault",
             DropReason::SmQueueFull => "sm_queue_full",
+            DropReason::BadCrc => "bad_crc",
         }
     }
 }
@@ -91,8 +95,12 @@ pub struct FaultCounts {
     pub dropped: u64,
     /// MADs delivered twice.
     pub duplicated: u64,
-    /// MADs with a flipped bit.
+    /// MADs that failed the receiver's CRC check (the `corrupt` fault).
     pub corrupted: u64,
+    /// MADs delivered with a flipped bit (the `garble` fault).
+    pub garbled: u64,
+    /// Symbol errors counted at receiving ports (the `symbol` fault).
+    pub symbol_errors: u64,
     /// MADs delayed.
     pub delayed: u64,
 }
@@ -153,8 +161,9 @@ impl fmt::Display for SimStats {
         let fc = &self.faults;
         write!(
             f,
-            " fault_drop={} fault_dup={} fault_corrupt={} fault_delay={}",
-            fc.dropped, fc.duplicated, fc.corrupted, fc.delayed
+            " fault_drop={} fault_dup={} fault_corrupt={} fault_garble={} fault_delay={} \
+             fault_symbol={}",
+            fc.dropped, fc.duplicated, fc.corrupted, fc.garbled, fc.delayed, fc.symbol_errors
         )
     }
 }

@@ -7,6 +7,7 @@ use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum, PortState, Smp, SmpAttrId,
 use sma::{Event, LinkEvent, LinkRequest};
 
 use super::{Ev, Fabric, TraceKind, CUT, DISABLED, NO_PEER, NO_TIMER, UP};
+use crate::sim::counters::{bump, MAD_PACKET_WORDS};
 use crate::sim::stats::DropReason;
 
 impl Fabric {
@@ -103,17 +104,17 @@ impl Fabric {
                 } else {
                     self.flags[g] |= CUT;
                     self.flags[pg as usize] |= CUT;
-                    self.phys_down(gport);
+                    self.phys_down(gport, true);
                 }
             }
             Ev::LinkReq { gport, req } => match req {
                 LinkRequest::Down => {
-                    self.phys_down(gport);
+                    self.phys_down(gport, false);
                     self.schedule_retrain(gport);
                 }
                 LinkRequest::Disable => {
                     self.flags[gport as usize] |= DISABLED;
-                    self.phys_down(gport);
+                    self.phys_down(gport, false);
                 }
                 LinkRequest::Poll => {
                     self.flags[gport as usize] &= !DISABLED;
@@ -185,9 +186,16 @@ impl Fabric {
         // request is carried out only once that response has crossed (see `after_agent`), as
         // on hardware; OpenSM's first sweep relies on it (it sets Down to apply OpVLs/MTU).
         if self.flags[g] & UP == 0 {
+            bump(&mut self.counters[g].port_xmit_discards);
             return self.drop_buf(buf, DropReason::PortDown, n, port);
         }
         self.stats.transmitted += 1;
+        self.counters[g].count_xmit(MAD_PACKET_WORDS);
+        {
+            let s = self.pool.slot_mut(buf);
+            s.bad_crc = false;
+            s.symbol_error = false;
+        }
         let pp = self.peer_port[g];
         let mut arrival = depart.saturating_add(self.hop_ns);
         let decision = if !self.link_faults.is_empty() {
@@ -207,11 +215,19 @@ impl Fabric {
                 self.stats.faults.dropped += 1;
                 return self.drop_buf(buf, DropReason::Fault, n, port);
             }
-            if let Some((byte, bit)) = d.corrupt {
+            if d.bad_crc {
                 self.stats.faults.corrupted += 1;
+                self.pool.slot_mut(buf).bad_crc = true;
+            }
+            if let Some((byte, bit)) = d.corrupt {
+                self.stats.faults.garbled += 1;
                 if let Some(b) = self.pool.slot_mut(buf).data.get_mut(usize::from(byte)) {
                     *b ^= 1 << bit;
                 }
+            }
+            if d.symbol_error {
+                self.stats.faults.symbol_errors += 1;
+                self.pool.slot_mut(buf).symbol_error = true;
             }
             if d.extra_delay_ns > 0 {
                 self.stats.faults.delayed += 1;
@@ -259,8 +275,25 @@ impl Fabric {
         if self.cfg.trace {
             self.trace_mad(TraceKind::Arrive, n, port, buf);
         }
-        if !local && !self.port_passes(n, port) {
-            return self.drop_buf(buf, DropReason::PortDown, n, port);
+        if !local {
+            let g = self.base[ni] as usize + usize::from(port);
+            let (bad_crc, symbol_error) = {
+                let s = self.pool.slot(buf);
+                (s.bad_crc, s.symbol_error)
+            };
+            if !self.port_passes(n, port) {
+                return self.drop_buf(buf, DropReason::PortDown, n, port);
+            }
+            if symbol_error {
+                bump(&mut self.counters[g].symbol_error_counter);
+            }
+            if bad_crc {
+                // The receiver's VCRC/ICRC check fails: discarded at the port, never seen by
+                // an agent (IBA vol1 §16.1.3.5 PortRcvErrors: local physical errors).
+                bump(&mut self.counters[g].port_rcv_errors);
+                return self.drop_buf(buf, DropReason::BadCrc, n, port);
+            }
+            self.counters[g].count_rcv(MAD_PACKET_WORDS);
         }
         let class = self.pool.slot(buf).data[1];
         if class == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
@@ -312,7 +345,11 @@ impl Fabric {
                     }
                     self.transmit(n, out, buf, self.now.0);
                 }
-                None => self.drop_buf(buf, DropReason::NoRoute, n, port),
+                None => {
+                    let g = self.base[ni] as usize + usize::from(port);
+                    bump(&mut self.counters[g].port_rcv_switch_relay_errors);
+                    self.drop_buf(buf, DropReason::NoRoute, n, port)
+                }
             }
         } else {
             self.drop_buf(buf, DropReason::NotSmp, n, port);

@@ -6,6 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use sma::LinkEvent;
 
 use super::{Ev, Fabric, SimError, TraceKind, CUT, DISABLED, NO_PEER, NO_TIMER, UP};
+use crate::sim::counters::{bump, PortCounters};
 use crate::sim::fault::{FaultConfig, FaultInjector};
 use crate::sim::link::{train, LinkCaps};
 use crate::topo::NodeId;
@@ -64,8 +65,9 @@ impl Fabric {
         }
     }
 
-    /// Takes the link of `gport` down on both ends (if it is up).
-    pub(super) fn phys_down(&mut self, gport: u32) {
+    /// Takes the link of `gport` down on both ends (if it is up). `flap`: neither end asked
+    /// for it (a cut cable, a reboot), so both ends count LinkDowned.
+    pub(super) fn phys_down(&mut self, gport: u32, flap: bool) {
         let Some(pg) = self.peer_gport(gport) else {
             return;
         };
@@ -79,6 +81,10 @@ impl Fabric {
         };
         self.flags[g] &= !UP;
         self.flags[pgi] &= !UP;
+        if flap {
+            bump(&mut self.counters[g].link_downed_counter);
+            bump(&mut self.counters[pgi].link_downed_counter);
+        }
         for (node, port) in [(n, p), (pn, pp)] {
             self.stats.link_changes += 1;
             self.trace_ev(TraceKind::LinkDown, node, port);
@@ -99,10 +105,13 @@ impl Fabric {
         let np = self.agents[ni].num_ports();
         for p in 1..=np {
             let g = self.base[ni] + u32::from(p);
-            self.phys_down(g);
+            self.phys_down(g, true);
             // Power-on: ports come back enabled.
             self.flags[g as usize] &= !DISABLED;
         }
+        // Power-on: the node's counters start from zero.
+        let (lo, hi) = (self.base[ni] as usize, self.base[ni + 1] as usize);
+        self.counters[lo..hi].fill(PortCounters::default());
         self.agents[ni].reset(self.now);
         self.agents[ni].hardware_mut().requests.clear();
         self.timer_at[ni] = NO_TIMER;

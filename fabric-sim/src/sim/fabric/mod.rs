@@ -34,11 +34,16 @@
 //!
 //! [`DropReason::NoRoute`]: super::DropReason::NoRoute
 //! [`DropReason::DlidMismatch`]: super::DropReason::DlidMismatch
+//! [`DropReason::BadCrc`]: super::DropReason::BadCrc
 //!
 //! # Faults
 //!
-//! [`FaultConfig`] rates apply to every link transmission (drop, corrupt, duplicate, delay; one
-//! ChaCha8 stream seeded from [`SimConfig::seed`]). Scheduled faults: link down/up
+//! [`FaultConfig`] rates apply to every link transmission (drop, corrupt, garble, duplicate,
+//! delay, symbol; one ChaCha8 stream seeded from [`SimConfig::seed`]). A corrupted MAD fails the
+//! receiving port's CRC check: that port discards it ([`DropReason::BadCrc`]) and counts it in
+//! its PortRcvErrors, as a real port does — no agent or SM ever sees corrupted bytes (garbling
+//! is the unrealistic fault that delivers them). Every port keeps its performance counters
+//! ([`Fabric::port_counters`], [`crate::sim::counters`]). Scheduled faults: link down/up
 //! ([`Fabric::schedule_link`]), node reboot ([`Fabric::schedule_reboot`]: links drop, the agent
 //! loses all SM-set state, links retrain after [`SimConfig::link_retrain_time`]) and muted SMAs
 //! ([`Fabric::set_mute`]).
@@ -86,6 +91,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use sma::{Agent, ConfigError, Hardware, LinkRequest, NodeConfig, PortConfig};
 
+use super::counters::PortCounters;
 use super::fault::{FaultConfig, FaultInjector};
 use super::queue::EventQueue;
 use super::stats::SimStats;
@@ -219,6 +225,10 @@ struct Slot {
     slid: u16,
     dlid: u16,
     sl: u8,
+    /// This link crossing failed the receiver's CRC check (the `corrupt` fault).
+    bad_crc: bool,
+    /// This link crossing costs the receiver a symbol error (the `symbol` fault).
+    symbol_error: bool,
 }
 
 /// Fixed-size MAD buffers reused through a free list: no allocation per MAD once warm.
@@ -238,6 +248,8 @@ impl Pool {
             slid: 0,
             dlid: 0,
             sl: 0,
+            bad_crc: false,
+            symbol_error: false,
         });
         (self.slots.len() - 1) as u32
     }
@@ -294,6 +306,8 @@ pub struct Fabric {
     peer_node: Vec<u32>,
     peer_port: Vec<u8>,
     flags: Vec<u8>,
+    /// Performance counters of every global port.
+    counters: Vec<PortCounters>,
     timer_at: Vec<u64>,
     muted: Vec<bool>,
     pool: Pool,
@@ -411,6 +425,7 @@ impl Fabric {
             peer_node,
             peer_port,
             flags: vec![0; np],
+            counters: vec![PortCounters::default(); np],
             timer_at: vec![NO_TIMER; nn],
             muted: vec![false; nn],
             pool: Pool::default(),
@@ -486,6 +501,30 @@ impl Fabric {
     #[must_use]
     pub fn agent(&self, node: NodeId) -> Option<&SimAgent> {
         self.agents.get(node.index())
+    }
+
+    /// Global index of `node`'s `port` (0 = a switch's management port), if it exists.
+    fn gport_of(&self, node: NodeId, port: PortNum) -> Option<usize> {
+        let a = self.agents.get(node.index())?;
+        if port.0 > a.num_ports() || (port.0 == 0 && !a.is_switch()) {
+            return None;
+        }
+        Some(self.base[node.index()] as usize + usize::from(port.0))
+    }
+
+    /// The performance counters of `node`'s `port` (port 0: a switch's management port), as
+    /// the PMA reports them; see [`crate::sim::counters`] for what is counted.
+    #[must_use]
+    pub fn port_counters(&self, node: NodeId, port: PortNum) -> Option<&PortCounters> {
+        let g = self.gport_of(node, port)?;
+        self.counters.get(g)
+    }
+
+    /// The performance counters of `node`'s `port`, mutable: to clear them, or to inject
+    /// counts the fault model does not produce.
+    pub fn port_counters_mut(&mut self, node: NodeId, port: PortNum) -> Option<&mut PortCounters> {
+        let g = self.gport_of(node, port)?;
+        self.counters.get_mut(g)
     }
 
     /// The node with this NodeGUID.

@@ -8,6 +8,7 @@ use ibmad::zerocopy::FromBytes;
 use ibmad::{Guid, Lid, MadMeta, MadPort, MgmtClass, PortError, PortNum, Smp, SMP_LEN};
 
 use super::{Fabric, SimError, TraceKind};
+use crate::sim::counters::bump;
 use crate::sim::stats::{DropReason, SmStats};
 use crate::topo::NodeId;
 
@@ -51,6 +52,10 @@ impl Fabric {
         if self.sms[i].queue.len() >= self.cfg.sm_queue_cap {
             self.sms[i].stats.overflowed += 1;
             self.stats.dropped.bump(DropReason::SmQueueFull);
+            if MgmtClass(mad[1]).is_smp() {
+                let g = self.base[n as usize] as usize + usize::from(self.sms[i].port);
+                bump(&mut self.counters[g].vl15_dropped);
+            }
             return;
         }
         self.stats.to_sm += 1;
