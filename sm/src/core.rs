@@ -411,6 +411,42 @@ impl Sm {
         if smp.is_dr() == lid_routed {
             return;
         }
+        // A directed-route response keeps the request's hop count, InitialPath and the
+        // permissive DrSLID/DrDLID it was sent with (IBA vol1 §14.2.2.2: the responder only
+        // sets D and the method). One that does not was damaged or is not ours: creating a
+        // node from it would add a phantom, so it is dropped and the request is resent.
+        if smp.is_dr()
+            && (smp.initial_dr_path() != Some(req.path)
+                || smp.dr_slid() != Lid::PERMISSIVE
+                || smp.dr_dlid() != Lid::PERMISSIVE)
+        {
+            self.log(
+                Level::Verbose,
+                format!(
+                    "response TID 0x{tid:x} {} for {}: directed route does not match the request's; ignored",
+                    smp.attr(),
+                    req.path
+                ),
+            );
+            return;
+        }
+        // A NodeInfo that describes no valid node is damage, not an answer: the probe stays
+        // outstanding (resent, and reported if it never gets a usable answer).
+        if let (Purpose::Probe { .. }, Status::OK) = (req.purpose, smp.status()) {
+            let why = NodeInfo::ref_from_prefix(&smp.data[..])
+                .map_err(|_| "short NodeInfo".to_string())
+                .and_then(|(ni, _)| crate::discovery::check_node_info(ni));
+            if let Err(why) = why {
+                self.log(
+                    Level::Verbose,
+                    format!(
+                        "NodeInfo response TID 0x{tid:x} from {}: {why}; ignored",
+                        req.path
+                    ),
+                );
+                return;
+            }
+        }
         let Some(req) = self.engine.complete(tid) else {
             return;
         };

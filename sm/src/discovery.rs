@@ -131,14 +131,10 @@ impl Discovery {
             }
             return;
         }
-        if ni.num_ports == 0 || (ni.node_type() != NodeType::SWITCH && lp.0 > ni.num_ports) {
-            // A node that can not describe its own ports; keep it out.
+        if let Err(why) = check_node_info(ni) {
             events.push(Event::Log {
                 level: crate::event::Level::Error,
-                line: format!(
-                    "ERR 0D01: node {} at {} reports NumPorts {} LocalPortNum {}; ignored",
-                    guid, path, ni.num_ports, lp
-                ),
+                line: format!("ERR 0D01: node {guid} at {path}: {why}; ignored"),
             });
             return;
         }
@@ -249,6 +245,25 @@ impl Discovery {
             n.switch_info = Some(*si);
         }
     }
+}
+
+/// Whether a NodeInfo describes a node the SM can add: a NodeType the IBA defines (CA,
+/// switch, router), a NodeGUID other than 0, at least one port, and (for a CA or router) a
+/// LocalPortNum within NumPorts. A response that fails this was damaged on the way or comes
+/// from a broken agent; the SM does not add a node from it.
+pub(crate) fn check_node_info(ni: &NodeInfo) -> Result<(), String> {
+    let t = ni.node_type();
+    if ![NodeType::CA, NodeType::SWITCH, NodeType::ROUTER].contains(&t) {
+        return Err(format!("reserved NodeType {}", ni.node_type));
+    }
+    if ni.node_guid().0 == 0 {
+        return Err("NodeGUID 0".into());
+    }
+    let lp = ni.local_port();
+    if ni.num_ports == 0 || (t != NodeType::SWITCH && lp.0 > ni.num_ports) {
+        return Err(format!("NumPorts {} LocalPortNum {}", ni.num_ports, lp));
+    }
+    Ok(())
 }
 
 /// Copies an attribute view into a 64-byte SMP data field.

@@ -494,3 +494,55 @@ fn responses_with_wrong_attribute_or_unknown_tid_are_ignored() {
     assert_eq!(again.len, 256);
     assert_eq!(Smp::read_from_bytes(&buf).unwrap().tid.get(), req.tid.get());
 }
+
+/// issue 11: a response whose directed route (hop count, InitialPath, DrSLID/DrDLID) or
+/// NodeType does not match what was sent creates no node; the request stays outstanding.
+#[test]
+fn responses_with_another_route_or_a_reserved_node_type_create_no_node() {
+    use ibmad::attr::NodeInfo;
+    use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
+    use ibmad::{Lid, MadMeta, NodeType, Smp, SmpAttrId};
+    let mut sm = Sm::new(cfg()).unwrap();
+    sm.handle_timeout(Time::ZERO);
+    let mut buf = [0u8; 256];
+    let _ = sm.poll_transmit(Time::ZERO, &mut buf).expect("first SMP");
+    let req = Smp::read_from_bytes(&buf).unwrap();
+    assert_eq!(req.attr(), SmpAttrId::NODE_INFO);
+    let answer = |f: &dyn Fn(&mut Smp)| {
+        let mut r = req;
+        r.set_direction(true);
+        r.method = 0x81;
+        let mut ni = NodeInfo::new_zeroed();
+        ni.node_type = NodeType::CA.0;
+        ni.num_ports = 1;
+        ni.local_port_num = 1;
+        ni.node_guid.set(0x100);
+        ni.port_guid.set(0x100);
+        r.data[..ni.as_bytes().len()].copy_from_slice(ni.as_bytes());
+        f(&mut r);
+        r
+    };
+    let bad: [&dyn Fn(&mut Smp); 5] = [
+        &|r| r.hop_cnt = 1,
+        &|r| {
+            r.hop_cnt = 2;
+            r.initial_path[1] = 1;
+            r.initial_path[2] = 7;
+        },
+        &|r| r.dr_slid.set(5),
+        &|r| r.dr_dlid.set(Lid(9).0),
+        &|r| r.data[2] = 5, // NodeType (byte 2) 5 is reserved
+    ];
+    for (i, f) in bad.iter().enumerate() {
+        let r = answer(f);
+        sm.handle_mad(Time(10 + i as u64), &MadMeta::default(), r.as_bytes());
+        assert!(
+            sm.subnet().nodes.is_empty(),
+            "case {i}: a node was created from a mismatched response"
+        );
+    }
+    // The matching answer is taken.
+    let good = answer(&|_| {});
+    sm.handle_mad(Time(100), &MadMeta::default(), good.as_bytes());
+    assert_eq!(sm.subnet().nodes.len(), 1);
+}
