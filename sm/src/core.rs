@@ -1087,22 +1087,51 @@ impl Sm {
 
     fn finish_heavy(&mut self, now: Time) {
         let s = &self.disc.subnet;
-        let mut linked = 0usize;
+        let (mut linked, mut mgmt) = (0usize, 0usize);
         let mut not_active = Vec::new();
         for id in s.node_ids() {
             for p in 0..=s.node(id).num_ports {
                 if program::in_state_pass(s, id, PortNum(p)) {
-                    linked += 1;
+                    if p == 0 {
+                        mgmt += 1;
+                    } else {
+                        linked += 1;
+                    }
                     if s.port(id, PortNum(p)).map(|x| x.state()) != Some(PortState::ACTIVE) {
                         not_active.push((s.node(id).guid, p));
                     }
                 }
             }
         }
-        if not_active.is_empty() {
+        // A sweep that lost SMPs for good (a node that did not answer, a Set never
+        // acknowledged) did not find or configure every reachable node: OpenSM's "ERRORS
+        // DURING INITIALIZATION", not SUBNET UP (stricter than OpenSM, which forgives a node
+        // whose NodeInfo Get timed out).
+        let lost = self.reported.len();
+        let failed_sets = self.set_failures;
+        if not_active.is_empty() && (lost > 0 || failed_sets > 0) {
+            // The nearest failure first: it is usually the cause of those behind it.
+            let mut routes: Vec<DrPath> = self.reported.iter().copied().collect();
+            routes.sort_by(|a, b| (a.len(), a.ports()).cmp(&(b.len(), b.ports())));
+            let first = routes.first().map_or(String::new(), |r| {
+                format!(
+                    " (first at directed route {r}{})",
+                    if lost > 1 { ", ..." } else { "" }
+                )
+            });
+            self.fail_sweep(
+                now,
+                format!(
+                    "ERR 3A07: ERRORS DURING INITIALIZATION: no answer on {lost} directed route(s){first}, {failed_sets} Set(s) failed; the subnet is not up"
+                ),
+            );
+        } else if not_active.is_empty() {
             self.state = SmState::Idle;
             self.up = true;
-            self.log(Level::Info, format!("{linked} linked ports Active"));
+            self.log(
+                Level::Info,
+                format!("{linked} linked ports and {mgmt} switch ports 0 Active"),
+            );
             self.log(Level::Info, "SUBNET UP".into());
             self.events.push_back(Event::SubnetUp);
             self.arm_sweep(now);
@@ -1116,18 +1145,17 @@ impl Sm {
             self.fail_sweep(
                 now,
                 format!(
-                    "ERR 3A06: {} of {} linked ports are not Active ({first} ...)",
+                    "ERR 3A06: {} of {} ports (linked ports and switch ports 0) are not Active ({first} ...)",
                     not_active.len(),
-                    linked
+                    linked + mgmt
                 ),
             );
         }
-        // A sweep that lost SMPs for good (nodes that did not answer, Sets that were never
-        // acknowledged) may have missed part of the fabric or left it half programmed: sweep
+        // Such a sweep may have missed part of the fabric or left it half programmed: sweep
         // again at once, a bounded number of times (OpenSM re-sweeps after an initialization
-        // error too). LIDs persist through guid2lid and programming is diffed, so a re-sweep
-        // only sends what is still missing.
-        let errors = !self.reported.is_empty() || self.set_failures > 0;
+        // error too), then at the sweep interval. LIDs persist through guid2lid and
+        // programming is diffed, so a re-sweep only sends what is still missing.
+        let errors = lost > 0 || failed_sets > 0;
         if errors && self.resweeps < MAX_RESWEEPS {
             self.resweeps += 1;
             self.log(
