@@ -231,6 +231,36 @@ fn control_requests_describe_the_attached_port() {
 }
 
 #[test]
+fn is_sm_shows_only_while_a_client_of_the_port_is_an_sm() {
+    use ibmad::attr::port_info::cap::IS_SM;
+    let srv = Running::start("net.2sw2path");
+    let cap = |c: &Client| {
+        let r = c.ctl(CtlType::GET_PORTINFO, &[0]);
+        PortInfo::ref_from_prefix(&r.data)
+            .unwrap()
+            .0
+            .capability_mask
+            .get()
+            & IS_SM
+    };
+    // A diagnostic tool is not an SM: OpenSM must not poll its port for SMInfo.
+    let tool = Client::connect(&srv.name, "Hca2", false).unwrap();
+    assert_eq!(cap(&tool), 0);
+    // umad2sim opening issm0 sends SET_ISSM(1); closing it SET_ISSM(0).
+    tool.ctl(CtlType::SET_ISSM, &1i32.to_ne_bytes());
+    assert_eq!(cap(&tool), IS_SM);
+    tool.ctl(CtlType::SET_ISSM, &0i32.to_ne_bytes());
+    assert_eq!(cap(&tool), 0);
+    // CONNECT with issm set, and its DISCONNECT.
+    let sm = Client::connect(&srv.name, "Hca1", true).unwrap();
+    assert_eq!(cap(&sm), IS_SM);
+    let other = Client::connect(&srv.name, "Hca1", false).unwrap();
+    drop(sm);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(cap(&other), 0, "the SM client left");
+}
+
+#[test]
 fn smps_are_answered_with_the_slot_in_the_tid_and_drops_come_back_as_110() {
     let srv = Running::start("net.2sw2path");
     let _other = Client::connect(&srv.name, "", false).unwrap();

@@ -23,9 +23,9 @@
 //! port (ibsim: "the first port"). All clients on one node/port share **one**
 //! [`Fabric::attach_sm`] attachment, created at the first `CONNECT` there and kept for the
 //! server's life; as in ibsim, responses are told apart by the TID's top 16 bits, which the
-//! server overwrites with the sender's slot in every request. A consequence of sharing
-//! `attach_sm`: the attached port shows CapabilityMask.IsSM from the first `CONNECT` on, not only
-//! after `SET_ISSM` (which the server records to pick the client that gets requests).
+//! server overwrites with the sender's slot in every request. As in ibsim, the attached port
+//! shows CapabilityMask.IsSM only while one of its clients is an SM (`issm` in `CONNECT`, or
+//! `SET_ISSM`), so stock OpenSM does not poll diagnostic tools' ports for SMInfo.
 //!
 //! ## MAD flow
 //! * **SMPs** (classes 0x01 and 0x81) from a client enter the fabric at its attachment
@@ -513,6 +513,7 @@ impl IbsimServer {
             CtlType::DISCONNECT => {
                 self.clients[slot] = None;
                 self.push_event(ServerEvent::Disconnected { slot });
+                self.sync_is_sm(client.handle);
                 true
             }
             CtlType::GET_PORT => {
@@ -592,6 +593,7 @@ impl IbsimServer {
                     c.issm = issm;
                 }
                 self.push_event(ServerEvent::IsSm { slot, issm });
+                self.sync_is_sm(client.handle);
                 true
             }
             _ => false,
@@ -667,11 +669,20 @@ impl IbsimServer {
         {
             return Ok(h);
         }
-        let a = self.fabric.attach_sm(node, port)?;
+        let a = self.fabric.attach_client(node, port)?;
         self.attachments.push((node, port, a.handle));
-        // Attaching sets IsSM, which may queue a trap: let it go (or be dropped) now.
-        self.service();
         Ok(a.handle)
+    }
+
+    /// IsSM on an attachment's port follows its clients: set while one of them is an SM.
+    fn sync_is_sm(&mut self, h: SmHandle) {
+        let on = self
+            .clients
+            .iter()
+            .flatten()
+            .any(|c| c.handle == h && c.issm);
+        // A change queues trap 144; the next tick carries it.
+        self.fabric.set_sm_capability(h, on);
     }
 
     fn connect(&mut self, ctl: &mut SimCtl) -> bool {
@@ -734,6 +745,9 @@ impl IbsimServer {
             port,
             issm,
         });
+        if issm {
+            self.sync_is_sm(handle);
+        }
         true
     }
 
@@ -751,8 +765,11 @@ impl IbsimServer {
             Err(_) => {
                 // ECONNREFUSED / ENOTCONN / timed out: the client is gone (ibsim frees the slot
                 // the same way).
-                self.clients[slot] = None;
+                let gone = self.clients[slot].take();
                 self.push_event(ServerEvent::Disconnected { slot });
+                if let Some(c) = gone.filter(|c| c.issm) {
+                    self.sync_is_sm(c.handle);
+                }
                 false
             }
         }

@@ -100,34 +100,19 @@ impl PortCounters {
     /// True if every error counter (everything but the traffic counts) is zero.
     #[must_use]
     pub fn no_errors(&self) -> bool {
-        let PortCounters {
-            symbol_error_counter,
-            link_error_recovery_counter,
-            link_downed_counter,
-            port_rcv_errors,
-            port_rcv_remote_physical_errors,
-            port_rcv_switch_relay_errors,
-            port_xmit_discards,
-            port_xmit_constraint_errors,
-            port_rcv_constraint_errors,
-            local_link_integrity_errors,
-            excessive_buffer_overrun_errors,
-            vl15_dropped,
-            ..
-        } = *self;
         [
-            symbol_error_counter,
-            link_error_recovery_counter,
-            link_downed_counter,
-            port_rcv_errors,
-            port_rcv_remote_physical_errors,
-            port_rcv_switch_relay_errors,
-            port_xmit_discards,
-            port_xmit_constraint_errors,
-            port_rcv_constraint_errors,
-            local_link_integrity_errors,
-            excessive_buffer_overrun_errors,
-            vl15_dropped,
+            self.symbol_error_counter,
+            self.link_error_recovery_counter,
+            self.link_downed_counter,
+            self.port_rcv_errors,
+            self.port_rcv_remote_physical_errors,
+            self.port_rcv_switch_relay_errors,
+            self.port_xmit_discards,
+            self.port_xmit_constraint_errors,
+            self.port_rcv_constraint_errors,
+            self.local_link_integrity_errors,
+            self.excessive_buffer_overrun_errors,
+            self.vl15_dropped,
         ]
         .iter()
         .all(|&v| v == 0)

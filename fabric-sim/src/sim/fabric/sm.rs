@@ -31,6 +31,8 @@ pub(super) struct SmSlot {
     node: u32,
     port: u8,
     active: bool,
+    /// The attachment set IsSM on its port.
+    is_sm: bool,
     queue: VecDeque<(MadMeta, Box<[u8; SMP_LEN]>)>,
     stats: SmStats,
 }
@@ -68,8 +70,36 @@ impl Fabric {
 
     // ----- SMs --------------------------------------------------------------------------
 
-    /// Attaches an SM at `port` of `node`: a CA/router port, or port 0 of a switch.
+    /// Attaches an SM at `port` of `node`: a CA/router port, or port 0 of a switch. The port's
+    /// PortInfo.CapabilityMask gets IsSM (see [`Fabric::set_sm_capability`]).
     pub fn attach_sm(&mut self, node: NodeId, port: PortNum) -> Result<SmAttachment, SimError> {
+        self.attach(node, port, true)
+    }
+
+    /// Attaches a management client that is not (yet) an SM — a diagnostic tool, a PerfMgr:
+    /// like [`Fabric::attach_sm`], but IsSM stays clear until [`Fabric::set_sm_capability`].
+    pub fn attach_client(&mut self, node: NodeId, port: PortNum) -> Result<SmAttachment, SimError> {
+        self.attach(node, port, false)
+    }
+
+    /// Sets or clears IsSM on the attachment's port, as an SM does when it opens (or closes)
+    /// its HCA's SM interface; a change queues trap 144. With IsSM set, SMInfo requests to the
+    /// port are handed to the attachment.
+    pub fn set_sm_capability(&mut self, h: SmHandle, on: bool) {
+        let Some(sm) = self.sms.get_mut(h.0 as usize).filter(|s| s.active) else {
+            return;
+        };
+        sm.is_sm = on;
+        let (n, p) = (sm.node, sm.port);
+        self.set_is_sm(n, p, on);
+    }
+
+    fn attach(
+        &mut self,
+        node: NodeId,
+        port: PortNum,
+        is_sm: bool,
+    ) -> Result<SmAttachment, SimError> {
         let n = self.check_node(node)?;
         let a = &self.agents[n as usize];
         if a.is_switch() && port.0 != 0 {
@@ -94,10 +124,13 @@ impl Fabric {
             node: n,
             port: port.0,
             active: true,
+            is_sm,
             queue: VecDeque::new(),
             stats: SmStats::default(),
         });
-        self.set_is_sm(n, port.0, true);
+        if is_sm {
+            self.set_is_sm(n, port.0, true);
+        }
         Ok(SmAttachment { handle, node, port })
     }
 
@@ -125,7 +158,7 @@ impl Fabric {
         let sm_ports: Vec<u8> = self
             .sms
             .iter()
-            .filter(|s| s.active && s.node == n)
+            .filter(|s| s.active && s.is_sm && s.node == n)
             .map(|s| s.port)
             .collect();
         for p in sm_ports {
