@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bitflags::bitflags;
-use vfio_bindings::bindings::vfio::{VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_MSIX_IRQ_INDEX};
+use vfio_bindings::bindings::vfio::{
+    VFIO_PCI_CONFIG_REGION_INDEX, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_MSI_IRQ_INDEX,
+};
 
 use crate::dma::DmaMemory;
 use crate::error::{Result, VfioError};
@@ -15,6 +17,8 @@ use crate::sys::{Fd, Sys};
 
 /// Region index of PCI config space.
 pub const CONFIG_REGION: u32 = VFIO_PCI_CONFIG_REGION_INDEX;
+/// IRQ index of MSI.
+pub const MSI_IRQ_INDEX: u32 = VFIO_PCI_MSI_IRQ_INDEX;
 /// IRQ index of MSI-X.
 pub const MSIX_IRQ_INDEX: u32 = VFIO_PCI_MSIX_IRQ_INDEX;
 /// Offset of the PCI Command register in config space.
@@ -174,18 +178,34 @@ pub trait VfioDevice: Send + Sync + std::fmt::Debug {
     }
     /// Create `vectors` eventfds and connect them to MSI-X vectors `0..vectors`.
     fn enable_msix(&self, vectors: u32) -> Result<Vec<EventFd>> {
-        let info = self.irq_info(MSIX_IRQ_INDEX)?;
-        if vectors == 0 || vectors > info.count {
-            return Err(VfioError::InvalidArgument {
-                op: "enable_msix",
-                reason: format!("{vectors} vectors requested, device has {}", info.count),
-            });
-        }
-        let fds = (0..vectors)
-            .map(|_| EventFd::new(self.sys()))
-            .collect::<Result<Vec<_>>>()?;
-        let raw: Vec<RawFd> = fds.iter().map(EventFd::raw).collect();
-        self.set_irq_eventfds(MSIX_IRQ_INDEX, 0, &raw)?;
-        Ok(fds)
+        enable_eventfds(self, MSIX_IRQ_INDEX, vectors, "enable_msix")
     }
+    /// Create `vectors` eventfds and connect them to MSI vectors `0..vectors` (the kernel
+    /// programs the MSI capability; a device usually has 1, 2, 4, … 32 of them).
+    fn enable_msi(&self, vectors: u32) -> Result<Vec<EventFd>> {
+        enable_eventfds(self, MSI_IRQ_INDEX, vectors, "enable_msi")
+    }
+}
+
+/// `vectors` new eventfds connected to vectors `0..vectors` of IRQ `index`, after checking the
+/// count against `VFIO_DEVICE_GET_IRQ_INFO`.
+fn enable_eventfds<D: VfioDevice + ?Sized>(
+    dev: &D,
+    index: u32,
+    vectors: u32,
+    op: &'static str,
+) -> Result<Vec<EventFd>> {
+    let info = dev.irq_info(index)?;
+    if vectors == 0 || vectors > info.count {
+        return Err(VfioError::InvalidArgument {
+            op,
+            reason: format!("{vectors} vectors requested, device has {}", info.count),
+        });
+    }
+    let fds = (0..vectors)
+        .map(|_| EventFd::new(dev.sys()))
+        .collect::<Result<Vec<_>>>()?;
+    let raw: Vec<RawFd> = fds.iter().map(EventFd::raw).collect();
+    dev.set_irq_eventfds(index, 0, &raw)?;
+    Ok(fds)
 }

@@ -502,7 +502,7 @@ impl RegisterIo for KernelRegionIo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device::{PciCommand, MSIX_IRQ_INDEX, PCI_COMMAND};
+    use crate::device::{PciCommand, MSIX_IRQ_INDEX, MSI_IRQ_INDEX, PCI_COMMAND};
     use crate::dma::{Dma, HugePages};
     use crate::sys::fake::{sparse_mmap_cap, FakeState, FakeSys, STANDARD_BDF};
 
@@ -917,6 +917,37 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn msi_eventfds() {
+        let (f, d) = open_std();
+        // The standard fake device has one MSI vector (index 1), like QEMU's edu.
+        let fds = d.enable_msi(1).unwrap();
+        let connected = f.with(|s| s.irq_fds.get(&MSI_IRQ_INDEX).cloned()).unwrap();
+        assert_eq!(connected, vec![fds[0].raw()]);
+        assert!(
+            f.with(|s| !s.irq_fds.contains_key(&MSIX_IRQ_INDEX)),
+            "MSI-X untouched"
+        );
+        assert!(f.trigger_irq(MSI_IRQ_INDEX, 0));
+        assert_eq!(
+            fds[0].wait(std::time::Duration::from_millis(1)).unwrap(),
+            Some(1)
+        );
+        let e = d.enable_msi(2).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                VfioError::InvalidArgument {
+                    op: "enable_msi",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        d.disable_irqs(MSI_IRQ_INDEX).unwrap();
+        assert!(!f.trigger_irq(MSI_IRQ_INDEX, 0));
     }
 
     #[test]

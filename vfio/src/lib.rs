@@ -47,7 +47,7 @@ pub mod user;
 
 pub use device::{
     DeviceFlags, DeviceInfo, EventFd, IrqInfo, PciCommand, VfioDevice, CONFIG_REGION,
-    MSIX_IRQ_INDEX, PCI_COMMAND,
+    MSIX_IRQ_INDEX, MSI_IRQ_INDEX, PCI_COMMAND,
 };
 pub use dma::{dma_rmb, dma_wmb, wmb, Dma, DmaBuffer, DmaMemory, HugePages, DEFAULT_IOVA_WINDOW};
 pub use error::{Result, VfioError};
