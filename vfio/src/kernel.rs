@@ -17,12 +17,14 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use nix::errno::Errno;
-use vfio_bindings::bindings::vfio::{VFIO_TYPE1v2_IOMMU, VFIO_API_VERSION, VFIO_NOIOMMU_IOMMU};
+use vfio_bindings::bindings::vfio::{
+    VFIO_TYPE1v2_IOMMU, VFIO_API_VERSION, VFIO_NOIOMMU_IOMMU, VFIO_PCI_VGA_REGION_INDEX,
+};
 
 use crate::device::{DeviceFlags, DeviceInfo, IrqInfo, VfioDevice};
 use crate::dma::DmaMemory;
 use crate::error::{Result, VfioError};
-use crate::region::{MmioRegion, RegionInfo, RegisterIo, REGION_INFO_LEN};
+use crate::region::{MmioRegion, RegionFlags, RegionInfo, RegisterIo, REGION_INFO_LEN};
 use crate::sys::{Fd, IrqAction, Sys};
 
 /// Which kernel path to use.
@@ -226,7 +228,21 @@ impl KernelDevice {
             num_irqs: raw.num_irqs,
         };
         let regions = (0..info.num_regions)
-            .map(|i| query_region(sys.as_ref(), device.raw(), i))
+            .map(|i| match query_region(sys.as_ref(), device.raw(), i) {
+                // vfio-pci counts the VGA region in `num_regions` for every device but answers
+                // EINVAL for it unless the device is a VGA device (seen on Linux 6.1): absent.
+                Err(VfioError::Sys {
+                    source: Errno::EINVAL,
+                    ..
+                }) if i == VFIO_PCI_VGA_REGION_INDEX => Ok(RegionInfo {
+                    index: i,
+                    flags: RegionFlags::empty(),
+                    size: 0,
+                    offset: 0,
+                    caps: Vec::new(),
+                }),
+                r => r,
+            })
             .collect::<Result<Vec<_>>>()?;
         tracing::debug!(device = bdf, regions = regions.len(), "VFIO device open");
         Ok(KernelDevice {
@@ -653,6 +669,30 @@ mod tests {
 
         let (_, e) = open_err(FakeState::standard().unwrap(), IommuMode::Iommufd);
         assert!(matches!(e, VfioError::Sys { op: "read_dir", .. }), "{e}");
+    }
+
+    #[test]
+    fn an_absent_vga_region_is_empty_but_other_refused_regions_fail_the_open() {
+        // The standard device's VGA index answers EINVAL, as vfio-pci does for non-VGA devices.
+        let (_, d) = open_std();
+        let vga = d.region_info(VFIO_PCI_VGA_REGION_INDEX).unwrap();
+        assert_eq!((vga.size, vga.flags), (0, RegionFlags::empty()));
+        assert!(vga.mmap_areas().is_empty());
+        // Any other region refusing is a real error, named.
+        let mut st = FakeState::standard().unwrap();
+        st.devices[0].regions[2] = crate::sys::fake::FakeRegion::refused();
+        let (_, e) = open_err(st, IommuMode::Type1v2);
+        assert!(
+            matches!(
+                &e,
+                VfioError::Sys {
+                    op: "VFIO_DEVICE_GET_REGION_INFO",
+                    source: Errno::EINVAL,
+                    target,
+                } if target == "region 2"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

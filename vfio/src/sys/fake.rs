@@ -118,6 +118,9 @@ pub struct FakeRegion {
     pub caps: Vec<u8>,
     /// Backing store for `pread`/`pwrite`/`mmap` (None when `size` is 0).
     pub mem: Option<Arc<FakeMem>>,
+    /// `VFIO_DEVICE_GET_REGION_INFO` fails with `EINVAL`, as vfio-pci answers for the VGA
+    /// region of a device that is not a VGA device.
+    pub einval: bool,
 }
 
 impl FakeRegion {
@@ -135,7 +138,19 @@ impl FakeRegion {
             size,
             caps: Vec::new(),
             mem,
+            einval: false,
         })
+    }
+
+    /// A region index the kernel refuses with `EINVAL` (see [`FakeRegion::einval`]).
+    pub fn refused() -> Self {
+        FakeRegion {
+            flags: 0,
+            size: 0,
+            caps: Vec::new(),
+            mem: None,
+            einval: true,
+        }
     }
 }
 
@@ -249,8 +264,9 @@ pub const STANDARD_BDF: &str = "0000:01:00.0";
 impl FakeState {
     /// One RA-1-like device at [`STANDARD_BDF`] in IOMMU group 7 (viable), Type1v2 supported:
     /// BAR0 128 KiB read/write/mmap with a sparse-mmap capability covering it, BAR2 4 KiB
-    /// read/write without mmap (MSI-X table), BAR1/3/4/5 and ROM absent, config space 256 bytes (vendor/device `0x1DED:0xA501`), MSI-X index with 4
-    /// vectors. The sysfs `iommu_group` link is in place.
+    /// read/write without mmap (MSI-X table), BAR1/3/4/5 and ROM absent, config space 256 bytes
+    /// (vendor/device `0x1DED:0xA501`), no VGA region (its index answers `EINVAL`, like
+    /// vfio-pci), MSI-X index with 4 vectors. The sysfs `iommu_group` link is in place.
     pub fn standard() -> Result<Self> {
         let mut st = FakeState::default();
         let rw = VFIO_REGION_INFO_FLAG_READ | VFIO_REGION_INFO_FLAG_WRITE;
@@ -271,7 +287,7 @@ impl FakeState {
             mem.write(0, &[0xED, 0x1D, 0x01, 0xA5])?;
         }
         regions.push(cfg);
-        regions.push(FakeRegion::new(0, 0)?); // VGA
+        regions.push(FakeRegion::refused()); // VGA: vfio-pci says EINVAL for a non-VGA device
         st.devices.push(FakeDevice {
             name: STANDARD_BDF.to_string(),
             flags: VFIO_DEVICE_FLAGS_PCI | VFIO_DEVICE_FLAGS_RESET,
@@ -619,13 +635,17 @@ impl Sys for FakeSys {
         let mut st = self.lock();
         st.check_fail("VFIO_DEVICE_GET_REGION_INFO", format!("region {index}"))?;
         let d = st.device(device, "VFIO_DEVICE_GET_REGION_INFO")?;
-        let r = d.regions.get(index as usize).ok_or_else(|| {
-            fail(
-                "VFIO_DEVICE_GET_REGION_INFO",
-                format!("region {index}"),
-                Errno::EINVAL,
-            )
-        })?;
+        let r = d
+            .regions
+            .get(index as usize)
+            .filter(|r| !r.einval)
+            .ok_or_else(|| {
+                fail(
+                    "VFIO_DEVICE_GET_REGION_INFO",
+                    format!("region {index}"),
+                    Errno::EINVAL,
+                )
+            })?;
         let argsz = buf.len() * 8;
         let need = 32 + r.caps.len();
         let fits = !r.caps.is_empty() && argsz >= need;
