@@ -758,7 +758,23 @@ impl Sys for FakeSys {
         let mut st = self.lock();
         st.check_fail("VFIO_IOMMU_UNMAP_DMA", format!("iova {iova:#x}"))?;
         match st.files.get(&container) {
-            Some(File::Container { iommu: Some(_) }) => Ok(st.unmap_dma(iova, size)),
+            Some(File::Container { iommu: Some(_) }) => {
+                // Type1v2 unmaps whole mappings only: a range that cuts one is EINVAL (as Linux
+                // 6.1 answers in the QEMU guest run, hwtest/src/cases.rs).
+                let end = iova.saturating_add(size);
+                let cuts = st.dma.iter().any(|(&start, &(_, len))| {
+                    let last = start + len;
+                    (start < iova && last > iova) || (start < end && last > end)
+                });
+                if cuts {
+                    return Err(fail(
+                        "VFIO_IOMMU_UNMAP_DMA",
+                        format!("iova {iova:#x}+{size:#x}"),
+                        Errno::EINVAL,
+                    ));
+                }
+                Ok(st.unmap_dma(iova, size))
+            }
             _ => Err(fail(
                 "VFIO_IOMMU_UNMAP_DMA",
                 format!("fd {container}"),
