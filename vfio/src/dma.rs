@@ -245,7 +245,7 @@ impl DmaBuffer {
         let mut i = 0usize;
         while i < buf.len() {
             let at = off + i as u64;
-            if at.is_multiple_of(8) && buf.len() - i >= 8 {
+            if self.word_aligned(at) && buf.len() - i >= 8 {
                 let w = self.span.read64(at)?.to_le_bytes();
                 buf[i..i + 8].copy_from_slice(&w);
                 i += 8;
@@ -262,7 +262,7 @@ impl DmaBuffer {
         let mut i = 0usize;
         while i < data.len() {
             let at = off + i as u64;
-            if at.is_multiple_of(8) && data.len() - i >= 8 {
+            if self.word_aligned(at) && data.len() - i >= 8 {
                 let mut w = [0u8; 8];
                 w.copy_from_slice(&data[i..i + 8]);
                 self.span.write64(at, u64::from_le_bytes(w))?;
@@ -273,6 +273,12 @@ impl DmaBuffer {
             }
         }
         Ok(())
+    }
+
+    /// Whether an 8-byte access at `off` is aligned both inside this buffer and in memory
+    /// (the span checks both; a sub-buffer at an odd offset is copied byte by byte).
+    fn word_aligned(&self, off: u64) -> bool {
+        off.is_multiple_of(8) && (self.offset as u64).is_multiple_of(8)
     }
 
     fn check(&self, off: u64, len: usize) -> Result<()> {
@@ -462,6 +468,15 @@ mod tests {
         assert_eq!(sub.iova(), buf.iova() + 256);
         assert_eq!(sub.read32(0).unwrap(), 0x0403_0201);
         assert!(buf.slice(500, 13).is_err());
+        // A sub-buffer at an odd offset: word accesses follow the absolute alignment.
+        let odd = buf.slice(3, 37).unwrap();
+        let bytes: Vec<u8> = (100..137).collect();
+        odd.write_bytes(0, &bytes).unwrap();
+        let mut back = vec![0u8; 37];
+        odd.read_bytes(0, &mut back).unwrap();
+        assert_eq!(back, bytes);
+        assert_eq!(buf.read8(3).unwrap(), 100);
+        assert_eq!(buf.read64(8).unwrap().to_le_bytes()[0], 105);
         // SAFETY: no device touches this buffer in the test; no other handle writes meanwhile.
         let bytes = unsafe { sub.as_slice() };
         assert_eq!(&bytes[..5], &[1, 2, 3, 4, 5]);
