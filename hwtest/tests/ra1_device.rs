@@ -1,8 +1,8 @@
 //! Hardware tests for a real RA-1 device bound to vfio-pci (docs/hwtest.md).
 //!
 //! Run only when `IBSM_HWTEST_BDF` names the device (`0000:BB:DD.F`); otherwise every test
-//! prints why it is skipped and passes. Built as the `hwtest` test target of `hca-driver`:
-//! `IBSM_HWTEST_BDF=0000:01:00.0 cargo test -p hca-driver --test hwtest -- --test-threads 1`.
+//! prints why it is skipped and passes. The `ra1_device` test target of the `hwtest` crate:
+//! `IBSM_HWTEST_BDF=0000:01:00.0 cargo test -p hwtest --test ra1_device -- --test-threads 1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
