@@ -59,7 +59,8 @@ fi
 [ -n "$kver" ] || missing "no /boot/vmlinuz-* with vfio modules (apt-get install linux-image-amd64)"
 kernel=/boot/vmlinuz-$kver
 mods=/lib/modules/$kver
-[ -r "$kernel" ] || missing "$kernel is not readable (run as root, or copy it somewhere readable and use IBSM_GUEST_KERNEL)"
+[ -e "$kernel" ] || missing "$kernel does not exist"
+[ -r "$kernel" ] || missing "$kernel is not readable (Debian makes kernel images root-only: run as root, or sudo chmod a+r $kernel)"
 [ -f "$mods/modules.dep" ] || missing "$mods/modules.dep not found"
 
 if [ -z "$binary" ]; then
