@@ -166,7 +166,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         let out = route_chain_with(&engines, false, &s, a.scatter_ports, &opts)
             .map_err(|e| e.to_string())?;
         log = out.log;
-        out.lfts
+        out.routes.lfts
     };
     let report = sm::verify::verify(&s, &lfts);
     let text = if a.json {
@@ -306,7 +306,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ibsm-verify-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("opensm-lfts.dump");
-        std::fs::write(&p, sm::dump::lfts_dump(&s, &out.lfts)).unwrap();
+        std::fs::write(&p, sm::dump::lfts_dump(&s, &out.routes.lfts)).unwrap();
         let a = VerifyArgs {
             topology: "fat-tree:2,4".into(),
             lfts: Some(p.to_string_lossy().into_owned()),

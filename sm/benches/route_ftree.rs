@@ -40,7 +40,7 @@ fn main() {
             pool.install(|| engine.route(&subnet, &mut rand::rngs::mock::StepRng::new(0, 1)))
         });
         let l = match l {
-            Ok(l) => l,
+            Ok(r) => r.lfts,
             other => {
                 eprintln!("ftree failed: {other:?}");
                 return;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use sm::check::check_all_pairs_with;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::fixtures::fat_tree;
-use sm::routing::minhop::{HopMatrix, MinHop};
+use sm::routing::graph::HopMatrix;
+use sm::routing::minhop::MinHop;
 use sm::routing::{EngineOptions, Lfts};
 
 mod common;

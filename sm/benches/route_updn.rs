@@ -43,7 +43,7 @@ fn main() {
             })
         });
         let l = match l {
-            Ok(l) => l,
+            Ok(r) => r.lfts,
             other => {
                 eprintln!("updn failed: {other:?}");
                 return;

@@ -12,7 +12,7 @@
 
 use ibmad::{Lid, PortNum};
 
-use crate::routing::minhop::{link_usable, HopMatrix};
+use crate::routing::graph::{link_usable, HopMatrix, SwitchSlots};
 use crate::routing::{Lfts, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
 
@@ -134,16 +134,15 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
     const DEAD: u32 = u32::MAX;
     const CA: u32 = 0x8000_0000;
     // Tables of this subnet's switches only (a stale `Lfts` may name other nodes).
-    let sws: Vec<NodeId> = lfts
-        .switches()
-        .iter()
-        .copied()
-        .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch())
-        .collect();
-    let mut slot_of = vec![u32::MAX; subnet.nodes.len()];
-    for (i, s) in sws.iter().enumerate() {
-        slot_of[s.idx()] = i as u32;
-    }
+    let slots = SwitchSlots::from_switches(
+        subnet.nodes.len(),
+        lfts.switches()
+            .iter()
+            .copied()
+            .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch()),
+    );
+    let sws = slots.switches();
+    let slot_of = |n: NodeId| slots.slot(n).map_or(u32::MAX, |i| i as u32);
     let mut ca_of = std::collections::HashMap::new();
     for (i, c) in cas.iter().enumerate() {
         ca_of.insert((c.node, c.port), i as u32);
@@ -159,7 +158,7 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
                 continue;
             }
             next[i * 256 + usize::from(p)] = if subnet.node(rn).is_switch() {
-                match slot_of[rn.idx()] {
+                match slot_of(rn) {
                     u32::MAX => DEAD,
                     x => x,
                 }
@@ -204,7 +203,7 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
     };
     let per_source = |&(s, n_src, src_lid): &(NodeId, u64, Lid)| -> Reachability {
         let mut r = Reachability::default();
-        let s_slot = slot_of[s.idx()] as usize;
+        let s_slot = slot_of(s) as usize;
         if s_slot == u32::MAX as usize {
             // No table for this switch: every walk from it dead-ends.
             let dsts: u64 = cas.iter().map(|d| u64::from(d.nlids)).sum();

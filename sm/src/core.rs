@@ -41,7 +41,7 @@ use crate::discovery::{data_of, Discovery};
 use crate::event::{Command, Event, Level, Phase, PhaseStats};
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
 use crate::program;
-use crate::routing::{route_chain_with, Lfts};
+use crate::routing::{route_chain_with, Lfts, Routes};
 use crate::subnet::{NodeId, Subnet};
 use crate::timer::{Timer, TimerTable};
 use crate::txn::{Engine, Failed, Purpose, Request};
@@ -100,7 +100,7 @@ pub struct Sm {
     phase_start: Time,
     disc: Discovery,
     guid2lid: Guid2Lid,
-    lfts: Option<Lfts>,
+    routes: Option<Routes>,
     engine_used: &'static str,
     known_lft: HashMap<Guid, KnownLft>,
     sm_lid: Lid,
@@ -143,7 +143,7 @@ impl Sm {
             phase_start: Time::ZERO,
             disc,
             guid2lid: Guid2Lid::new(),
-            lfts: None,
+            routes: None,
             engine_used: "none",
             known_lft: HashMap::new(),
             sm_lid: Lid::UNASSIGNED,
@@ -173,10 +173,15 @@ impl Sm {
     pub fn subnet(&self) -> &Subnet {
         &self.disc.subnet
     }
+    /// The routes computed by the last routing run.
+    #[must_use]
+    pub fn routes(&self) -> Option<&Routes> {
+        self.routes.as_ref()
+    }
     /// The LFTs computed by the last routing run.
     #[must_use]
     pub fn lfts(&self) -> Option<&Lfts> {
-        self.lfts.as_ref()
+        self.routes.as_ref().map(|r| &r.lfts)
     }
     /// The routing engine that produced [`Sm::lfts`].
     #[must_use]
@@ -879,7 +884,7 @@ impl Sm {
                     self.log(Level::Info, l);
                 }
                 self.engine_used = outcome.engine;
-                self.lfts = Some(outcome.lfts);
+                self.routes = Some(outcome.routes);
             }
             Err(e) => {
                 if let crate::routing::RouteError::AllEnginesFailed { log, .. } = &e {
@@ -905,7 +910,7 @@ impl Sm {
         self.begin(now, Phase::Programming, SmState::Programming);
         let mut reqs = Vec::new();
         let s = &self.disc.subnet;
-        let top = self.lfts.as_ref().map_or(Lid(0), Lfts::top);
+        let top = self.lfts().map_or(Lid(0), Lfts::top);
         // SwitchInfo first (LinearFDBTop before the blocks it covers).
         for id in s.switches() {
             let node = s.node(id);
@@ -946,7 +951,7 @@ impl Sm {
         }
         // LFT blocks, block-major across switches, only where they differ from what the
         // switch is known to hold.
-        if let Some(lfts) = &self.lfts {
+        if let Some(lfts) = self.routes.as_ref().map(|r| &r.lfts) {
             let nblocks = program::lft_blocks(top);
             let sws: Vec<NodeId> = s.switches().collect();
             for b in 0..nblocks {

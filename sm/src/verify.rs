@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use ibmad::{Lid, PortNum};
 
 use crate::check::{check_all_pairs_with, Reachability};
-use crate::routing::minhop::{link_usable, HopMatrix};
+use crate::routing::graph::{link_usable, HopMatrix, SwitchSlots};
 use crate::routing::{Lfts, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
 
@@ -341,16 +341,15 @@ impl Acc {
 }
 
 fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
-    let sws: Vec<NodeId> = lfts
-        .switches()
-        .iter()
-        .copied()
-        .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch())
-        .collect();
-    let mut slot_of = vec![u32::MAX; subnet.nodes.len()];
-    for (i, s) in sws.iter().enumerate() {
-        slot_of[s.idx()] = i as u32;
-    }
+    let slots = SwitchSlots::from_switches(
+        subnet.nodes.len(),
+        lfts.switches()
+            .iter()
+            .copied()
+            .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch()),
+    );
+    let sws = slots.switches();
+    let slot_of = |n: NodeId| slots.slot(n).map_or(u32::MAX, |i| i as u32);
     // CA ports: (node, port, lid, nlids, switch slot).
     let mut cas: Vec<(NodeId, PortNum, Lid, u16, u32)> = Vec::new();
     let mut ca_of = std::collections::HashMap::new();
@@ -365,7 +364,7 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
         if port.lid == Lid::UNASSIGNED || !link_usable(subnet, n, p) {
             continue;
         }
-        let slot = slot_of[rn.idx()];
+        let slot = slot_of(rn);
         if slot == u32::MAX {
             continue;
         }
@@ -375,14 +374,14 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
     let mut chan_start = Vec::with_capacity(sws.len() + 1);
     let mut next = Vec::new();
     let mut remote = Vec::new();
-    for &s in &sws {
+    for &s in sws {
         chan_start.push(next.len() as u32);
         for p in 1..=subnet.node(s).num_ports {
             let r = subnet.port(s, PortNum(p)).and_then(|x| x.remote);
             let nx = match r {
                 Some((rn, rp)) if link_usable(subnet, s, PortNum(p)) => {
                     if subnet.node(rn).is_switch() {
-                        match slot_of[rn.idx()] {
+                        match slot_of(rn) {
                             u32::MAX => DEAD,
                             x => x,
                         }
@@ -398,7 +397,7 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
     }
     chan_start.push(next.len() as u32);
     let g = Graph {
-        sws,
+        sws: sws.to_vec(),
         chan_start,
         next,
         remote,

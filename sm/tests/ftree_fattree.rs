@@ -25,12 +25,12 @@ fn ftree_ok(spec: &str) {
         "{:?}",
         out.log
     );
-    let r = check_all_pairs(&s, &out.lfts);
+    let r = check_all_pairs(&s, &out.routes.lfts);
     assert!(r.is_ok(), "{spec}: {r:?}");
-    assert_eq!(down_up_turns(&s, &out.lfts), 0, "{spec}: down→up turns");
-    assert!(!cdg_has_cycle(&s, &out.lfts), "{spec}: credit loop");
+    assert_eq!(down_up_turns(&s, &out.routes.lfts), 0, "{spec}: down→up turns");
+    assert!(!cdg_has_cycle(&s, &out.routes.lfts), "{spec}: credit loop");
     // The team verifier agrees (its own CDG over all routes, switch-to-switch channels).
-    let v = sm::verify::verify(&s, &out.lfts);
+    let v = sm::verify::verify(&s, &out.routes.lfts);
     assert!(
         v.is_ok() && v.credit_loop.is_none(),
         "{spec}: {}",
@@ -42,13 +42,13 @@ fn ftree_ok(spec: &str) {
         for sw in s.switches() {
             let lid = s.lid_of(sw, ibmad::PortNum(0));
             assert!(
-                ftree_util::walk_to_switch(&s, &out.lfts, leaf, lid, sw),
+                ftree_util::walk_to_switch(&s, &out.routes.lfts, leaf, lid, sw),
                 "{spec}: leaf {leaf:?} cannot reach switch LID {}",
                 lid.0
             );
         }
     }
-    for (leaf, loads) in leaf_uplink_loads(&s, &out.lfts) {
+    for (leaf, loads) in leaf_uplink_loads(&s, &out.routes.lfts) {
         let min = loads.iter().map(|l| l.1).min().unwrap_or(0);
         let max = loads.iter().map(|l| l.1).max().unwrap_or(0);
         assert!(
@@ -105,7 +105,7 @@ fn destinations_of_a_leaf_use_distinct_spines() {
     let ports: std::collections::HashSet<u8> = cas
         .iter()
         .filter(|c| c.3 == leaf0)
-        .map(|c| out.lfts.get(other, c.2).unwrap().0)
+        .map(|c| out.routes.lfts.get(other, c.2).unwrap().0)
         .collect();
     assert_eq!(ports.len(), 4, "4 destinations, 4 spines: {ports:?}");
 }
@@ -133,7 +133,7 @@ fn refused(spec: &str, lmc: u8, needle: &str) {
         .log
         .iter()
         .any(|l| l == "osm_ucast_mgr_process: minhop tables configured on all switches"));
-    assert!(check_all_pairs(&s, &out.lfts).unreachable_count == 0);
+    assert!(check_all_pairs(&s, &out.routes.lfts).unreachable_count == 0);
     // With no_fallback the whole chain fails.
     assert!(matches!(
         route_chain(
@@ -213,8 +213,8 @@ fn cn_guid_file_marks_compute_nodes_and_the_rest_is_still_routed() {
         .collect();
     let out = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts_with_cn(&text)).unwrap();
     assert_eq!(out.engine, "ftree");
-    assert!(check_all_pairs(&s, &out.lfts).is_ok());
-    assert!(!cdg_has_cycle(&s, &out.lfts));
+    assert!(check_all_pairs(&s, &out.routes.lfts).is_ok());
+    assert!(!cdg_has_cycle(&s, &out.routes.lfts));
     // No valid compute node: refused.
     let out = route_chain_with(
         &["ftree".to_string()],
@@ -266,7 +266,7 @@ fn deterministic() {
     let s = subnet("fat-tree:3,8,hosts=3", 0);
     let a = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
     let b = route_chain(&["ftree".to_string()], true, &s, 99).unwrap();
-    assert_eq!(a.lfts, b.lfts);
+    assert_eq!(a.routes.lfts, b.routes.lfts);
 }
 
 /// A leaf that lost one up-link makes the tree asymmetric: refused (OpenSM's validation, ERR
@@ -314,7 +314,7 @@ fn asymmetric_tree_refused_unless_roots_are_given() {
     assert_eq!(out.engine, "ftree");
     // Every CA pair over shortest paths; the only unreachable switch LID is spine-0 from the
     // 4 CAs of leaf-0 (reaching it would need leaf-0 → spine → leaf → spine-0: down then up).
-    let r = check_all_pairs(&s, &out.lfts);
+    let r = check_all_pairs(&s, &out.routes.lfts);
     assert_eq!(
         (
             r.unreachable_count,
@@ -325,8 +325,8 @@ fn asymmetric_tree_refused_unless_roots_are_given() {
         (0, 0, 0, 4),
         "{r:?}"
     );
-    assert!(!cdg_has_cycle(&s, &out.lfts));
-    assert!(sm::verify::verify(&s, &out.lfts).credit_loop.is_none());
+    assert!(!cdg_has_cycle(&s, &out.routes.lfts));
+    assert!(sm::verify::verify(&s, &out.routes.lfts).credit_loop.is_none());
 }
 
 /// Roots given explicitly on a symmetric tree give the same tables as auto-detection.
@@ -346,5 +346,5 @@ fn root_file_matching_autodetection_changes_nothing() {
     };
     let a = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
     let b = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts).unwrap();
-    assert_eq!(a.lfts, b.lfts);
+    assert_eq!(a.routes.lfts, b.routes.lfts);
 }

@@ -15,7 +15,7 @@ use ibmad::{Guid, Lid, PortNum};
 use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::fixtures::from_ibnetdiscover;
-use sm::routing::minhop::max_lid;
+use sm::routing::max_lid;
 use sm::routing::{route_chain, Lfts};
 use sm::Subnet;
 
@@ -61,7 +61,7 @@ fn compare(t: &str) {
     );
     let theirs = parse_lfts_dump(&s, &read(t, "opensm-lfts.dump"));
     let out = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
-    let ours = out.lfts;
+    let ours = out.routes.lfts;
     let rt = check_all_pairs(&s, &theirs);
     let ro = check_all_pairs(&s, &ours);
     assert!(rt.is_ok(), "{t}: OpenSM {rt:?}");

@@ -13,7 +13,7 @@ fn routed() -> (Subnet, sm::routing::Lfts) {
     let mut s = fat_tree(4);
     assign_lids(&mut s, &LidConfig::default(), &Guid2Lid::new()).unwrap();
     let out = route_chain(&[], false, &s, 0).unwrap();
-    (s, out.lfts)
+    (s, out.routes.lfts)
 }
 
 fn by_desc(s: &Subnet, d: &str) -> NodeId {
@@ -105,7 +105,7 @@ fn a_detour_is_not_shortest() {
     connect(&mut s, (sws[2], 3), (h, 1));
     connect(&mut s, (sws[0], 3), (g, 1));
     assign_lids(&mut s, &LidConfig::default(), &Guid2Lid::new()).unwrap();
-    let mut l = route_chain(&[], false, &s, 0).unwrap().lfts;
+    let mut l = route_chain(&[], false, &s, 0).unwrap().routes.lfts;
     assert!(check_all_pairs(&s, &l).is_ok());
     let dst = s.lid_of(h, PortNum(1));
     assert_eq!(l.get(sws[0], dst), Some(PortNum(1)), "A → B");

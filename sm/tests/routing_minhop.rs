@@ -8,7 +8,8 @@ use proptest::prelude::*;
 use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::fixtures::{add, connect, fat_tree, node};
-use sm::routing::minhop::{HopMatrix, MinHop};
+use sm::routing::graph::HopMatrix;
+use sm::routing::minhop::MinHop;
 use sm::routing::{engine_by_name, route_chain, EngineOptions, Lfts, RouteError, RoutingEngine};
 use sm::{NodeId, Subnet};
 
@@ -43,6 +44,7 @@ fn minhop(s: &Subnet) -> Lfts {
     MinHop::new(EngineOptions::default())
         .route(s, &mut rng)
         .unwrap()
+        .lfts
 }
 
 fn ca_port_guid(s: &Subnet, n: NodeId) -> u64 {
@@ -179,7 +181,8 @@ fn switch_lid_routes_are_not_counted_by_default_but_can_be() {
     let mut rng = rand::rngs::mock::StepRng::new(0, 0);
     let l = MinHop::new(EngineOptions::default())
         .route(&s, &mut rng)
-        .unwrap();
+        .unwrap()
+        .lfts;
     assert_eq!(l.get(a, base), Some(PortNum(1)));
     assert_eq!(l.get(a, s.lid_of(d, PortNum(0))), Some(PortNum(2)));
     assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(2)));
@@ -192,7 +195,7 @@ fn switch_lid_routes_are_not_counted_by_default_but_can_be() {
         port_profile_switch_nodes: true,
         ..EngineOptions::default()
     };
-    let l = MinHop::new(counted).route(&s, &mut rng).unwrap();
+    let l = MinHop::new(counted).route(&s, &mut rng).unwrap().lfts;
     assert_eq!(l.get(a, Lid(base.0 + 1)), Some(PortNum(3)));
 }
 
@@ -340,7 +343,7 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     let out = route_chain(&["bogus,minhop".to_string()], false, &s2, 1).unwrap();
     assert_eq!(out.engine, "minhop");
     assert!(out.log[0].contains("cannot find or setup routing engine 'bogus'"));
-    assert!(check_all_pairs(&s2, &out.lfts).is_ok());
+    assert!(check_all_pairs(&s2, &out.routes.lfts).is_ok());
 
     for (engines, nf) in [
         (vec!["lash".to_string()], true),

@@ -65,7 +65,7 @@ fn check_fixture(t: &str, lmc: u8) {
         );
     }
     assert_eq!(
-        lfts_dump(&s, &out.lfts),
+        lfts_dump(&s, &out.routes.lfts),
         read(t, "opensm-lfts.dump"),
         "{t}: lfts"
     );
@@ -75,7 +75,7 @@ fn check_fixture(t: &str, lmc: u8) {
         "{t}: subnet.lst"
     );
 
-    let r = check_all_pairs(&s, &out.lfts);
+    let r = check_all_pairs(&s, &out.routes.lfts);
     assert!(r.is_ok(), "{t}: {r:?}");
     let cas = s
         .end_ports()
@@ -149,7 +149,7 @@ fn persisted_guid2lid_is_honoured() {
         assert_eq!(port.lid, b);
     }
     let out = route_chain(&[], false, &s, 0).unwrap();
-    assert_eq!(lfts_dump(&s, &out.lfts), read(t, "opensm-lfts.dump"));
+    assert_eq!(lfts_dump(&s, &out.routes.lfts), read(t, "opensm-lfts.dump"));
 }
 
 #[test]

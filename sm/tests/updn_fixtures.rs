@@ -45,7 +45,7 @@ fn roots(guids: &[u64]) -> EngineOptions {
 
 fn run(engine: &str, s: &Subnet, opts: &EngineOptions) -> (Lfts, Vec<String>, &'static str) {
     let out = route_chain_with(&[engine.to_string()], false, s, 0, opts).unwrap();
-    (out.lfts, out.log, out.engine)
+    (out.routes.lfts, out.log, out.engine)
 }
 
 /// Walks the tables from CA `a` to CA `b`; the switches visited, or None on a dead end/loop.
@@ -389,7 +389,7 @@ fn ca_guid_in_root_file_names_its_switch() {
     let g = s.node(h[0]).guid.0;
     let e = UpDn::new(roots(&[g]), Mode::UpDown);
     let mut log = Vec::new();
-    let hm = sm::routing::minhop::HopMatrix::graph_only(&s);
+    let hm = sm::routing::graph::SwitchGraph::build(&s);
     let r = e.rank(&s, &hm, &mut log).unwrap();
     assert_eq!(r.roots.len(), 1);
     assert_eq!(s.node(r.roots[0]).desc, "leaf-1");
@@ -446,7 +446,7 @@ fn scatter_ports_is_reproducible_and_keeps_routes_minimal() {
         };
         route_chain_with(&[engine.to_string()], true, &s, seed, &opts)
             .unwrap()
-            .lfts
+            .routes.lfts
     };
     for engine in ["minhop", "updn"] {
         let plain = with(0, engine);

@@ -8,7 +8,7 @@ mod updn_util;
 use ibmad::{NodeType, PortNum};
 use proptest::prelude::*;
 use sm::routing::fixtures::{add, connect, node};
-use sm::routing::minhop::HopMatrix;
+use sm::routing::graph::SwitchGraph;
 use sm::routing::updn::{Mode, UpDn, UNRANKED};
 use sm::routing::{EngineOptions, Lfts, OptionFile, RoutingEngine};
 use sm::verify::verify;
@@ -131,12 +131,12 @@ fn arrives(s: &Subnet, l: &Lfts, from_sw: NodeId, to: NodeId) -> bool {
 fn check(s: &Subnet, mode: Mode, opts: EngineOptions) -> Result<(), TestCaseError> {
     let e = UpDn::new(opts, mode);
     let mut log = Vec::new();
-    let hm = HopMatrix::graph_only(s);
+    let hm = SwitchGraph::build(s);
     let Some(ranking) = e.rank(s, &hm, &mut log) else {
         return Ok(()); // no root: the engine fails (tested elsewhere)
     };
     let mut rng = rand::rngs::mock::StepRng::new(0, 0);
-    let l = e.route(s, &mut rng).unwrap();
+    let l = e.route(s, &mut rng).unwrap().lfts;
     let r = verify(s, &l);
     prop_assert!(r.credit_loop.is_none(), "{}", r.summary(s));
     prop_assert_eq!(r.reach.loops, 0);
@@ -174,7 +174,7 @@ proptest! {
         check(&s, Mode::UpDown, EngineOptions::default())?;
         // Connected fabric + auto roots: every pair has a legal path, so all are routed.
         let mut rng = rand::rngs::mock::StepRng::new(0, 0);
-        let l = UpDn::new(EngineOptions::default(), Mode::UpDown).route(&s, &mut rng).unwrap();
+        let l = UpDn::new(EngineOptions::default(), Mode::UpDown).route(&s, &mut rng).unwrap().lfts;
         prop_assert_eq!(verify(&s, &l).reach.unreachable_count, 0);
     }
 
@@ -225,7 +225,8 @@ fn generated_irregular_fabrics_are_deadlock_free_under_updn() {
         let mut rng = rand::rngs::mock::StepRng::new(0, 0);
         let l = UpDn::new(EngineOptions::default(), Mode::UpDown)
             .route(&s, &mut rng)
-            .unwrap();
+            .unwrap()
+            .lfts;
         let r = verify(&s, &l);
         assert!(r.is_ok(), "{spec}: {}", r.summary(&s));
         check(&s, Mode::UpDown, EngineOptions::default()).unwrap();

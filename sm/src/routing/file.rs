@@ -18,7 +18,7 @@
 use ibmad::{Guid, Lid, PortNum};
 use thiserror::Error;
 
-use super::{EngineOptions, Lfts, RouteError, RoutingEngine};
+use super::{EngineOptions, Lfts, RouteError, Routes, RoutingEngine};
 use crate::subnet::{NodeId, Subnet};
 
 /// A problem in an LFT dump, or between a dump and a subnet.
@@ -170,7 +170,7 @@ impl LftDump {
     /// The tables as [`Lfts`] for `subnet`: switches matched by NodeGUID. Every switch of the
     /// subnet must have a table and every entry must name a port the switch has.
     pub fn to_lfts(&self, subnet: &Subnet) -> Result<Lfts, DumpError> {
-        let top = self.top().max(super::minhop::max_lid(subnet));
+        let top = self.top().max(super::max_lid(subnet));
         let mut lfts = Lfts::new(subnet, top);
         let mut seen = vec![false; subnet.nodes.len()];
         for sw in &self.switches {
@@ -304,8 +304,8 @@ impl RoutingEngine for FileEngine {
         "file"
     }
 
-    fn route(&self, subnet: &Subnet, _rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
-        self.load(subnet, &mut Vec::new())
+    fn route(&self, subnet: &Subnet, _rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
+        self.load(subnet, &mut Vec::new()).map(Routes::new)
     }
 
     fn route_logged(
@@ -313,7 +313,7 @@ impl RoutingEngine for FileEngine {
         subnet: &Subnet,
         _rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
-    ) -> Result<Lfts, RouteError> {
-        self.load(subnet, log)
+    ) -> Result<Routes, RouteError> {
+        self.load(subnet, log).map(Routes::new)
     }
 }

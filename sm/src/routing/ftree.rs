@@ -56,8 +56,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use ibmad::{Guid, Lid, NodeType, PortNum};
 use thiserror::Error;
 
-use super::minhop::{link_usable, max_lid};
-use super::{EngineOptions, Lfts, OptionFile, RouteError, RoutingEngine};
+use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
+use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine};
 use crate::subnet::{NodeId, Subnet};
 
 /// Engine name.
@@ -147,7 +147,7 @@ impl RoutingEngine for FatTree {
         NAME
     }
 
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
         self.route_logged(subnet, rng, &mut Vec::new())
     }
 
@@ -156,7 +156,7 @@ impl RoutingEngine for FatTree {
         subnet: &Subnet,
         _rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
-    ) -> Result<Lfts, RouteError> {
+    ) -> Result<Routes, RouteError> {
         let refuse = |log: &mut Vec<String>, detail: Option<String>, reason: &str| {
             if let Some(d) = detail {
                 log.push(format!("construct_fabric: {d}"));
@@ -238,7 +238,7 @@ impl RoutingEngine for FatTree {
             ft.cn_count,
             ft.max_cn_per_leaf
         ));
-        Ok(ft.route(subnet))
+        Ok(Routes::new(ft.route(subnet)))
     }
 }
 
@@ -336,7 +336,8 @@ impl Fabric {
             ));
         }
         // Slots follow the table rows (discovery order); OpenSM's GUID order is kept apart.
-        let sw_ids: Vec<NodeId> = subnet.switches().collect();
+        let graph = SwitchGraph::build(subnet);
+        let sw_ids = graph.slots().switches();
         let mut guid_order: Vec<u32> = (0..sw_ids.len() as u32).collect();
         guid_order.sort_by_key(|&i| subnet.node(sw_ids[i as usize]).guid);
         if sw_ids.len() < 2 {
@@ -358,10 +359,6 @@ impl Fabric {
                     sw_ids.len()
                 ),
             ));
-        }
-        let mut slot = vec![u32::MAX; n_nodes];
-        for (i, &n) in sw_ids.iter().enumerate() {
-            slot[n.idx()] = i as u32;
         }
         // CA ports, in CA GUID order.
         let mut ca_ids: Vec<NodeId> = subnet
@@ -406,40 +403,22 @@ impl Fabric {
                 if !rnode.is_switch() || port.lid == Lid::UNASSIGNED {
                     continue;
                 }
-                ca_ports.push((slot[rn.idx()], rp.0, port.guid, port.lid));
-            }
-        }
-        // Switch adjacency over usable links (loopbacks ignored).
-        let nsw = sw_ids.len();
-        let mut adj: Vec<Vec<(u8, u32, u8)>> = vec![Vec::new(); nsw];
-        for (i, &s) in sw_ids.iter().enumerate() {
-            for p in 1..=subnet.node(s).num_ports {
-                let pn = PortNum(p);
-                let Some((rn, rp)) = subnet.port(s, pn).and_then(|x| x.remote) else {
+                let Some(slot) = graph.index_of(rn) else {
                     continue;
                 };
-                if rn == s || !subnet.node(rn).is_switch() || !link_usable(subnet, s, pn) {
-                    continue;
-                }
-                adj[i].push((p, slot[rn.idx()], rp.0));
+                ca_ports.push((slot as u32, rp.0, port.guid, port.lid));
             }
         }
-        // Ranking.
-        let bfs = |rank: &mut Vec<u8>, start: Vec<u32>| -> u8 {
-            let mut q: VecDeque<u32> = start.into();
-            let mut max = 0u8;
-            while let Some(s) = q.pop_front() {
-                let r = rank[s as usize];
-                for &(_, t, _) in &adj[s as usize] {
-                    let t = t as usize;
-                    if rank[t] == UNRANKED {
-                        rank[t] = r.saturating_add(1);
-                        max = max.max(rank[t]);
-                        q.push_back(t as u32);
-                    }
-                }
-            }
-            max
+        // Ranking: BFS over the usable switch links (loopbacks ignored).
+        let nsw = sw_ids.len();
+        let mut queue = Vec::new();
+        let mut bfs = |rank: &mut Vec<u8>, start: Vec<u32>| -> u8 {
+            graph.bfs(start.iter().map(|&s| s as usize), rank, &mut queue);
+            rank.iter()
+                .filter(|&&r| r != UNREACHABLE)
+                .max()
+                .copied()
+                .unwrap_or(0)
         };
         let mut rank = vec![UNRANKED; nsw];
         let root_slots: Vec<u32> = roots
@@ -447,34 +426,20 @@ impl Fabric {
             .iter()
             .filter_map(|g| subnet.node_by_guid(*g))
             .filter(|n| subnet.node(*n).is_switch())
-            .map(|n| slot[n.idx()])
+            .filter_map(|n| graph.index_of(n))
+            .map(|i| i as u32)
             .collect();
         let roots_given = !root_slots.is_empty();
         if roots_given {
-            for &r in &root_slots {
-                rank[r as usize] = 0;
-            }
+            let _ = bfs(&mut rank, root_slots.clone());
         } else {
-            let mut start = Vec::new();
-            for &(s, ..) in &ca_ports {
-                if rank[s as usize] == UNRANKED {
-                    rank[s as usize] = 0;
-                    start.push(s);
-                }
-            }
+            let start: Vec<u32> = ca_ports.iter().map(|&(s, ..)| s).collect();
             let max = bfs(&mut rank, start);
             // The switches farthest from the CAs are the roots; rank again from them.
             let start: Vec<u32> = (0..nsw as u32)
                 .filter(|&i| rank[i as usize] == max)
                 .collect();
-            rank.fill(UNRANKED);
-            for &s in &start {
-                rank[s as usize] = 0;
-            }
             let _ = bfs(&mut rank, start);
-        }
-        if roots_given {
-            let _ = bfs(&mut rank, root_slots.clone());
         }
         let max_rank = rank
             .iter()
@@ -513,7 +478,8 @@ impl Fabric {
             let mut up: Vec<Group> = Vec::new();
             let mut down: Vec<Group> = Vec::new();
             let mut same: Vec<Group> = Vec::new();
-            for &(p, t, rp) in &adj[i] {
+            for e in graph.neighbors(i) {
+                let (p, t, rp) = (e.port, e.to, e.remote_port);
                 let tr = rank[t as usize];
                 if tr == UNRANKED {
                     continue;

@@ -2,12 +2,12 @@
 //! balancing, transcribed from `osm_ucast_mgr.c` / `osm_switch_recommend_path` semantics.
 //!
 //! # Phase 1: hop matrix
-//! A BFS from every switch over the usable switch–switch links gives `hops(a, b)` in a compact
-//! `u8` matrix (switches × switches, 0xFF = unreachable). This equals the fixed point of
-//! OpenSM's relaxation (`ucast_mgr_process_hop_0_1` + `ucast_mgr_process_neighbors` with the
-//! default hop weight 1): the hop count via port `p` of switch `s` to switch `t` is
-//! `1 + hops(remote(p), t)`. A CA LID uses its attached switch's row (the CA link adds 1 to
-//! every candidate alike). A link is usable when both ends are linked and in Init/Armed/Active.
+//! [`HopMatrix`] (in [`super::graph`]): a BFS from every switch over the usable switch–switch
+//! links gives `hops(a, b)` in a compact `u8` matrix (switches × switches, 0xFF = unreachable),
+//! OpenSM's relaxation fixed point with hop weight 1. A CA LID uses its attached switch's row
+//! (the CA link adds 1 to every candidate alike). A link is usable when both ends are linked and
+//! in Init/Armed/Active ([`link_usable`]). The candidates per destination switch are the
+//! minimum-hop ports ([`Candidates::min_hop`]).
 //!
 //! # Phase 2: egress ports
 //! Destinations are visited in OpenSM's `port_order_list` order:
@@ -49,180 +49,9 @@
 use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
 
-use super::{EngineOptions, Lfts, RouteError, RoutingEngine, NO_PATH};
+use super::graph::{link_usable, Candidates, HopMatrix, SwitchGraph};
+use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
-
-/// Hop count meaning "unreachable".
-pub const UNREACHABLE: u8 = 0xFF;
-const NOT_SW: u32 = u32::MAX;
-
-/// True if the link at (n, p) can carry routes: linked, local port Init/Armed/Active, and the
-/// remote port not known to be Down.
-#[must_use]
-pub fn link_usable(subnet: &Subnet, n: NodeId, p: PortNum) -> bool {
-    if !subnet.is_link_up(n, p) {
-        return false;
-    }
-    let Some((rn, rp)) = subnet.port(n, p).and_then(|x| x.remote) else {
-        return false;
-    };
-    subnet
-        .port(rn, rp)
-        .is_some_and(|rport| rport.info.is_none() || rport.state() != ibmad::PortState::DOWN)
-}
-
-/// The switch graph and its all-pairs hop matrix.
-#[derive(Clone, Debug)]
-pub struct HopMatrix {
-    sw_index: Vec<u32>,
-    sws: Vec<NodeId>,
-    adj_start: Vec<u32>,
-    adj: Vec<(u8, u32)>,
-    dist: Vec<u8>,
-}
-
-impl HopMatrix {
-    /// BFS from every switch over usable switch–switch links.
-    #[must_use]
-    pub fn build(subnet: &Subnet) -> HopMatrix {
-        Self::build_inner(subnet, true)
-    }
-
-    /// The switch graph only, without the all-pairs hop matrix (every [`HopMatrix::hops`] is
-    /// `None`): for engines that compute their own distances.
-    #[must_use]
-    pub fn graph_only(subnet: &Subnet) -> HopMatrix {
-        Self::build_inner(subnet, false)
-    }
-
-    fn build_inner(subnet: &Subnet, with_dist: bool) -> HopMatrix {
-        let sws: Vec<NodeId> = subnet.switches().collect();
-        let mut sw_index = vec![NOT_SW; subnet.nodes.len()];
-        for (i, s) in sws.iter().enumerate() {
-            sw_index[s.idx()] = i as u32;
-        }
-        let mut adj_start = Vec::with_capacity(sws.len() + 1);
-        let mut adj = Vec::new();
-        for &s in &sws {
-            adj_start.push(adj.len() as u32);
-            for p in 1..=subnet.node(s).num_ports {
-                let Some((rn, _)) = subnet.port(s, PortNum(p)).and_then(|x| x.remote) else {
-                    continue;
-                };
-                let r = sw_index[rn.idx()];
-                if r == NOT_SW || rn == s || !link_usable(subnet, s, PortNum(p)) {
-                    continue;
-                }
-                adj.push((p, r));
-            }
-        }
-        adj_start.push(adj.len() as u32);
-        let n = sws.len();
-        let mut dist = vec![UNREACHABLE; if with_dist { n * n } else { 0 }];
-        let bfs = |src: usize, row: &mut [u8], queue: &mut Vec<u32>| {
-            queue.clear();
-            row[src] = 0;
-            queue.push(src as u32);
-            let mut head = 0;
-            while head < queue.len() {
-                let u = queue[head] as usize;
-                head += 1;
-                let d = row[u];
-                if d >= UNREACHABLE - 1 {
-                    continue;
-                }
-                for &(_, v) in &adj[adj_start[u] as usize..adj_start[u + 1] as usize] {
-                    if row[v as usize] == UNREACHABLE {
-                        row[v as usize] = d + 1;
-                        queue.push(v);
-                    }
-                }
-            }
-        };
-        if n > 0 && with_dist {
-            #[cfg(feature = "parallel")]
-            {
-                use rayon::prelude::*;
-                dist.par_chunks_mut(n)
-                    .enumerate()
-                    .for_each_init(Vec::new, |q, (src, row)| bfs(src, row, q));
-            }
-            #[cfg(not(feature = "parallel"))]
-            {
-                let mut q = Vec::new();
-                for (src, row) in dist.chunks_mut(n).enumerate() {
-                    bfs(src, row, &mut q);
-                }
-            }
-        }
-        HopMatrix {
-            sw_index,
-            sws,
-            adj_start,
-            adj,
-            dist,
-        }
-    }
-
-    /// Number of switches.
-    #[must_use]
-    pub fn switch_count(&self) -> usize {
-        self.sws.len()
-    }
-
-    /// Index of switch `n` in the matrix.
-    #[must_use]
-    pub fn index_of(&self, n: NodeId) -> Option<usize> {
-        match self.sw_index.get(n.idx()) {
-            Some(&i) if i != NOT_SW => Some(i as usize),
-            _ => None,
-        }
-    }
-
-    /// Switch at matrix index `i`.
-    #[must_use]
-    pub fn switch_at(&self, i: usize) -> Option<NodeId> {
-        self.sws.get(i).copied()
-    }
-
-    /// Switch hops from switch `a` to switch `b` (`None` if unreachable or not switches).
-    #[must_use]
-    pub fn hops(&self, a: NodeId, b: NodeId) -> Option<u8> {
-        let (a, b) = (self.index_of(a)?, self.index_of(b)?);
-        self.hops_idx(a, b)
-    }
-
-    /// Hops by matrix index.
-    #[must_use]
-    pub fn hops_idx(&self, a: usize, b: usize) -> Option<u8> {
-        let n = self.sws.len();
-        match self.dist.get(a * n + b) {
-            Some(&d) if d != UNREACHABLE => Some(d),
-            _ => None,
-        }
-    }
-
-    fn row(&self, a: usize) -> &[u8] {
-        let n = self.sws.len();
-        self.dist.get(a * n..(a + 1) * n).unwrap_or(&[])
-    }
-
-    /// Usable switch–switch links of switch index `a`: `(local port, neighbour index)`, in
-    /// port order.
-    #[must_use]
-    pub fn neighbors(&self, a: usize) -> &[(u8, u32)] {
-        match (self.adj_start.get(a), self.adj_start.get(a + 1)) {
-            (Some(&x), Some(&y)) => self.adj.get(x as usize..y as usize).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-
-    /// Bytes held by the matrix and graph.
-    #[must_use]
-    pub fn memory_bytes(&self) -> usize {
-        self.dist.len() + self.adj.len() * 8 + self.sw_index.len() * 4 + self.sws.len() * 4
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum DestKind {
@@ -240,7 +69,7 @@ struct Dest {
 }
 
 /// OpenSM's `port_order_list` (see the module docs), as destinations with LIDs.
-fn destinations(subnet: &Subnet, hm: &HopMatrix) -> Vec<Dest> {
+fn destinations(subnet: &Subnet, hm: &SwitchGraph) -> Vec<Dest> {
     let key = |g: ibmad::Guid| g.0.swap_bytes();
     // Switches in sw_guid_tbl order, then stable-sorted by end-port links, descending.
     let mut sws: Vec<NodeId> = subnet.switches().collect();
@@ -312,21 +141,6 @@ fn destinations(subnet: &Subnet, hm: &HopMatrix) -> Vec<Dest> {
         .collect()
 }
 
-/// The highest LID of any end port (the LFT top).
-#[must_use]
-pub fn max_lid(subnet: &Subnet) -> Lid {
-    subnet
-        .end_ports()
-        .filter_map(|(n, p)| subnet.port(n, p))
-        .filter(|x| x.lid != Lid::UNASSIGNED)
-        .map(|x| {
-            let last = u32::from(x.lid.0) + (1u32 << x.lmc.min(7)) - 1;
-            Lid(last.min(u32::from(Lid::UNICAST_MAX.0)) as u16)
-        })
-        .max()
-        .unwrap_or(Lid::UNASSIGNED)
-}
-
 /// The min-hop engine.
 #[derive(Clone, Debug, Default)]
 pub struct MinHop {
@@ -348,8 +162,8 @@ impl MinHop {
     }
 
     fn route_with_seed(&self, subnet: &Subnet, hm: &HopMatrix, scatter: u64) -> Lfts {
-        balance(subnet, hm, &self.opts, scatter, &|si: usize| {
-            Candidates::build(hm, si)
+        balance(subnet, hm.graph(), &self.opts, scatter, &|si: usize| {
+            Candidates::min_hop(hm, si)
         })
     }
 }
@@ -369,14 +183,14 @@ pub(crate) fn scatter_seed(opts: &EngineOptions, rng: &mut dyn rand::RngCore) ->
 /// candidate list means "no path". `scatter` ≠ 0 randomises ties (seeded per switch).
 pub(crate) fn balance(
     subnet: &Subnet,
-    hm: &HopMatrix,
+    hm: &SwitchGraph,
     opts: &EngineOptions,
     scatter: u64,
     cands: &(dyn Fn(usize) -> Candidates + Sync),
 ) -> Lfts {
     {
         let top = max_lid(subnet);
-        let mut lfts = Lfts::new(subnet, top);
+        let mut lfts = Lfts::with_slots(hm.slots().clone(), top);
         let dests = destinations(subnet, hm);
         let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
         let ctx = Ctx {
@@ -411,10 +225,10 @@ impl RoutingEngine for MinHop {
     }
 
     /// Never fails: unreachable destinations get [`NO_PATH`].
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
-        Ok(self.route_with_seed(subnet, &hm, scatter))
+        Ok(Routes::new(self.route_with_seed(subnet, &hm, scatter)))
     }
 }
 
@@ -427,20 +241,10 @@ struct Ctx<'a> {
     scatter: u64,
 }
 
-/// Candidate ports of one switch per destination switch `t`: the minimum-hop ports, ascending
-/// (CSR: `ports[start[t]..start[t + 1]]`).
-pub(crate) struct Candidates {
-    start: Vec<u32>,
-    ports: Vec<u8>,
-}
-
+/// The balancing side of [`Candidates`]: picks among a list by the per-port counters.
 impl Candidates {
-    /// From CSR arrays: list `t` is `ports[start[t]..start[t + 1]]`, ports ascending.
-    pub(crate) fn from_csr(start: Vec<u32>, ports: Vec<u8>) -> Candidates {
-        Candidates { start, ports }
-    }
-
     /// One of the least-loaded ports of list `t`, chosen with `rng` (scatter_ports).
+    #[inline]
     fn scattered(
         &self,
         t: usize,
@@ -457,42 +261,19 @@ impl Candidates {
             .copied()
     }
 
-    fn build(hm: &HopMatrix, si: usize) -> Candidates {
-        let n = hm.switch_count();
-        let my = hm.row(si);
-        let nb: Vec<(u8, &[u8])> = hm
-            .neighbors(si)
-            .iter()
-            .map(|&(p, r)| (p, hm.row(r as usize)))
-            .collect();
-        let mut start = Vec::with_capacity(n + 1);
-        let mut ports = Vec::with_capacity(n * 2);
-        for (t, &least) in my.iter().enumerate() {
-            start.push(ports.len() as u32);
-            if least == UNREACHABLE || least == 0 {
-                continue;
-            }
-            for &(p, row) in &nb {
-                if row[t].wrapping_add(1) == least {
-                    ports.push(p);
-                }
-            }
-        }
-        start.push(ports.len() as u32);
-        Candidates { start, ports }
-    }
-
     /// A cursor `(m, pos)` per list: every port of the list has ≥ `m` routes and the ports
     /// before `pos` have more than `m` (the invariant only speaks about counts, which only
     /// grow, so it survives picks made through other lists).
+    #[inline]
     fn cursors(&self) -> Vec<(u32, u32)> {
-        vec![(0, 0); self.start.len().saturating_sub(1)]
+        vec![(0, 0); self.len()]
     }
 
     /// The port with the fewest routes, ties to the lowest port number — OpenSM's scan from
     /// port 1 where only a strictly smaller count replaces the best — as `(port, list,
     /// position)`. Amortised O(1): counts only grow, so the cursor of a list only moves
     /// forward until it wraps, and a wrap recomputes the list's minimum once.
+    #[inline]
     fn least(
         &self,
         t: usize,
@@ -517,13 +298,6 @@ impl Candidates {
             }
             let min = list.iter().map(|&p| counts.count(p)).min()?;
             *cur = (min, 0);
-        }
-    }
-
-    fn of(&self, t: usize) -> &[u8] {
-        match (self.start.get(t), self.start.get(t + 1)) {
-            (Some(&a), Some(&b)) => self.ports.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
         }
     }
 }
@@ -759,7 +533,7 @@ mod tests {
                 ports.extend_from_slice(l);
                 start.push(ports.len() as u32);
             }
-            let cand = Candidates { start, ports };
+            let cand = Candidates::from_csr(start, ports);
             let mut counts = Counters::new();
             let mut cursors = cand.cursors();
             for (t, counted) in ops {

@@ -1,8 +1,11 @@
-//! Unicast routing: the engine interface, the engine chain with OpenSM's fallback, and the
-//! linear forwarding tables ([`Lfts`]) engines produce.
+//! Unicast routing: the engine interface, the engine chain with OpenSM's fallback, and what
+//! engines produce: [`Routes`], today the linear forwarding tables ([`Lfts`]).
 //!
 //! Engines are pure (STYLE P7): they read a [`Subnet`] whose ports carry LIDs
-//! ([`crate::lid::assign_lids`]) and return tables; they never touch switches. The chain
+//! ([`crate::lid::assign_lids`]) and return [`Routes`]; they never touch switches. The shared
+//! graph code (usable links, switch slots, BFS, hop matrix, candidate ports) is in [`graph`];
+//! [`crate::program`] turns `Routes` into SMPs by diffing them against what the switches hold.
+//! The chain
 //! ([`route_chain`]) tries the configured engines in order and, unless `no_fallback` is given,
 //! falls back to min-hop (OpenSM `osm_ucast_mgr_process`), recording the log lines OpenSM prints
 //! so operators can grep for `"<engine> tables configured on all switches"`.
@@ -10,6 +13,7 @@
 pub mod file;
 pub mod fixtures;
 pub mod ftree;
+pub mod graph;
 pub mod minhop;
 pub mod updn;
 
@@ -18,6 +22,7 @@ use rand::SeedableRng;
 use thiserror::Error;
 
 use crate::subnet::{NodeId, Subnet};
+use graph::SwitchSlots;
 
 /// LFT entry meaning "no path" (OpenSM `OSM_NO_PATH`).
 pub const NO_PATH: u8 = 0xFF;
@@ -25,34 +30,32 @@ pub const NO_PATH: u8 = 0xFF;
 /// Entries per LinearForwardingTable block (IBA vol1 §14.2.5.10).
 pub const LFT_BLOCK: usize = 64;
 
-/// Desired linear forwarding tables: one row per switch, indexed by LID `0..=top`.
+/// Desired linear forwarding tables: one row per switch (in [`SwitchSlots`] order), indexed by
+/// LID `0..=top`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Lfts {
     top: Lid,
     width: usize,
-    slot: Vec<u32>,
-    switches: Vec<NodeId>,
+    slots: SwitchSlots,
     data: Vec<u8>,
 }
-
-const NO_SLOT: u32 = u32::MAX;
 
 impl Lfts {
     /// Empty tables (every entry [`NO_PATH`]) for every switch of `subnet`, LIDs `0..=top`.
     #[must_use]
     pub fn new(subnet: &Subnet, top: Lid) -> Lfts {
-        let switches: Vec<NodeId> = subnet.switches().collect();
-        let mut slot = vec![NO_SLOT; subnet.nodes.len()];
-        for (i, s) in switches.iter().enumerate() {
-            slot[s.idx()] = i as u32;
-        }
+        Lfts::with_slots(SwitchSlots::new(subnet), top)
+    }
+
+    /// Empty tables for the switches of `slots` (one row per slot), LIDs `0..=top`.
+    #[must_use]
+    pub fn with_slots(slots: SwitchSlots, top: Lid) -> Lfts {
         let width = usize::from(top.0) + 1;
         Lfts {
             top,
             width,
-            slot,
-            data: vec![NO_PATH; width * switches.len()],
-            switches,
+            data: vec![NO_PATH; width * slots.len()],
+            slots,
         }
     }
 
@@ -65,11 +68,18 @@ impl Lfts {
     /// Switches that have a table, in discovery order.
     #[must_use]
     pub fn switches(&self) -> &[NodeId] {
-        &self.switches
+        self.slots.switches()
+    }
+
+    /// The row order: switch ↔ slot.
+    #[must_use]
+    pub fn slots(&self) -> &SwitchSlots {
+        &self.slots
     }
 
     /// The egress port for `lid` at switch `sw`; `None` if no path, not a switch or beyond top.
     #[must_use]
+    #[inline]
     pub fn get(&self, sw: NodeId, lid: Lid) -> Option<PortNum> {
         let t = self.table(sw)?;
         match t.get(usize::from(lid.0)) {
@@ -80,26 +90,21 @@ impl Lfts {
 
     /// The whole row of switch `sw` (index = LID, [`NO_PATH`] = none).
     #[must_use]
+    #[inline]
     pub fn table(&self, sw: NodeId) -> Option<&[u8]> {
-        let s = *self.slot.get(sw.idx())?;
-        if s == NO_SLOT {
-            return None;
-        }
-        let b = s as usize * self.width;
+        let b = self.slots.slot(sw)? * self.width;
         self.data.get(b..b + self.width)
     }
 
     /// Mutable row of switch `sw`.
+    #[inline]
     pub fn table_mut(&mut self, sw: NodeId) -> Option<&mut [u8]> {
-        let s = *self.slot.get(sw.idx())?;
-        if s == NO_SLOT {
-            return None;
-        }
-        let b = s as usize * self.width;
+        let b = self.slots.slot(sw)? * self.width;
         self.data.get_mut(b..b + self.width)
     }
 
     /// Sets one entry (`None` = no path). Returns false if `sw` has no table or `lid > top`.
+    #[inline]
     pub fn set(&mut self, sw: NodeId, lid: Lid, port: Option<PortNum>) -> bool {
         match self
             .table_mut(sw)
@@ -137,7 +142,8 @@ impl Lfts {
     /// All rows as one slice per switch: `(switch, row)`.
     #[cfg(not(feature = "parallel"))]
     pub(crate) fn rows_mut(&mut self) -> impl Iterator<Item = (NodeId, &mut [u8])> {
-        self.switches
+        self.slots
+            .switches()
             .iter()
             .copied()
             .zip(self.data.chunks_mut(self.width.max(1)))
@@ -150,10 +156,55 @@ impl Lfts {
     ) -> impl rayon::iter::IndexedParallelIterator<Item = (NodeId, &mut [u8])> {
         use rayon::prelude::*;
         let w = self.width.max(1);
-        self.switches
+        self.slots
+            .switches()
             .par_iter()
             .copied()
             .zip(self.data.par_chunks_mut(w))
+    }
+}
+
+/// The highest LID of any end port, the top of the LFTs an engine computes.
+#[must_use]
+pub fn max_lid(subnet: &Subnet) -> Lid {
+    subnet
+        .end_ports()
+        .filter_map(|(n, p)| subnet.port(n, p))
+        .filter(|x| x.lid != Lid::UNASSIGNED)
+        .map(|x| {
+            let last = u32::from(x.lid.0) + (1u32 << x.lmc.min(7)) - 1;
+            Lid(last.min(u32::from(Lid::UNICAST_MAX.0)) as u16)
+        })
+        .max()
+        .unwrap_or(Lid::UNASSIGNED)
+}
+
+/// What a routing run decided, for [`crate::program`] to program (STYLE P7).
+///
+/// Today: the unicast LFTs. The type is `#[non_exhaustive]` so that it grows without touching
+/// engines that do not use the new parts: engines that need virtual lanes (lash, dfsssp,
+/// torus-2QoS, nue, …) add per-path service levels (which the SA's PathRecord SL reads),
+/// SL-to-VL tables per (input, output) port and VLArb tables; multicast routing adds MFTs. A
+/// part an engine does not fill means "this engine does not decide it": the SM leaves those
+/// tables to the QoS configuration or as the ports hold them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Routes {
+    /// Unicast linear forwarding tables, one row per switch.
+    pub lfts: Lfts,
+}
+
+impl Routes {
+    /// Routes that consist of unicast LFTs only.
+    #[must_use]
+    pub fn new(lfts: Lfts) -> Routes {
+        Routes { lfts }
+    }
+}
+
+impl From<Lfts> for Routes {
+    fn from(lfts: Lfts) -> Routes {
+        Routes::new(lfts)
     }
 }
 
@@ -224,12 +275,12 @@ impl OptionFile {
     }
 }
 
-/// A unicast routing engine: pure function from subnet (with LIDs) to LFTs.
+/// A routing engine: pure function from subnet (with LIDs) to [`Routes`].
 pub trait RoutingEngine: Send + Sync {
     /// The OpenSM name (`minhop`, `updn`, …).
     fn name(&self) -> &'static str;
-    /// Computes the tables. `rng` is the only source of randomness an engine may use.
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError>;
+    /// Computes the routes. `rng` is the only source of randomness an engine may use.
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError>;
     /// [`RoutingEngine::route`], appending OpenSM-style log lines (`function: message`) to
     /// `log`; [`route_chain`] calls this. The default logs nothing.
     fn route_logged(
@@ -237,7 +288,7 @@ pub trait RoutingEngine: Send + Sync {
         subnet: &Subnet,
         rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
-    ) -> Result<Lfts, RouteError> {
+    ) -> Result<Routes, RouteError> {
         let _ = log;
         self.route(subnet, rng)
     }
@@ -265,8 +316,8 @@ pub fn engine_by_name(
 /// What [`route_chain`] produced.
 #[derive(Clone, Debug)]
 pub struct RouteOutcome {
-    /// The tables.
-    pub lfts: Lfts,
+    /// The routes.
+    pub routes: Routes,
     /// The engine that produced them (`"none"` for a subnet without switches).
     pub engine: &'static str,
     /// OpenSM-style log lines, `function: message`, in order.
@@ -334,7 +385,7 @@ pub fn route_chain_with(
     }
     if subnet.switches().next().is_none() {
         return Ok(RouteOutcome {
-            lfts: Lfts::new(subnet, Lid(0)),
+            routes: Routes::new(Lfts::new(subnet, Lid(0))),
             engine: "none",
             log,
         });
@@ -343,13 +394,13 @@ pub fn route_chain_with(
     for e in &chain {
         tried.push(e.name().to_string());
         match e.route_logged(subnet, &mut rng, &mut log) {
-            Ok(lfts) => {
+            Ok(routes) => {
                 log.push(format!(
                     "osm_ucast_mgr_process: {} tables configured on all switches",
                     e.name()
                 ));
                 return Ok(RouteOutcome {
-                    lfts,
+                    routes,
                     engine: e.name(),
                     log,
                 });
@@ -367,13 +418,13 @@ pub fn route_chain_with(
         let mh = minhop::MinHop::new(opts.clone());
         tried.push(mh.name().to_string());
         match mh.route(subnet, &mut rng) {
-            Ok(lfts) => {
+            Ok(routes) => {
                 log.push(format!(
                     "osm_ucast_mgr_process: {} tables configured on all switches",
                     mh.name()
                 ));
                 return Ok(RouteOutcome {
-                    lfts,
+                    routes,
                     engine: mh.name(),
                     log,
                 });

@@ -50,8 +50,9 @@
 
 use ibmad::{Guid, PortNum};
 
-use super::minhop::{balance, scatter_seed, Candidates, HopMatrix};
-use super::{EngineOptions, Lfts, RouteError, RoutingEngine};
+use super::graph::{link_usable, Candidates, SwitchGraph, UNREACHABLE};
+use super::minhop::{balance, scatter_seed};
+use super::{EngineOptions, RouteError, Routes, RoutingEngine};
 use crate::subnet::{NodeId, Subnet};
 
 /// Which turn is forbidden.
@@ -155,7 +156,12 @@ impl UpDn {
     }
 
     /// Chooses roots and ranks switches, logging as OpenSM; `None` if there is no root.
-    pub fn rank(&self, subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Option<Ranking> {
+    pub fn rank(
+        &self,
+        subnet: &Subnet,
+        hm: &SwitchGraph,
+        log: &mut Vec<String>,
+    ) -> Option<Ranking> {
         let f = self.fname();
         let roots: Vec<usize> = match self.mode {
             Mode::DownUp => {
@@ -231,8 +237,8 @@ impl UpDn {
         subnet: &Subnet,
         rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
-    ) -> Result<Lfts, RouteError> {
-        let hm = HopMatrix::graph_only(subnet);
+    ) -> Result<Routes, RouteError> {
+        let hm = SwitchGraph::build(subnet);
         let Some(ranking) = self.rank(subnet, &hm, log) else {
             return Err(RouteError::Unroutable {
                 engine: self.name(),
@@ -264,7 +270,7 @@ impl UpDn {
         let dist = UpDnDist::build(&hm, &ranked, &order, &first);
         let scatter = scatter_seed(&self.opts, rng);
         let cands = |si: usize| dist.candidates(&hm, si, &first);
-        Ok(balance(subnet, &hm, &self.opts, scatter, &cands))
+        Ok(Routes::new(balance(subnet, &hm, &self.opts, scatter, &cands)))
     }
 }
 
@@ -276,7 +282,7 @@ impl RoutingEngine for UpDn {
         }
     }
 
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Lfts, RouteError> {
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
         self.route_inner(subnet, rng, &mut Vec::new())
     }
 
@@ -285,7 +291,7 @@ impl RoutingEngine for UpDn {
         subnet: &Subnet,
         rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
-    ) -> Result<Lfts, RouteError> {
+    ) -> Result<Routes, RouteError> {
         self.route_inner(subnet, rng, log)
     }
 }
@@ -295,7 +301,7 @@ fn attached_cas(subnet: &Subnet, s: NodeId) -> Vec<(NodeId, PortNum)> {
     (1..=subnet.node(s).num_ports)
         .filter_map(|p| {
             let (rn, rp) = subnet.port(s, PortNum(p))?.remote?;
-            (!subnet.node(rn).is_switch() && super::minhop::link_usable(subnet, s, PortNum(p)))
+            (!subnet.node(rn).is_switch() && link_usable(subnet, s, PortNum(p)))
                 .then_some((rn, rp))
         })
         .collect()
@@ -304,7 +310,7 @@ fn attached_cas(subnet: &Subnet, s: NodeId) -> Vec<(NodeId, PortNum)> {
 /// Roots named by the file; `None` if the file is rejected (then auto-detect).
 fn file_roots(
     subnet: &Subnet,
-    hm: &HopMatrix,
+    hm: &SwitchGraph,
     file: &super::OptionFile,
     log: &mut Vec<String>,
 ) -> Option<Vec<usize>> {
@@ -371,31 +377,8 @@ fn file_roots(
     Some(roots)
 }
 
-/// BFS distances from switch index `src` (u8, 0xFF unreachable), reusing buffers.
-fn bfs(hm: &HopMatrix, src: usize, dist: &mut [u8], queue: &mut Vec<u32>) {
-    dist.fill(0xFF);
-    queue.clear();
-    dist[src] = 0;
-    queue.push(src as u32);
-    let mut head = 0;
-    while head < queue.len() {
-        let u = queue[head] as usize;
-        head += 1;
-        let d = dist[u];
-        if d >= 0xFE {
-            continue;
-        }
-        for &(_, v) in hm.neighbors(u) {
-            if dist[v as usize] == 0xFF {
-                dist[v as usize] = d + 1;
-                queue.push(v);
-            }
-        }
-    }
-}
-
 /// OpenSM's hop-histogram root detection, then the minimum-eccentricity fallback.
-fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usize> {
+fn auto_roots(subnet: &Subnet, hm: &SwitchGraph, log: &mut Vec<String>) -> Vec<usize> {
     let n = hm.switch_count();
     let cas_per_sw: Vec<u32> = (0..n)
         .map(|i| {
@@ -412,7 +395,7 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
     let leaves: Vec<usize> = (0..n).filter(|&i| cas_per_sw[i] > 0).collect();
     let add_leaf = |hist: &mut Vec<u32>, buf: &mut (Vec<u8>, Vec<u32>), l: usize| {
         let (dist, q) = buf;
-        bfs(hm, l, dist, q);
+        hm.bfs([l], dist, q);
         for &j in q.iter() {
             let d = usize::from(dist[j as usize]);
             if d < H {
@@ -473,9 +456,9 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
         let mut b = init();
         (0..n)
             .map(|i| {
-                bfs(hm, i, &mut b.0, &mut b.1);
+                hm.bfs([i], &mut b.0, &mut b.1);
                 b.0.iter()
-                    .filter(|&&d| d != 0xFF)
+                    .filter(|&&d| d != UNREACHABLE)
                     .max()
                     .copied()
                     .unwrap_or(0)
@@ -490,8 +473,8 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
         if comp[s] != u32::MAX {
             continue;
         }
-        bfs(hm, s, &mut dist, &mut q);
-        let members: Vec<usize> = (0..n).filter(|&j| dist[j] != 0xFF).collect();
+        hm.bfs([s], &mut dist, &mut q);
+        let members: Vec<usize> = (0..n).filter(|&j| dist[j] != UNREACHABLE).collect();
         for &m in &members {
             comp[m] = s as u32;
         }
@@ -509,29 +492,13 @@ fn auto_roots(subnet: &Subnet, hm: &HopMatrix, log: &mut Vec<String>) -> Vec<usi
     out
 }
 
-/// Multi-source BFS ranks by switch index.
-fn bfs_ranks(hm: &HopMatrix, roots: &[usize]) -> Vec<u32> {
-    let n = hm.switch_count();
-    let mut rank = vec![UNRANKED; n];
-    let mut q: Vec<usize> = Vec::new();
-    for &r in roots {
-        if rank[r] == UNRANKED {
-            rank[r] = 0;
-            q.push(r);
-        }
-    }
-    let mut head = 0;
-    while head < q.len() {
-        let u = q[head];
-        head += 1;
-        for &(_, v) in hm.neighbors(u) {
-            if rank[v as usize] == UNRANKED {
-                rank[v as usize] = rank[u] + 1;
-                q.push(v as usize);
-            }
-        }
-    }
-    rank
+/// Multi-source BFS ranks by switch index ([`UNRANKED`] where no root reaches).
+fn bfs_ranks(hm: &SwitchGraph, roots: &[usize]) -> Vec<u32> {
+    let (mut dist, mut q) = (vec![UNREACHABLE; hm.switch_count()], Vec::new());
+    hm.bfs(roots.iter().copied(), &mut dist, &mut q);
+    dist.iter()
+        .map(|&d| if d == UNREACHABLE { UNRANKED } else { u32::from(d) })
+        .collect()
 }
 
 /// Per (source switch, destination switch): legal hop count (low 7 bits, 0x7F = none) and
@@ -546,7 +513,7 @@ const SECOND: u8 = 0x80;
 
 impl UpDnDist {
     fn build(
-        hm: &HopMatrix,
+        hm: &SwitchGraph,
         ranked: &[bool],
         order: &[u32],
         first: &(dyn Fn(usize, usize) -> bool + Sync),
@@ -559,9 +526,9 @@ impl UpDnDist {
         let mut fadj: Vec<u32> = Vec::new();
         for a in 0..n {
             fstart.push(fadj.len() as u32);
-            for &(_, v) in hm.neighbors(a) {
-                if ranked[a] && ranked[v as usize] && first(a, v as usize) {
-                    fadj.push(v);
+            for e in hm.neighbors(a) {
+                if ranked[a] && ranked[e.to as usize] && first(a, e.to as usize) {
+                    fadj.push(e.to);
                 }
             }
         }
@@ -648,7 +615,7 @@ impl UpDnDist {
     /// Legal next-hop ports of switch `si` per destination switch.
     fn candidates(
         &self,
-        hm: &HopMatrix,
+        hm: &SwitchGraph,
         si: usize,
         first: &(dyn Fn(usize, usize) -> bool + Sync),
     ) -> Candidates {
@@ -656,7 +623,7 @@ impl UpDnDist {
         let nb: Vec<(u8, bool, &[u8])> = hm
             .neighbors(si)
             .iter()
-            .map(|&(p, v)| (p, first(si, v as usize), self.row(v as usize)))
+            .map(|e| (e.port, first(si, e.to as usize), self.row(e.to as usize)))
             .collect();
         let mut start = Vec::with_capacity(self.n + 1);
         let mut ports = Vec::with_capacity(self.n * 2);
