@@ -9,13 +9,11 @@
 //! engine chain (`--root-guid-file`, `--lfts-file` and `--scatter-ports` as OpenSM's options).
 //! Exit status: 0 when the tables pass, 1 when they fail, 2 on bad usage or input.
 
-use std::collections::HashMap;
 use std::process::ExitCode;
 
-use fabric_sim::topo::Topology;
+use fabric_sim::topo::{subnet, Topology};
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::file::parse_lft_dump;
-use sm::routing::fixtures::{add, connect, node};
 use sm::routing::{route_chain_with, EngineOptions, OptionFile};
 use sm::Subnet;
 
@@ -96,34 +94,11 @@ pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
 }
 
 /// A fabric-sim topology as an SM subnet: every cabled port linked and Active, the topology's
-/// LIDs kept where it has them.
+/// LIDs kept where it has them ([`fabric_sim::topo::subnet`]).
 #[must_use]
 pub fn subnet_from_topology(t: &Topology) -> Subnet {
-    let mut s = Subnet::new();
-    let mut ids = HashMap::new();
-    let mut first_sw = true;
-    for (id, n) in t.nodes() {
-        let mut nd = node(n.guid().0, n.node_type(), n.num_ports(), n.desc());
-        nd.sys_guid = n.sys_image_guid();
-        if n.is_switch() && first_sw {
-            nd.dr_path = ibmad::DrPath::local();
-            first_sw = false;
-        }
-        let sid = add(&mut s, nd);
-        for (p, port) in t.ports(id) {
-            if let Some(x) = s.port_mut(sid, p) {
-                x.guid = port.guid();
-                x.lid = port.lid();
-                x.lmc = port.lmc();
-            }
-        }
-        ids.insert(id, sid);
-    }
-    for l in t.links() {
-        if let (Some(&a), Some(&b)) = (ids.get(&l.a.node), ids.get(&l.b.node)) {
-            connect(&mut s, (a, l.a.port.0), (b, l.b.port.0));
-        }
-    }
+    let mut s = subnet::to_subnet(t);
+    subnet::copy_lids(t, &mut s);
     s
 }
 

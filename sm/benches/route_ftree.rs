@@ -8,27 +8,16 @@
 use std::time::Instant;
 
 use sm::check::check_all_pairs;
-use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::fat_tree;
 use sm::routing::ftree::FatTree;
 use sm::routing::{EngineOptions, Lfts, RoutingEngine};
 
 mod common;
-use common::{best_of, ms, vm_hwm_kib};
+use common::{best_of, fat_tree_with_lids, k_arg, ms, vm_hwm_kib};
 
 fn main() {
-    let k: u8 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(36);
-    let mut subnet = fat_tree(k);
-    let switches = subnet.switches().count();
-    let cas = subnet.nodes.len() - switches;
-    println!("topology        fat-tree k={k}: {switches} switches, {cas} CAs");
-    if let Err(e) = assign_lids(&mut subnet, &LidConfig::default(), &Guid2Lid::new()) {
-        eprintln!("LID assignment failed: {e}");
+    let Some(subnet) = fat_tree_with_lids(k_arg()) else {
         return;
-    }
+    };
     let engine = FatTree::new(&EngineOptions::default());
     let mut lfts: Option<Lfts> = None;
     for threads in [1usize, 2] {

@@ -9,19 +9,16 @@ use std::time::{Duration, Instant};
 
 use sm::check::check_all_pairs_with;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::fat_tree;
 use sm::routing::graph::HopMatrix;
 use sm::routing::minhop::MinHop;
 use sm::routing::{EngineOptions, Lfts};
 
 mod common;
-use common::{best_of, ms, vm_hwm_kib};
+use common::fixtures::fat_tree;
+use common::{best_of, k_arg, ms, vm_hwm_kib};
 
 fn main() {
-    let k: u8 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(36);
+    let k = k_arg();
     let t = Instant::now();
     let mut subnet = fat_tree(k);
     let build = t.elapsed();

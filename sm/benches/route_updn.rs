@@ -5,27 +5,16 @@
 //! Run: `cargo bench -p sm --bench route_updn` (optionally `-- K` for another even k).
 //! The best of 3 runs is reported, with the average CPU time per run.
 
-use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::fat_tree;
 use sm::routing::updn::{Mode, UpDn};
 use sm::routing::{EngineOptions, Lfts, RoutingEngine};
 
 mod common;
-use common::{best_of, ms, vm_hwm_kib};
+use common::{best_of, fat_tree_with_lids, k_arg, ms, vm_hwm_kib};
 
 fn main() {
-    let k: u8 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(36);
-    let mut subnet = fat_tree(k);
-    let switches = subnet.switches().count();
-    let cas = subnet.nodes.len() - switches;
-    println!("topology        fat-tree k={k}: {switches} switches, {cas} CAs");
-    if let Err(e) = assign_lids(&mut subnet, &LidConfig::default(), &Guid2Lid::new()) {
-        eprintln!("LID assignment failed: {e}");
+    let Some(subnet) = fat_tree_with_lids(k_arg()) else {
         return;
-    }
+    };
     let engine = UpDn::new(EngineOptions::default(), Mode::UpDown);
     let mut lfts: Option<Lfts> = None;
     for threads in [1usize, 2] {

@@ -12,7 +12,7 @@
 
 use ibmad::{Lid, PortNum};
 
-use crate::routing::graph::{link_usable, HopMatrix, SwitchSlots};
+use crate::routing::graph::{link_usable, HopMatrix};
 use crate::routing::{Lfts, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
 
@@ -134,13 +134,7 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
     const DEAD: u32 = u32::MAX;
     const CA: u32 = 0x8000_0000;
     // Tables of this subnet's switches only (a stale `Lfts` may name other nodes).
-    let slots = SwitchSlots::from_switches(
-        subnet.nodes.len(),
-        lfts.switches()
-            .iter()
-            .copied()
-            .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch()),
-    );
+    let slots = lfts.slots_in(subnet);
     let sws = slots.switches();
     let slot_of = |n: NodeId| slots.slot(n).map_or(u32::MAX, |i| i as u32);
     let mut ca_of = std::collections::HashMap::new();

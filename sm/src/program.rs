@@ -161,17 +161,8 @@ mod tests {
 
     fn node(guid: u64, t: NodeType, ports: u8) -> Node {
         Node {
-            guid: Guid(guid),
-            sys_guid: Guid(guid),
-            node_type: t,
-            num_ports: ports,
-            desc: String::new(),
-            vendor_id: 0,
-            device_id: 0,
-            revision: 0,
             dr_path: DrPath::local(),
-            first_port: 0,
-            switch_info: None,
+            ..Node::new(Guid(guid), t, ports, "")
         }
     }
 

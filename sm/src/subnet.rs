@@ -51,6 +51,25 @@ pub struct Node {
 }
 
 impl Node {
+    /// A node record with this identity and no vendor, device or revision, reached by the
+    /// one-hop route `1` (not the SM's node); [`Subnet::add_node`] fills in `first_port`.
+    #[must_use]
+    pub fn new(guid: Guid, node_type: NodeType, num_ports: u8, desc: &str) -> Node {
+        Node {
+            guid,
+            sys_guid: guid,
+            node_type,
+            num_ports,
+            desc: desc.to_string(),
+            vendor_id: 0,
+            device_id: 0,
+            revision: 0,
+            dr_path: DrPath::new(&[1]).unwrap_or(DrPath::local()),
+            first_port: 0,
+            switch_info: None,
+        }
+    }
+
     /// True for switches.
     #[must_use]
     pub fn is_switch(&self) -> bool {
@@ -206,6 +225,55 @@ impl Subnet {
     }
 }
 
+/// A PortInfo for a linked, Active 4x SDR port: what every cabled port of a subnet built
+/// without discovery ([`Subnet::add_active_node`], [`Subnet::connect_active`]) holds.
+#[must_use]
+pub fn active_port_info() -> PortInfo {
+    let mut pi = <PortInfo as zerocopy::FromZeros>::new_zeroed();
+    pi.set_port_state(PortState::ACTIVE);
+    pi.set_phys_state(ibmad::PhysState::LINK_UP);
+    pi.link_width_active = 2;
+    pi.set_link_speed_active(1);
+    pi
+}
+
+/// Building a subnet without discovery — from a topology file (`ibsm verify`), a generator or
+/// a test — as discovery would have recorded it once every port answered and every link came up.
+/// LIDs stay 0: run [`crate::lid::assign_lids`] next.
+impl Subnet {
+    /// Adds a node with port GUIDs as IBA nodes report them (every port of a switch carries the
+    /// NodeGUID, port *p* of a CA or router NodeGUID + *p*) and, for a switch, an Active port 0.
+    pub fn add_active_node(&mut self, n: Node) -> NodeId {
+        let is_sw = n.is_switch();
+        let guid = n.guid;
+        let np = n.num_ports;
+        let id = self.add_node(n);
+        for p in 0..=np {
+            if let Some(port) = self.port_mut(id, PortNum(p)) {
+                port.guid = if is_sw {
+                    guid
+                } else {
+                    Guid(guid.0.wrapping_add(u64::from(p)))
+                };
+                if is_sw && p == 0 {
+                    port.info = Some(active_port_info());
+                }
+            }
+        }
+        id
+    }
+
+    /// Links two ports and marks both Active ([`active_port_info`]).
+    pub fn connect_active(&mut self, a: (NodeId, PortNum), b: (NodeId, PortNum)) {
+        self.link(a, b);
+        for (n, p) in [a, b] {
+            if let Some(port) = self.port_mut(n, p) {
+                port.info = Some(active_port_info());
+            }
+        }
+    }
+}
+
 impl Subnet {
     /// True if port `p` of node `id` is linked to a discovered port and its logical state is
     /// Init, Armed or Active (the OpenSM "has a remote physp" condition routing requires).
@@ -243,17 +311,8 @@ mod tests {
 
     fn node(guid: u64, t: NodeType, ports: u8) -> Node {
         Node {
-            guid: Guid(guid),
-            sys_guid: Guid(guid),
-            node_type: t,
-            num_ports: ports,
-            desc: String::new(),
-            vendor_id: 0,
-            device_id: 0,
-            revision: 0,
             dr_path: DrPath::local(),
-            first_port: 0,
-            switch_info: None,
+            ..Node::new(Guid(guid), t, ports, "")
         }
     }
 

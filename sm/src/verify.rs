@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use ibmad::{Lid, PortNum};
 
 use crate::check::{check_all_pairs_with, Reachability};
-use crate::routing::graph::{link_usable, HopMatrix, SwitchSlots};
+use crate::routing::graph::{link_usable, HopMatrix};
 use crate::routing::{Lfts, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
 
@@ -341,13 +341,7 @@ impl Acc {
 }
 
 fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
-    let slots = SwitchSlots::from_switches(
-        subnet.nodes.len(),
-        lfts.switches()
-            .iter()
-            .copied()
-            .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch()),
-    );
+    let slots = lfts.slots_in(subnet);
     let sws = slots.switches();
     let slot_of = |n: NodeId| slots.slot(n).map_or(u32::MAX, |i| i as u32);
     // CA ports: (node, port, lid, nlids, switch slot).

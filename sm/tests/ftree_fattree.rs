@@ -27,7 +27,11 @@ fn ftree_ok(spec: &str) {
     );
     let r = check_all_pairs(&s, &out.routes.lfts);
     assert!(r.is_ok(), "{spec}: {r:?}");
-    assert_eq!(down_up_turns(&s, &out.routes.lfts), 0, "{spec}: down→up turns");
+    assert_eq!(
+        down_up_turns(&s, &out.routes.lfts),
+        0,
+        "{spec}: down→up turns"
+    );
     assert!(!cdg_has_cycle(&s, &out.routes.lfts), "{spec}: credit loop");
     // The team verifier agrees (its own CDG over all routes, switch-to-switch channels).
     let v = sm::verify::verify(&s, &out.routes.lfts);
@@ -326,7 +330,9 @@ fn asymmetric_tree_refused_unless_roots_are_given() {
         "{r:?}"
     );
     assert!(!cdg_has_cycle(&s, &out.routes.lfts));
-    assert!(sm::verify::verify(&s, &out.routes.lfts).credit_loop.is_none());
+    assert!(sm::verify::verify(&s, &out.routes.lfts)
+        .credit_loop
+        .is_none());
 }
 
 /// Roots given explicitly on a symmetric tree give the same tables as auto-detection.

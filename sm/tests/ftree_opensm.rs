@@ -14,10 +14,12 @@ use ftree_util::{cdg_has_cycle, max_routes_per_link};
 use ibmad::{Guid, Lid, PortNum};
 use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::from_ibnetdiscover;
 use sm::routing::max_lid;
 use sm::routing::{route_chain, Lfts};
 use sm::Subnet;
+
+mod fixtures;
+use fixtures::from_ibnetdiscover;
 
 fn dir(t: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

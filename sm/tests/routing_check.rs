@@ -5,9 +5,11 @@ use ibmad::NodeType;
 use ibmad::{Lid, PortNum};
 use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::{add, connect, fat_tree, node};
 use sm::routing::route_chain;
 use sm::{NodeId, Subnet};
+
+mod fixtures;
+use fixtures::{add, connect, fat_tree, node};
 
 fn routed() -> (Subnet, sm::routing::Lfts) {
     let mut s = fat_tree(4);

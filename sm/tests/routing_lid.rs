@@ -6,8 +6,10 @@ use std::collections::HashSet;
 
 use ibmad::{Guid, Lid, PortNum};
 use sm::lid::{assign_lids, Guid2Lid, LidConfig, LidError};
-use sm::routing::fixtures::fat_tree;
 use sm::{NodeId, Subnet};
+
+mod fixtures;
+use fixtures::fat_tree;
 
 fn cfg(lmc: u8) -> LidConfig {
     LidConfig {
@@ -231,8 +233,8 @@ fn guid2lid_text_round_trips() {
 
 #[test]
 fn sm_on_a_ca_port_2_gets_the_first_lid_when_discovery_says_so() {
+    use fixtures::{add, connect, node};
     use ibmad::NodeType;
-    use sm::routing::fixtures::{add, connect, node};
     let mut s = Subnet::new();
     let h = add(&mut s, node(0x900, NodeType::CA, 2, "sm-host"));
     let a = add(&mut s, node(0x10, NodeType::SWITCH, 4, "A"));

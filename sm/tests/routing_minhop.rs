@@ -7,11 +7,13 @@ use ibmad::{Guid, Lid, NodeType, PortNum};
 use proptest::prelude::*;
 use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::{add, connect, fat_tree, node};
 use sm::routing::graph::HopMatrix;
 use sm::routing::minhop::MinHop;
 use sm::routing::{engine_by_name, route_chain, EngineOptions, Lfts, RouteError, RoutingEngine};
 use sm::{NodeId, Subnet};
+
+mod fixtures;
+use fixtures::{add, connect, fat_tree, node};
 
 fn sw(s: &mut Subnet, guid: u64, name: &str) -> NodeId {
     add(s, node(guid, NodeType::SWITCH, 8, name))

@@ -13,9 +13,11 @@ use std::path::PathBuf;
 use sm::check::check_all_pairs;
 use sm::dump::{ibnetdiscover_with_header, lfts_dump, subnet_lst};
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::from_ibnetdiscover;
 use sm::routing::route_chain;
 use sm::Subnet;
+
+mod fixtures;
+use fixtures::from_ibnetdiscover;
 
 fn dir(t: &str) -> PathBuf {
     if t.starts_with('/') {

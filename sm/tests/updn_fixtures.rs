@@ -5,11 +5,13 @@
 
 use ibmad::{Guid, Lid, NodeType, PortNum};
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::{add, connect, fat_tree, node};
 use sm::routing::updn::{parse_guid_file, Mode, UpDn};
 use sm::routing::{route_chain_with, EngineOptions, Lfts, OptionFile, RoutingEngine};
 use sm::verify::verify;
 use sm::{NodeId, Subnet};
+
+mod fixtures;
+use fixtures::{add, connect, fat_tree, node};
 
 fn sw(s: &mut Subnet, guid: u64, name: &str) -> NodeId {
     add(s, node(guid, NodeType::SWITCH, 8, name))
@@ -446,7 +448,8 @@ fn scatter_ports_is_reproducible_and_keeps_routes_minimal() {
         };
         route_chain_with(&[engine.to_string()], true, &s, seed, &opts)
             .unwrap()
-            .routes.lfts
+            .routes
+            .lfts
     };
     for engine in ["minhop", "updn"] {
         let plain = with(0, engine);

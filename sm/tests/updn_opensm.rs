@@ -87,7 +87,8 @@ fn judge(name: &str, fts: &str, ours_opts: &EngineOptions) -> (Judged, Judged) {
     let rt = verify(&s, &theirs);
     let ours = route_chain_with(&["updn".to_string()], true, &s, 0, ours_opts)
         .unwrap()
-        .routes.lfts;
+        .routes
+        .lfts;
     let ro = verify(&s, &ours);
     let j = |r: &sm::verify::Report| Judged {
         ok_cdg: r.credit_loop.is_none() && r.reach.loops == 0,
@@ -170,7 +171,8 @@ fn our_updn_tables_equal_opensms_where_roots_agree() {
             };
             let ours = route_chain_with(&["updn".to_string()], true, &s, 0, &opts)
                 .unwrap()
-                .routes.lfts;
+                .routes
+                .lfts;
             let diff = s
                 .switches()
                 .map(|sw| {

@@ -7,12 +7,14 @@ mod updn_util;
 
 use ibmad::{NodeType, PortNum};
 use proptest::prelude::*;
-use sm::routing::fixtures::{add, connect, node};
 use sm::routing::graph::SwitchGraph;
 use sm::routing::updn::{Mode, UpDn, UNRANKED};
 use sm::routing::{EngineOptions, Lfts, OptionFile, RoutingEngine};
 use sm::verify::verify;
 use sm::{NodeId, Subnet};
+
+mod fixtures;
+use fixtures::{add, connect, node};
 
 /// `n` switches (8 ports) joined by a random spanning tree plus `extra` random links, CAs on
 /// the switches listed in `cas`.

@@ -8,10 +8,12 @@ use std::path::Path;
 
 use ibmad::{Guid, Lid, NodeType, PortNum};
 use sm::routing::file::parse_lft_dump;
-use sm::routing::fixtures::{add, connect, from_ibnetdiscover, node};
 use sm::routing::{route_chain, route_chain_with, EngineOptions, OptionFile};
 use sm::verify::verify;
 use sm::{NodeId, Subnet};
+
+mod fixtures;
+use fixtures::{add, connect, from_ibnetdiscover, node};
 
 fn testdata(p: &str) -> String {
     std::fs::read_to_string(
@@ -50,7 +52,10 @@ fn pair() -> (Subnet, NodeId, NodeId, Vec<NodeId>) {
 #[test]
 fn balance_counts_routes_per_link_port_switch_and_level() {
     let (s, _, _, _) = pair();
-    let l = route_chain(&["minhop".into()], false, &s, 0).unwrap().routes.lfts;
+    let l = route_chain(&["minhop".into()], false, &s, 0)
+        .unwrap()
+        .routes
+        .lfts;
     let r = verify(&s, &l);
     assert!(r.is_ok(), "{}", r.summary(&s));
     assert_eq!(r.reach.pairs, 16);
@@ -89,7 +94,10 @@ fn balance_counts_routes_per_link_port_switch_and_level() {
 #[test]
 fn dead_ends_and_forwarding_loops_are_found() {
     let (s, a, b, cas) = pair();
-    let mut l = route_chain(&["minhop".into()], false, &s, 0).unwrap().routes.lfts;
+    let mut l = route_chain(&["minhop".into()], false, &s, 0)
+        .unwrap()
+        .routes
+        .lfts;
     let d = s.lid_of(cas[2], PortNum(1));
     // Dead end: A has no entry for c2 → both of A's CAs cannot reach it.
     l.set(a, d, None);
@@ -111,7 +119,10 @@ fn our_dump_round_trips_and_matches_opensm_minhop_dump() {
     let osm = parse_lft_dump(&testdata("opensm/fattree2l/opensm-lfts.dump")).unwrap();
     assert!(osm.apply_lids(&mut s).unwrap() > 0);
     let theirs = osm.to_lfts(&s).unwrap();
-    let ours = route_chain(&["minhop".into()], false, &s, 0).unwrap().routes.lfts;
+    let ours = route_chain(&["minhop".into()], false, &s, 0)
+        .unwrap()
+        .routes
+        .lfts;
     assert_eq!(theirs, ours);
     let back = parse_lft_dump(&sm::dump::lfts_dump(&s, &ours))
         .unwrap()
@@ -190,7 +201,10 @@ fn dump_errors_name_the_line() {
 #[test]
 fn file_engine_loads_a_dump_and_falls_back_on_errors() {
     let (s, _, _, _) = pair();
-    let ours = route_chain(&["minhop".into()], false, &s, 0).unwrap().routes.lfts;
+    let ours = route_chain(&["minhop".into()], false, &s, 0)
+        .unwrap()
+        .routes
+        .lfts;
     let text = sm::dump::lfts_dump(&s, &ours);
     let opts = EngineOptions {
         lfts_file: Some(OptionFile::from_text("lfts.dump", &text)),

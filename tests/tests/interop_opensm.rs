@@ -27,10 +27,10 @@ use std::time::{Duration, Instant};
 use fabric_sim::ibsim_server::IbsimServer;
 use fabric_sim::sim::{Fabric, SimConfig};
 use fabric_sim::topo::Topology;
-use ibmad::{DrPath, Lid, NodeType, PortNum};
+use ibmad::{Lid, NodeType, PortNum};
 use sm::check::check_all_pairs;
 use sm::routing::Lfts;
-use sm::subnet::{Node, NodeId, Subnet};
+use sm::subnet::{NodeId, Subnet};
 use umad::testutil::{peers_or_skip, report_skip, require_peers, TempDir, UMAD2SIM_LIB};
 
 const TOOLS: &[&str] = &[
@@ -241,45 +241,20 @@ fn spawn_opensm(served: &Served, dir: &Path, log: &str, args: &[&str]) -> (Proc,
 /// PortInfo and SwitchInfo), and the LFTs read back from the agents.
 fn programmed(fabric: &Fabric) -> (Subnet, Lfts) {
     let topo = fabric.topology();
-    let mut subnet = Subnet::new();
+    let mut subnet = fabric_sim::topo::subnet::to_subnet(topo);
     for (id, n) in topo.nodes() {
         let a = fabric.agent(id).unwrap();
-        let sid = subnet.add_node(Node {
-            guid: n.guid(),
-            sys_guid: n.sys_image_guid(),
-            node_type: n.node_type(),
-            num_ports: n.num_ports(),
-            desc: n.desc().to_string(),
-            vendor_id: n.vendor_id(),
-            device_id: n.device_id(),
-            revision: 0,
-            dr_path: DrPath::local(),
-            first_port: 0,
-            switch_info: a.switch_info(),
-        });
-        assert_eq!(sid.0, id.0);
+        let sid = NodeId(id.0);
+        subnet.nodes[sid.idx()].switch_info = a.switch_info();
         for p in 0..=n.num_ports() {
             let pi = a.port_info(PortNum(p)).copied();
-            let guid = topo
-                .port(fabric_sim::topo::PortRef {
-                    node: id,
-                    port: PortNum(p),
-                })
-                .map_or(n.guid(), |port| port.guid());
             let port = subnet.port_mut(sid, PortNum(p)).unwrap();
-            port.guid = guid;
             port.info = pi;
             if let Some(pi) = pi {
                 port.lid = pi.lid();
                 port.lmc = pi.lmc();
             }
         }
-    }
-    for l in topo.links() {
-        subnet.link(
-            (NodeId(l.a.node.0), l.a.port),
-            (NodeId(l.b.node.0), l.b.port),
-        );
     }
     let top = subnet
         .end_ports()

@@ -27,6 +27,8 @@ pub mod error;
 pub mod gen;
 pub mod model;
 pub mod parse;
+#[cfg(feature = "subnet")]
+pub mod subnet;
 pub mod write;
 
 pub use attrs::{LinkAttrs, LinkSpeed, LinkWidth, Mtu, VlCap};

@@ -237,6 +237,8 @@ pub struct Topology {
     by_guid: HashMap<Guid, NodeId>,
     by_port_guid: HashMap<Guid, PortRef>,
     by_name: HashMap<Box<str>, NodeId>,
+    /// ibnetdiscover's "Initiated from node N port P": (NodeGUID, PortGUID).
+    initiated_from: Option<(Guid, Option<Guid>)>,
 }
 
 /// Two topologies are equal when their nodes and ports are, in the same order.
@@ -265,6 +267,7 @@ impl Topology {
             by_guid: HashMap::with_capacity(nodes),
             by_port_guid: HashMap::with_capacity(ports),
             by_name: HashMap::with_capacity(nodes),
+            initiated_from: None,
         }
     }
 
@@ -515,6 +518,26 @@ impl Topology {
         let n = self.node_mut(node)?;
         n.enhanced_port0 = on && n.is_switch();
         Ok(())
+    }
+
+    /// The node (and port, if the text named one) an ibnetdiscover walk was initiated from
+    /// (`# Initiated from node N port P`), i.e. where the SM that discovered the fabric sat;
+    /// `None` if not recorded or if it names no node of this topology.
+    #[must_use]
+    pub fn initiated_from(&self) -> Option<(NodeId, Option<PortNum>)> {
+        let (n, p) = self.initiated_from?;
+        let id = self.node_by_guid(n)?;
+        let port = p
+            .and_then(|g| self.port_by_guid(g))
+            .filter(|r| r.node == id)
+            .map(|r| r.port);
+        Some((id, port))
+    }
+
+    /// Records where the fabric was discovered from (see [`Topology::initiated_from`]); the
+    /// GUIDs are resolved when read, so this may precede the nodes.
+    pub fn set_initiated_from(&mut self, node: Guid, port: Option<Guid>) {
+        self.initiated_from = Some((node, port));
     }
 
     /// Number of nodes.

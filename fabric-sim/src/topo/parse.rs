@@ -129,6 +129,7 @@ struct Reader {
     ext_mask: u8,
     decls: Vec<Decl>,
     by_port: HashMap<(NodeId, u8), u32>,
+    origin_seen: bool,
 }
 
 /// The node record whose port lines are being read.
@@ -154,6 +155,7 @@ impl Reader {
             ext_mask: DEFAULT_EXT_MASK,
             decls: Vec::new(),
             by_port: HashMap::new(),
+            origin_seen: false,
         }
     }
 
@@ -177,7 +179,8 @@ impl Reader {
                 record = None;
                 continue;
             }
-            if t.starts_with('#') {
+            if let Some(c) = t.strip_prefix('#') {
+                self.origin_comment(c);
                 continue;
             }
             if t.starts_with('[') || t.starts_with('@') {
@@ -240,6 +243,28 @@ impl Reader {
             res.map_err(|k| self.err(file, lineno, k))?;
         }
         Ok(())
+    }
+
+    /// ibnetdiscover's `# Initiated from node <GUID> port <GUID>`: the node (and port) the
+    /// walk started from, where the SM sat. The first such line counts; a malformed one is an
+    /// ordinary comment.
+    fn origin_comment(&mut self, c: &str) {
+        if self.origin_seen {
+            return;
+        }
+        let mut w = c.split_whitespace();
+        if [w.next(), w.next(), w.next()] != [Some("Initiated"), Some("from"), Some("node")] {
+            return;
+        }
+        let node = w.next().and_then(|h| u64::from_str_radix(h, 16).ok());
+        let port = match (w.next(), w.next()) {
+            (Some("port"), Some(h)) => u64::from_str_radix(h, 16).ok(),
+            _ => None,
+        };
+        if let Some(n) = node {
+            self.origin_seen = true;
+            self.topo.set_initiated_from(Guid(n), port.map(Guid));
+        }
     }
 
     fn include(

@@ -4,6 +4,34 @@
 
 use std::time::{Duration, Instant};
 
+use sm::lid::{assign_lids, Guid2Lid, LidConfig};
+use sm::Subnet;
+
+#[path = "../../tests/fixtures/mod.rs"]
+pub mod fixtures;
+
+/// The fat-tree radix k: the first numeric command-line argument, 36 by default.
+pub fn k_arg() -> u8 {
+    std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(36)
+}
+
+/// `fat_tree(k)` with fresh LIDs (LMC 0), after printing its size; `None` (after printing why)
+/// if LID assignment fails.
+pub fn fat_tree_with_lids(k: u8) -> Option<Subnet> {
+    let mut subnet = fixtures::fat_tree(k);
+    let switches = subnet.switches().count();
+    let cas = subnet.nodes.len() - switches;
+    println!("topology        fat-tree k={k}: {switches} switches, {cas} CAs");
+    if let Err(e) = assign_lids(&mut subnet, &LidConfig::default(), &Guid2Lid::new()) {
+        eprintln!("LID assignment failed: {e}");
+        return None;
+    }
+    Some(subnet)
+}
+
 /// Peak resident set size (VmHWM) of this process in KiB.
 pub fn vm_hwm_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;

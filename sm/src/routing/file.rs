@@ -304,10 +304,6 @@ impl RoutingEngine for FileEngine {
         "file"
     }
 
-    fn route(&self, subnet: &Subnet, _rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
-        self.load(subnet, &mut Vec::new()).map(Routes::new)
-    }
-
     fn route_logged(
         &self,
         subnet: &Subnet,

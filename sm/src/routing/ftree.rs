@@ -147,10 +147,6 @@ impl RoutingEngine for FatTree {
         NAME
     }
 
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
-        self.route_logged(subnet, rng, &mut Vec::new())
-    }
-
     fn route_logged(
         &self,
         subnet: &Subnet,

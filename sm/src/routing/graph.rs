@@ -52,7 +52,10 @@ impl SwitchSlots {
 
     /// The given nodes (ids below `n_nodes`; others and repeats are skipped), in that order.
     #[must_use]
-    pub fn from_switches(n_nodes: usize, switches: impl IntoIterator<Item = NodeId>) -> SwitchSlots {
+    pub fn from_switches(
+        n_nodes: usize,
+        switches: impl IntoIterator<Item = NodeId>,
+    ) -> SwitchSlots {
         let mut slot = vec![NO_SLOT; n_nodes];
         let mut sws = Vec::new();
         for s in switches {
@@ -438,7 +441,7 @@ mod tests {
     use super::*;
     use crate::subnet::Node;
     use ibmad::attr::PortInfo;
-    use ibmad::{DrPath, Guid, NodeType, PhysState, PortState};
+    use ibmad::{Guid, NodeType, PhysState, PortState};
 
     fn active() -> PortInfo {
         let mut p = <PortInfo as zerocopy::FromZeros>::new_zeroed();
@@ -452,21 +455,7 @@ mod tests {
     fn chain(n: u64) -> Subnet {
         let mut s = Subnet::new();
         let ids: Vec<NodeId> = (0..n)
-            .map(|i| {
-                s.add_node(Node {
-                    guid: Guid(0x100 + i),
-                    sys_guid: Guid(0x100 + i),
-                    node_type: NodeType::SWITCH,
-                    num_ports: 8,
-                    desc: String::new(),
-                    vendor_id: 0,
-                    device_id: 0,
-                    revision: 0,
-                    dr_path: DrPath::local(),
-                    first_port: 0,
-                    switch_info: None,
-                })
-            })
+            .map(|i| s.add_node(Node::new(Guid(0x100 + i), NodeType::SWITCH, 8, "")))
             .collect();
         let cable = |s: &mut Subnet, a: (NodeId, u8), b: (NodeId, u8)| {
             s.link((a.0, PortNum(a.1)), (b.0, PortNum(b.1)));

@@ -224,8 +224,13 @@ impl RoutingEngine for MinHop {
         "minhop"
     }
 
-    /// Never fails: unreachable destinations get [`NO_PATH`].
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
+    /// Never fails: unreachable destinations get [`NO_PATH`]. Logs nothing.
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        rng: &mut dyn rand::RngCore,
+        _log: &mut Vec<String>,
+    ) -> Result<Routes, RouteError> {
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
         Ok(Routes::new(self.route_with_seed(subnet, &hm, scatter)))

@@ -11,7 +11,6 @@
 //! so operators can grep for `"<engine> tables configured on all switches"`.
 
 pub mod file;
-pub mod fixtures;
 pub mod ftree;
 pub mod graph;
 pub mod minhop;
@@ -75,6 +74,19 @@ impl Lfts {
     #[must_use]
     pub fn slots(&self) -> &SwitchSlots {
         &self.slots
+    }
+
+    /// The rows that are switches of `subnet`, in row order (tables computed for another
+    /// subnet may name nodes this one does not have).
+    #[must_use]
+    pub fn slots_in(&self, subnet: &Subnet) -> SwitchSlots {
+        SwitchSlots::from_switches(
+            subnet.nodes.len(),
+            self.switches()
+                .iter()
+                .copied()
+                .filter(|s| s.idx() < subnet.nodes.len() && subnet.node(*s).is_switch()),
+        )
     }
 
     /// The egress port for `lid` at switch `sw`; `None` if no path, not a switch or beyond top.
@@ -280,17 +292,17 @@ pub trait RoutingEngine: Send + Sync {
     /// The OpenSM name (`minhop`, `updn`, …).
     fn name(&self) -> &'static str;
     /// Computes the routes. `rng` is the only source of randomness an engine may use.
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError>;
-    /// [`RoutingEngine::route`], appending OpenSM-style log lines (`function: message`) to
-    /// `log`; [`route_chain`] calls this. The default logs nothing.
+    /// Appends OpenSM-style log lines (`function: message`) to `log`; [`route_chain`] calls
+    /// this.
     fn route_logged(
         &self,
         subnet: &Subnet,
         rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
-    ) -> Result<Routes, RouteError> {
-        let _ = log;
-        self.route(subnet, rng)
+    ) -> Result<Routes, RouteError>;
+    /// [`RoutingEngine::route_logged`] without the log.
+    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
+        self.route_logged(subnet, rng, &mut Vec::new())
     }
 }
 

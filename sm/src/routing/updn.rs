@@ -270,7 +270,9 @@ impl UpDn {
         let dist = UpDnDist::build(&hm, &ranked, &order, &first);
         let scatter = scatter_seed(&self.opts, rng);
         let cands = |si: usize| dist.candidates(&hm, si, &first);
-        Ok(Routes::new(balance(subnet, &hm, &self.opts, scatter, &cands)))
+        Ok(Routes::new(balance(
+            subnet, &hm, &self.opts, scatter, &cands,
+        )))
     }
 }
 
@@ -280,10 +282,6 @@ impl RoutingEngine for UpDn {
             Mode::UpDown => "updn",
             Mode::DownUp => "dnup",
         }
-    }
-
-    fn route(&self, subnet: &Subnet, rng: &mut dyn rand::RngCore) -> Result<Routes, RouteError> {
-        self.route_inner(subnet, rng, &mut Vec::new())
     }
 
     fn route_logged(
@@ -301,8 +299,7 @@ fn attached_cas(subnet: &Subnet, s: NodeId) -> Vec<(NodeId, PortNum)> {
     (1..=subnet.node(s).num_ports)
         .filter_map(|p| {
             let (rn, rp) = subnet.port(s, PortNum(p))?.remote?;
-            (!subnet.node(rn).is_switch() && link_usable(subnet, s, PortNum(p)))
-                .then_some((rn, rp))
+            (!subnet.node(rn).is_switch() && link_usable(subnet, s, PortNum(p))).then_some((rn, rp))
         })
         .collect()
 }
@@ -497,7 +494,13 @@ fn bfs_ranks(hm: &SwitchGraph, roots: &[usize]) -> Vec<u32> {
     let (mut dist, mut q) = (vec![UNREACHABLE; hm.switch_count()], Vec::new());
     hm.bfs(roots.iter().copied(), &mut dist, &mut q);
     dist.iter()
-        .map(|&d| if d == UNREACHABLE { UNRANKED } else { u32::from(d) })
+        .map(|&d| {
+            if d == UNREACHABLE {
+                UNRANKED
+            } else {
+                u32::from(d)
+            }
+        })
         .collect()
 }
 

@@ -1,41 +1,13 @@
 //! Helpers for the updn/verify tests: fabric-sim topologies as SM subnets.
 #![allow(clippy::unwrap_used, dead_code)]
 
-use std::collections::HashMap;
-
 use fabric_sim::topo::Topology;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::fixtures::{add, connect, node};
 use sm::Subnet;
 
-/// A fabric-sim topology as an SM subnet (all links Active, no LIDs yet).
-pub fn from_topology(t: &Topology) -> Subnet {
-    let mut s = Subnet::new();
-    let mut ids = HashMap::new();
-    let mut first_sw = true;
-    for (id, n) in t.nodes() {
-        let mut nd = node(n.guid().0, n.node_type(), n.num_ports(), n.desc());
-        if n.is_switch() && first_sw {
-            nd.dr_path = ibmad::DrPath::local();
-            first_sw = false;
-        }
-        let sid = add(&mut s, nd);
-        for (p, port) in t.ports(id) {
-            if let Some(x) = s.port_mut(sid, p) {
-                x.guid = port.guid();
-            }
-        }
-        ids.insert(id, sid);
-    }
-    for l in t.links() {
-        connect(
-            &mut s,
-            (ids[&l.a.node], l.a.port.0),
-            (ids[&l.b.node], l.b.port.0),
-        );
-    }
-    s
-}
+/// A fabric-sim topology as an SM subnet (all links Active, no LIDs yet): fabric-sim's one
+/// topology → subnet conversion.
+pub use fabric_sim::topo::subnet::to_subnet as from_topology;
 
 /// Fresh LIDs, LMC 0.
 pub fn lids(s: &mut Subnet) {
