@@ -330,6 +330,23 @@ pub enum LidError {
         /// The requested LMC.
         lmc: u8,
     },
+    /// The fabric needs more LIDs than the unicast space 0x0001–0xBFFF holds.
+    #[error(
+        "the subnet needs {needed} unicast LIDs ({ca_ports} CA/router ports x {} LIDs (LMC {lmc}) + {switches} switches x 1) but the unicast LID space 0x0001-0xBFFF holds {available}",
+        1u32 << (*lmc).min(7)
+    )]
+    SpaceExceeded {
+        /// End ports of CAs and routers.
+        ca_ports: usize,
+        /// Switches (one LID each).
+        switches: usize,
+        /// The LMC.
+        lmc: u8,
+        /// LIDs needed at least.
+        needed: usize,
+        /// LIDs the unicast space holds.
+        available: usize,
+    },
     /// The unicast LID space 0x0001–0xBFFF has no free aligned range left (OpenSM ERR 0307).
     #[error("ran out of unicast LIDs: no free range of {needed} LIDs for port {guid}")]
     OutOfLids {
@@ -338,6 +355,37 @@ pub enum LidError {
         /// How many LIDs it needed.
         needed: u16,
     },
+}
+
+/// Checks, before any assignment, that `ca_ports` CA/router ports with 2^`lmc` LIDs each and
+/// `switches` switches (one LID each, on port 0) can fit the unicast LID space 0x0001–0xBFFF
+/// at all; a fabric that cannot is refused with the numbers instead of failing port by port
+/// on every sweep.
+///
+/// # Errors
+/// [`LidError::SpaceExceeded`] with the counts; [`LidError::BadLmc`] for LMC above 7.
+pub fn lid_space_check(ca_ports: usize, switches: usize, lmc: u8) -> Result<(), LidError> {
+    if lmc > 7 {
+        return Err(LidError::BadLmc { lmc });
+    }
+    let per = 1usize << lmc;
+    // Aligned ranges of 2^lmc LIDs that avoid LID 0, and the LIDs in all.
+    let ranges = if lmc == 0 {
+        UCAST_MAX
+    } else {
+        (UCAST_MAX + 1) / per - 1
+    };
+    let needed = ca_ports.saturating_mul(per).saturating_add(switches);
+    if ca_ports > ranges || needed > UCAST_MAX {
+        return Err(LidError::SpaceExceeded {
+            ca_ports,
+            switches,
+            lmc,
+            needed,
+            available: UCAST_MAX,
+        });
+    }
+    Ok(())
 }
 
 /// What [`assign_lids`] did.
@@ -379,6 +427,12 @@ pub fn assign_lids(
     }
     let lmc_n = 1u16 << cfg.lmc;
     let mut report = LidReport::default();
+    let switches = subnet.switches().count();
+    let ca_ports = subnet
+        .end_ports()
+        .filter(|&(n, _)| !subnet.node(n).is_switch())
+        .count();
+    lid_space_check(ca_ports, switches, cfg.lmc)?;
 
     // Processing order: SM port first, then port_guid_tbl order.
     let mut ports: Vec<(NodeId, PortNum, Guid)> = subnet

@@ -202,10 +202,25 @@ fn lmc_above_7_is_an_error() {
 fn running_out_of_lids_is_an_error() {
     // k=12: 432 CAs × 128 LIDs > 0xBFFF.
     let mut s = fat_tree(12);
+    // issue 11: refused up front, with the numbers.
     match assign_lids(&mut s, &cfg(7), &Guid2Lid::new()) {
-        Err(LidError::OutOfLids { needed, .. }) => assert_eq!(needed, 128),
+        Err(e @ LidError::SpaceExceeded { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("needs 55476 unicast LIDs (432 CA/router ports x 128 LIDs (LMC 7) + 180 switches x 1)")
+                    && text.contains("holds 49151"),
+                "{text}"
+            );
+        }
         other => panic!("{other:?}"),
     }
+    assert!(sm::lid::lid_space_check(49_151, 0, 0).is_ok());
+    assert!(sm::lid::lid_space_check(49_151, 1, 0).is_err());
+    assert!(sm::lid::lid_space_check(24_575, 0, 1).is_ok());
+    assert!(
+        sm::lid::lid_space_check(24_576, 0, 1).is_err(),
+        "LID 0's range is unusable"
+    );
     // LMC 6 fits: 432 × 64 + 180 switches < 49151.
     let mut s = fat_tree(12);
     assign_lids(&mut s, &cfg(6), &Guid2Lid::new()).unwrap();
