@@ -3,7 +3,9 @@
 //! arrives at the port owning the LID, and that the number of switch-to-switch hops equals the
 //! shortest path (`routing.md` §4.2, the table-level part of the verification checklist).
 //! The same walk also checks every switch LID (arrival on the switch's port 0), counted
-//! separately in [`Reachability::switch_pairs`].
+//! separately in [`Reachability::switch_pairs`]. Two CA ports cabled back to back reach
+//! each other without a table ([`Reachability::direct_pairs`]); a cabled CA port without a LID
+//! or with its link down is left out and listed in [`Reachability::skipped`].
 //!
 //! Every CA attached to the same switch sees the same tables from its first switch on, so the
 //! walk runs once per (source switch, destination LID) and counts for all CA ports attached to
@@ -38,18 +40,62 @@ pub struct Reachability {
     /// Pairs (source CA port × switch LID) checked for reaching the switches' port 0 — the
     /// path of LID-routed SMPs from an SM on a CA.
     pub switch_pairs: u64,
-    /// Of those, pairs that dead-ended, looped or took a longer than shortest path.
+    /// Of those, pairs that dead-ended or looped.
     pub switch_failures: u64,
+    /// Of those, pairs that arrived over more switch hops than the shortest path.
+    pub switch_non_shortest: u64,
+    /// Of [`Reachability::pairs`], pairs between two CA ports cabled to each other (no
+    /// switch in between: each reaches itself and its peer).
+    pub direct_pairs: u64,
+    /// CA ports that are neither source nor destination, and why (at most
+    /// [`MAX_EXAMPLES`]; [`Reachability::skipped_count`] counts them all).
+    pub skipped: Vec<Skipped>,
+    /// How many CA ports were skipped.
+    pub skipped_count: u64,
+    /// Of those, how many are cabled but have no LID.
+    pub no_lid: u64,
+}
+
+/// A CA port the check left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// The CA.
+    pub node: NodeId,
+    /// Its port.
+    pub port: PortNum,
+    /// Why.
+    pub reason: SkipReason,
+}
+
+/// Why a CA port was left out of the check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// It is cabled but has no LID (none assigned, or none in the dump being judged): no
+    /// table can route to it.
+    NoLid,
+    /// Its link is down (or its far end is Down).
+    LinkDown,
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SkipReason::NoLid => "no LID",
+            SkipReason::LinkDown => "link down",
+        })
+    }
 }
 
 impl Reachability {
-    /// True if every pair arrived over a shortest path.
+    /// True if every pair arrived over a shortest path and no cabled CA port lacks a LID.
     #[must_use]
     pub fn is_ok(&self) -> bool {
         self.unreachable_count == 0
             && self.loops == 0
             && self.non_shortest == 0
             && self.switch_failures == 0
+            && self.switch_non_shortest == 0
+            && self.no_lid == 0
     }
 
     fn merge(mut self, o: Reachability) -> Reachability {
@@ -60,6 +106,15 @@ impl Reachability {
         self.non_shortest += o.non_shortest;
         self.switch_pairs += o.switch_pairs;
         self.switch_failures += o.switch_failures;
+        self.switch_non_shortest += o.switch_non_shortest;
+        self.direct_pairs += o.direct_pairs;
+        self.skipped_count += o.skipped_count;
+        self.no_lid += o.no_lid;
+        for e in o.skipped {
+            if self.skipped.len() < MAX_EXAMPLES {
+                self.skipped.push(e);
+            }
+        }
         for e in o.unreachable {
             if self.unreachable.len() < MAX_EXAMPLES {
                 self.unreachable.push(e);
@@ -94,27 +149,58 @@ pub fn check_all_pairs(subnet: &Subnet, lfts: &Lfts) -> Reachability {
 /// [`check_all_pairs`] with a prebuilt hop matrix.
 #[must_use]
 pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Reachability {
-    let cas: Vec<CaPort> = subnet
-        .end_ports()
-        .filter(|&(n, _)| !subnet.node(n).is_switch())
-        .filter_map(|(n, p)| {
-            let port = subnet.port(n, p)?;
-            let (rn, _) = port.remote?;
-            if port.lid == Lid::UNASSIGNED
-                || !subnet.node(rn).is_switch()
-                || !link_usable(subnet, n, p)
-            {
-                return None;
-            }
-            Some(CaPort {
-                node: n,
-                port: p,
-                lid: port.lid,
-                nlids: 1 << port.lmc.min(7),
-                sw: rn,
-            })
-        })
-        .collect();
+    // CA ports cabled to a switch take part; one cabled to another CA reaches itself and
+    // its peer directly; the rest are skipped with the reason.
+    let mut extra = Reachability::default();
+    let skip = |r: &mut Reachability, node: NodeId, port: PortNum, reason: SkipReason| {
+        r.skipped_count += 1;
+        if reason == SkipReason::NoLid {
+            r.no_lid += 1;
+        }
+        if r.skipped.len() < MAX_EXAMPLES {
+            r.skipped.push(Skipped { node, port, reason });
+        }
+    };
+    let mut cas: Vec<CaPort> = Vec::new();
+    for (n, p) in subnet.end_ports() {
+        if subnet.node(n).is_switch() {
+            continue;
+        }
+        let Some(port) = subnet.port(n, p) else {
+            continue;
+        };
+        let Some((rn, rp)) = port.remote else {
+            continue; // not cabled: nothing to route
+        };
+        if !link_usable(subnet, n, p) {
+            skip(&mut extra, n, p, SkipReason::LinkDown);
+            continue;
+        }
+        if port.lid == Lid::UNASSIGNED {
+            skip(&mut extra, n, p, SkipReason::NoLid);
+            continue;
+        }
+        let nlids = 1u16 << port.lmc.min(7);
+        if !subnet.node(rn).is_switch() {
+            // Back to back: every LID of this port and of its peer is reached without a
+            // table. Counted from this side only for the source, both sides as destinations.
+            let peer_lids = subnet
+                .port(rn, rp)
+                .filter(|q| q.lid != Lid::UNASSIGNED)
+                .map_or(0, |q| 1u64 << q.lmc.min(7));
+            let n_pairs = u64::from(nlids) + peer_lids;
+            extra.pairs += n_pairs;
+            extra.direct_pairs += n_pairs;
+            continue;
+        }
+        cas.push(CaPort {
+            node: n,
+            port: p,
+            lid: port.lid,
+            nlids,
+            sw: rn,
+        });
+    }
     // Sources: switches with attached CA ports, with the count and one example LID.
     let mut src: Vec<(NodeId, u64, Lid)> = Vec::new();
     {
@@ -242,27 +328,28 @@ pub fn check_all_pairs_with(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Rea
                 continue;
             }
             r.switch_pairs += n_src;
-            let ok = match walk_one(s_slot, lid, SW | t_slot as u32) {
-                Walk::Arrived(h) => Some(h) == hm.hops(s, t).map(u32::from),
-                Walk::Dead | Walk::Loop => false,
-            };
-            if !ok {
-                r.switch_failures += n_src;
+            match walk_one(s_slot, lid, SW | t_slot as u32) {
+                Walk::Arrived(h) => {
+                    if Some(h) != hm.hops(s, t).map(u32::from) {
+                        r.switch_non_shortest += n_src;
+                    }
+                }
+                Walk::Dead | Walk::Loop => r.switch_failures += n_src,
             }
         }
         r
     };
     #[cfg(feature = "parallel")]
-    {
+    let r = {
         use rayon::prelude::*;
         src.par_iter()
             .map(per_source)
             .reduce(Reachability::default, Reachability::merge)
-    }
+    };
     #[cfg(not(feature = "parallel"))]
-    {
-        src.iter()
-            .map(per_source)
-            .fold(Reachability::default(), Reachability::merge)
-    }
+    let r = src
+        .iter()
+        .map(per_source)
+        .fold(Reachability::default(), Reachability::merge);
+    r.merge(extra)
 }

@@ -19,6 +19,13 @@
 //!
 //! A report [`Report::is_ok`] when there is no dead end, no loop and no CDG cycle; detours
 //! (non-shortest routes, which updn may take) are reported but are not failures.
+//!
+//! The **verdict** ([`Report::verdict`]) is what `ibsm sim` and `ibsm verify` both exit on: it
+//! holds the tables to what the engine that computed them promises ([`Promise::of`]: shortest
+//! paths for minhop and dor; reachability and no credit loop for updn, dnup, ftree and the VL
+//! engines), treats a credit loop as a failure for every engine unless the caller allows it
+//! ([`Policy::allow_credit_loops`]), and a check of zero CA pairs as a failure unless allowed
+//! ([`Policy::allow_no_pairs`]). Each [`Failure`] names what failed.
 
 use std::fmt::Write as _;
 
@@ -58,6 +65,16 @@ impl Channel {
             self.to_port.0
         )
     }
+}
+
+/// `'desc' (0xGUID) port P: reason` for a CA port the check left out.
+#[must_use]
+pub fn describe_skipped(subnet: &Subnet, k: &crate::check::Skipped) -> String {
+    let nd = subnet.node(k.node);
+    format!(
+        "'{}' (0x{:016x}) port {}: {}",
+        nd.desc, nd.guid.0, k.port.0, k.reason
+    )
 }
 
 /// Summary statistics of a set of counts.
@@ -180,8 +197,29 @@ impl Report {
             "hops: max {} mean {:.2}, at most {} more than the shortest path",
             self.hops.max, self.hops.mean, self.hops.max_extra
         );
+        if r.direct_pairs > 0 {
+            let _ = writeln!(
+                s,
+                "  of which {} between CA ports cabled back to back",
+                r.direct_pairs
+            );
+        }
+        let _ = writeln!(
+            s,
+            "CA-to-switch routes: {} checked, {} dead-end or loop, {} longer than the shortest path",
+            r.switch_pairs, r.switch_failures, r.switch_non_shortest
+        );
         for (a, b) in r.unreachable.iter().take(8) {
             let _ = writeln!(s, "  unreachable: LID {} -> LID {}", a.0, b.0);
+        }
+        if r.skipped_count > 0 {
+            let _ = writeln!(s, "skipped {} CA port(s):", r.skipped_count);
+            for k in &r.skipped {
+                let _ = writeln!(s, "  {}", describe_skipped(subnet, k));
+            }
+            if r.skipped_count > r.skipped.len() as u64 {
+                let _ = writeln!(s, "  ...");
+            }
         }
         let _ = writeln!(
             s,
@@ -233,6 +271,19 @@ impl Report {
             .iter()
             .map(|(a, b)| format!("[{},{}]", a.0, b.0))
             .collect();
+        let skipped: Vec<String> = r
+            .skipped
+            .iter()
+            .map(|k| {
+                format!(
+                    "{{\"guid\":\"0x{:016x}\",\"desc\":\"{}\",\"port\":{},\"reason\":\"{}\"}}",
+                    subnet.node(k.node).guid.0,
+                    esc(&subnet.node(k.node).desc),
+                    k.port.0,
+                    k.reason
+                )
+            })
+            .collect();
         let cycle = self.credit_loop.as_ref().map_or("null".to_string(), |c| {
             format!("[{}]", c.iter().map(ch).collect::<Vec<_>>().join(","))
         });
@@ -250,7 +301,7 @@ impl Report {
                 format!("{{\"link\":{},\"routes\":{n}}}", ch(c))
             });
         format!(
-            "{{\"ok\":{},\"pairs\":{},\"walks\":{},\"unreachable\":{},\"unreachable_examples\":[{}],\"loops\":{},\"non_shortest\":{},\"hops\":{{\"max\":{},\"mean\":{:.3},\"max_extra\":{}}},\"cdg_channels\":{},\"cdg_dependencies\":{},\"credit_loop\":{},\"balance\":{{\"per_link\":{},\"per_ca_port\":{},\"per_switch\":{},\"per_level\":[{}],\"busiest_link\":{}}}}}",
+            "{{\"ok\":{},\"pairs\":{},\"walks\":{},\"unreachable\":{},\"unreachable_examples\":[{}],\"loops\":{},\"non_shortest\":{},\"switch_pairs\":{},\"switch_failures\":{},\"switch_non_shortest\":{},\"direct_pairs\":{},\"skipped_count\":{},\"skipped\":[{}],\"hops\":{{\"max\":{},\"mean\":{:.3},\"max_extra\":{}}},\"cdg_channels\":{},\"cdg_dependencies\":{},\"credit_loop\":{},\"balance\":{{\"per_link\":{},\"per_ca_port\":{},\"per_switch\":{},\"per_level\":[{}],\"busiest_link\":{}}}}}",
             self.is_ok(),
             r.pairs,
             r.walks,
@@ -258,6 +309,12 @@ impl Report {
             unreachable.join(","),
             r.loops,
             r.non_shortest,
+            r.switch_pairs,
+            r.switch_failures,
+            r.switch_non_shortest,
+            r.direct_pairs,
+            r.skipped_count,
+            skipped.join(","),
             self.hops.max,
             self.hops.mean,
             self.hops.max_extra,
@@ -270,6 +327,233 @@ impl Report {
             levels.join(","),
             busiest
         )
+    }
+}
+
+/// What a routing engine promises about the tables it computes; the verdict holds it to that.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Promise {
+    /// Every route is a shortest path (minhop, dor).
+    pub shortest: bool,
+    /// The tables are free of credit loops (updn, dnup, ftree; the VL engines on their VLs).
+    pub deadlock_free: bool,
+}
+
+impl Promise {
+    /// The promise of the engine OpenSM calls `engine`. Every engine promises that every CA
+    /// reaches every CA; `file` and unknown names promise nothing more.
+    #[must_use]
+    pub fn of(engine: &str) -> Promise {
+        match engine {
+            "minhop" | "null" | "dor" => Promise {
+                shortest: true,
+                deadlock_free: false,
+            },
+            "updn" | "dnup" | "ftree" | "lash" | "dfsssp" | "nue" | "torus-2QoS" | "dfp"
+            | "dfp2" => Promise {
+                shortest: false,
+                deadlock_free: true,
+            },
+            _ => Promise::default(),
+        }
+    }
+}
+
+/// What the caller accepts beyond the engine's promise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// A credit loop is reported but is not a failure (`--allow-credit-loops`).
+    pub allow_credit_loops: bool,
+    /// A check of zero CA pairs is not a failure (`--allow-no-pairs`).
+    pub allow_no_pairs: bool,
+}
+
+/// One reason the tables fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Nothing was checked: no CA pair has a route to judge.
+    NoPairs,
+    /// CA pairs dead-ended (missing entry, down port, wrong port).
+    Unreachable {
+        /// How many pairs.
+        pairs: u64,
+        /// An example (source LID, destination LID).
+        example: Option<(Lid, Lid)>,
+    },
+    /// CA pairs looped.
+    Loops {
+        /// How many pairs.
+        pairs: u64,
+    },
+    /// Cabled CA ports without a LID: no table routes to them.
+    NoLid {
+        /// How many ports.
+        ports: u64,
+    },
+    /// CA-to-switch routes (the LID-routed SMP path) dead-ended or looped.
+    SwitchUnreachable {
+        /// How many pairs.
+        pairs: u64,
+    },
+    /// Routes longer than the shortest path from an engine that promises shortest paths.
+    NotShortest {
+        /// The engine.
+        engine: String,
+        /// CA pairs.
+        pairs: u64,
+        /// CA-to-switch pairs.
+        switch_pairs: u64,
+    },
+    /// The channel dependency graph has a cycle (a possible deadlock).
+    CreditLoop {
+        /// The engine.
+        engine: String,
+        /// Links in the cycle.
+        links: usize,
+        /// The engine promised deadlock freedom.
+        promised: bool,
+    },
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::NoPairs => f.write_str(
+                "nothing was checked: 0 CA pairs have a route to judge (give --allow-no-pairs if that is expected)",
+            ),
+            Failure::Unreachable { pairs, example } => {
+                write!(f, "{pairs} CA pairs unreachable")?;
+                if let Some((a, b)) = example {
+                    write!(f, " (e.g. LID {} -> LID {})", a.0, b.0)?;
+                }
+                Ok(())
+            }
+            Failure::Loops { pairs } => write!(f, "{pairs} CA pairs loop"),
+            Failure::NoLid { ports } => write!(f, "{ports} cabled CA ports have no LID"),
+            Failure::SwitchUnreachable { pairs } => {
+                write!(f, "{pairs} CA-to-switch routes dead-end or loop")
+            }
+            Failure::NotShortest {
+                engine,
+                pairs,
+                switch_pairs,
+            } => write!(
+                f,
+                "{pairs} CA pairs and {switch_pairs} CA-to-switch routes longer than the shortest path ({engine} promises shortest paths)"
+            ),
+            Failure::CreditLoop {
+                engine,
+                links,
+                promised,
+            } => {
+                write!(f, "credit loop of {links} links")?;
+                if *promised {
+                    write!(f, " ({engine} promises deadlock-free tables)")
+                } else {
+                    write!(
+                        f,
+                        " ({engine} does not avoid them; give --allow-credit-loops to accept, or route with updn, dnup or ftree)"
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// The judgement of a [`Report`] against an engine's [`Promise`] and a [`Policy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The engine the tables were judged for.
+    pub engine: String,
+    /// What it promises.
+    pub promise: Promise,
+    /// Every failure, most serious first; empty = pass.
+    pub failures: Vec<Failure>,
+    /// A credit loop was found and allowed.
+    pub allowed_credit_loop: bool,
+}
+
+impl Verdict {
+    /// No failure.
+    #[must_use]
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    /// `PASSED: ...` naming what was checked, or `FAILED: a; b` naming each failure.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.failures.is_empty() {
+            write!(f, "PASSED: every CA reaches every CA")?;
+            if self.promise.shortest {
+                write!(f, " along a shortest path ({}'s promise)", self.engine)?;
+            }
+            if self.allowed_credit_loop {
+                write!(f, "; credit loop allowed")
+            } else {
+                write!(f, "; no credit loop")
+            }
+        } else {
+            let parts: Vec<String> = self.failures.iter().map(ToString::to_string).collect();
+            write!(f, "FAILED: {}", parts.join("; "))
+        }
+    }
+}
+
+impl Report {
+    /// The verdict on these tables for `engine` (its [`Promise`]) under `policy`; see the
+    /// module docs.
+    #[must_use]
+    pub fn verdict(&self, engine: &str, policy: &Policy) -> Verdict {
+        let promise = Promise::of(engine);
+        let r = &self.reach;
+        let mut failures = Vec::new();
+        if r.pairs == 0 && !policy.allow_no_pairs {
+            failures.push(Failure::NoPairs);
+        }
+        if r.unreachable_count > 0 {
+            failures.push(Failure::Unreachable {
+                pairs: r.unreachable_count,
+                example: r.unreachable.first().copied(),
+            });
+        }
+        if r.loops > 0 {
+            failures.push(Failure::Loops { pairs: r.loops });
+        }
+        if r.no_lid > 0 {
+            failures.push(Failure::NoLid { ports: r.no_lid });
+        }
+        if r.switch_failures > 0 {
+            failures.push(Failure::SwitchUnreachable {
+                pairs: r.switch_failures,
+            });
+        }
+        if promise.shortest && (r.non_shortest > 0 || r.switch_non_shortest > 0) {
+            failures.push(Failure::NotShortest {
+                engine: engine.to_string(),
+                pairs: r.non_shortest,
+                switch_pairs: r.switch_non_shortest,
+            });
+        }
+        let mut allowed_credit_loop = false;
+        if let Some(c) = &self.credit_loop {
+            if policy.allow_credit_loops {
+                allowed_credit_loop = true;
+            } else {
+                failures.push(Failure::CreditLoop {
+                    engine: engine.to_string(),
+                    links: c.len(),
+                    promised: promise.deadlock_free,
+                });
+            }
+        }
+        Verdict {
+            engine: engine.to_string(),
+            promise,
+            failures,
+            allowed_credit_loop,
+        }
     }
 }
 
