@@ -125,6 +125,16 @@ pub enum ConfigError {
     /// The routing engine list is empty.
     #[error("routing_engine names no engine")]
     NoRoutingEngine,
+    /// `no_fallback` with a list in which no engine is implemented: the SM could never
+    /// route, so it refuses to start.
+    #[error(
+        "routing_engine {list:?}: no engine in it is implemented (ibsm has {}) and no_fallback forbids falling back to minhop",
+        crate::routing::ENGINES.join(", ")
+    )]
+    NoUsableEngine {
+        /// The list as given.
+        list: String,
+    },
 }
 
 impl SmConfig {
@@ -200,6 +210,19 @@ impl SmConfig {
         if self.routing_engine.iter().all(|e| e.trim().is_empty()) {
             return Err(ConfigError::NoRoutingEngine);
         }
+        let names = || {
+            self.routing_engine
+                .iter()
+                .flat_map(|e| e.split([',', ' ', '\t']))
+                .filter(|n| !n.is_empty())
+        };
+        let no_fallback = self.no_fallback || names().any(|n| n == "no_fallback");
+        let usable = names().any(|n| crate::routing::ENGINES.contains(&n) || n == "null");
+        if no_fallback && !usable {
+            return Err(ConfigError::NoUsableEngine {
+                list: self.routing_engine.join(","),
+            });
+        }
         Ok(())
     }
 }
@@ -207,6 +230,28 @@ impl SmConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// issue 11: `-R lash,no_fallback` (no implemented engine, no fallback) refuses to start,
+    /// naming the engines ibsm has; with a fallback, or one implemented engine, it starts.
+    #[test]
+    fn no_fallback_without_an_implemented_engine_is_refused() {
+        let with = |engines: &[&str], nf: bool| SmConfig {
+            routing_engine: engines.iter().map(ToString::to_string).collect(),
+            no_fallback: nf,
+            ..SmConfig::default()
+        };
+        let e = with(&["lash,no_fallback"], false).validate().unwrap_err();
+        assert!(
+            e.to_string().contains("minhop, updn, dnup, ftree, file"),
+            "{e}"
+        );
+        assert!(matches!(
+            with(&["lash", "dor"], true).validate(),
+            Err(ConfigError::NoUsableEngine { .. })
+        ));
+        assert!(with(&["lash"], false).validate().is_ok());
+        assert!(with(&["lash", "updn"], true).validate().is_ok());
+    }
 
     #[test]
     fn defaults_are_opensm_and_valid() {

@@ -63,6 +63,9 @@ pub enum SmState {
     Idle,
     /// Heavy sweep: directed-route walk.
     Discovering,
+    /// Heavy sweep: LID assignment, then routing (pure computation, one step per
+    /// [`Sm::handle_timeout`], due at once).
+    Computing,
     /// Heavy sweep: SwitchInfo / PortInfo / LFT Sets.
     Programming,
     /// Heavy sweep: Init → Armed.
@@ -112,6 +115,8 @@ pub struct Sm {
     sweeps: u64,
     /// The current heavy sweep's programming phase has been acknowledged.
     lfts_programmed: bool,
+    /// The last heavy sweep had errors and an immediate re-sweep is scheduled.
+    resweep_due: bool,
     set_failures: usize,
     resweeps: u32,
     history: Vec<(Phase, PhaseStats)>,
@@ -154,6 +159,7 @@ impl Sm {
             light_changed: false,
             sweeps: 0,
             lfts_programmed: false,
+            resweep_due: false,
             set_failures: 0,
             resweeps: 0,
             history: Vec::new(),
@@ -218,6 +224,15 @@ impl Sm {
     pub fn heavy_sweeps(&self) -> u64 {
         self.sweeps
     }
+    /// True after a heavy sweep that ended with errors ([`Event::SweepFailed`]) when the SM
+    /// sweeps again at once (a bounded number of times); false when it waits for its sweep
+    /// interval (or, with sweeping disabled, for a command). Until the re-sweep starts (at
+    /// the next [`Sm::handle_timeout`]), [`Sm::subnet`] and [`Sm::lfts`] are the failed
+    /// sweep's.
+    #[must_use]
+    pub fn resweep_due(&self) -> bool {
+        self.resweep_due
+    }
 
     // ----- inputs ----------------------------------------------------------------------
 
@@ -275,7 +290,10 @@ impl Sm {
         for f in self.engine.expire(now) {
             self.on_failed(f);
         }
-        while let Some(t) = self.timers.take_expired(now) {
+        // Only the timers due on entry: one re-armed while handling them (the next
+        // computation step) waits for the next call.
+        let due: Vec<Timer> = std::iter::from_fn(|| self.timers.take_expired(now)).collect();
+        for t in due {
             match t {
                 Timer::Sweep => {
                     if !self.up {
@@ -285,6 +303,7 @@ impl Sm {
                     }
                 }
                 Timer::TrapSweep => self.heavy_requested = true,
+                Timer::Compute => self.compute_step(now),
             }
         }
         self.step(now);
@@ -363,7 +382,7 @@ impl Sm {
                 return Some(Transmit { meta, len: SMP_LEN });
             }
             // Skipped requests may have finished a phase; let the next one queue its SMPs.
-            if !self.engine.is_idle() || self.state == SmState::Idle {
+            if !self.engine.is_idle() || matches!(self.state, SmState::Idle | SmState::Computing) {
                 return None;
             }
             self.step(now);
@@ -642,6 +661,7 @@ impl Sm {
                     }
                 }
                 SmState::Discovering => self.finish_discovery(now),
+                SmState::Computing => return,
                 SmState::PollingSms => self.finish_sm_poll(now),
                 SmState::Standby => {
                     if self.heavy_requested {
@@ -710,7 +730,9 @@ impl Sm {
 
     fn start_heavy(&mut self, now: Time) {
         self.heavy_requested = false;
+        self.resweep_due = false;
         self.timers.stop(Timer::TrapSweep);
+        self.timers.stop(Timer::Compute);
         self.sweeps += 1;
         self.set_failures = 0;
         self.lfts_programmed = false;
@@ -821,9 +843,10 @@ impl Sm {
         }
     }
 
-    /// The rest of a heavy sweep once discovery (and the SM poll) is done.
+    /// The rest of a heavy sweep once discovery (and the SM poll) is done: LID assignment
+    /// and routing, each in its own [`Sm::handle_timeout`] (see [`Timer::Compute`]), then
+    /// programming.
     fn after_discovery(&mut self, now: Time) {
-        self.state = SmState::Discovering;
         // Switches whose LFT top changed behind our back (reboot): forget their blocks.
         for id in self.disc.subnet.switches() {
             let node = self.disc.subnet.node(id);
@@ -833,9 +856,23 @@ impl Sm {
                 }
             }
         }
+        self.begin(now, Phase::LidAssignment, SmState::Computing);
+        self.timers.set(Timer::Compute, now);
+    }
 
-        // LIDs.
-        self.phase = Phase::LidAssignment;
+    /// One computation step of a heavy sweep: LID assignment, or routing.
+    fn compute_step(&mut self, now: Time) {
+        if self.state != SmState::Computing {
+            return;
+        }
+        match self.phase {
+            Phase::LidAssignment => self.assign_lids_step(now),
+            Phase::Routing => self.routing_step(now),
+            _ => {}
+        }
+    }
+
+    fn assign_lids_step(&mut self, now: Time) {
         let lc = LidConfig {
             lmc: self.cfg.lmc,
             reassign_lids: self.cfg.reassign_lids && self.sweeps == 1,
@@ -865,9 +902,11 @@ impl Sm {
             .subnet
             .sm_port()
             .map_or(Lid::UNASSIGNED, |(n, p)| self.disc.subnet.lid_of(n, p));
+        self.begin(now, Phase::Routing, SmState::Computing);
+        self.timers.set(Timer::Compute, now);
+    }
 
-        // Routing.
-        self.phase = Phase::Routing;
+    fn routing_step(&mut self, now: Time) {
         let routed = route_chain_with(
             &self.cfg.routing_engine,
             self.cfg.no_fallback,
@@ -881,7 +920,7 @@ impl Sm {
         match routed {
             Ok(outcome) => {
                 for l in outcome.log {
-                    self.log(Level::Info, l);
+                    self.log(crate::routing::log_line_level(&l), l);
                 }
                 self.engine_used = outcome.engine;
                 self.routes = Some(outcome.routes);
@@ -1173,7 +1212,10 @@ impl Sm {
                     MAX_RESWEEPS
                 ),
             );
-            self.heavy_requested = true;
+            // At the next handle_timeout, so the owner still sees this sweep's subnet and
+            // tables when it reads the SweepFailed event.
+            self.resweep_due = true;
+            self.timers.set(Timer::Sweep, now);
         } else if !errors {
             self.resweeps = 0;
         }

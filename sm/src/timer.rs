@@ -13,14 +13,19 @@ pub enum Timer {
     Sweep,
     /// End of the trap-repress window: a trap burst is answered by one heavy sweep.
     TrapSweep,
+    /// The next computation step of a heavy sweep (LID assignment, then routing), armed at
+    /// the current time so each step runs in its own `handle_timeout` and the owner can see
+    /// (and time) where one ends and the next begins.
+    Compute,
 }
 
 impl Timer {
-    const ALL: [Timer; 2] = [Timer::Sweep, Timer::TrapSweep];
+    const ALL: [Timer; 3] = [Timer::Sweep, Timer::TrapSweep, Timer::Compute];
     fn idx(self) -> usize {
         match self {
             Timer::Sweep => 0,
             Timer::TrapSweep => 1,
+            Timer::Compute => 2,
         }
     }
 }
@@ -28,7 +33,7 @@ impl Timer {
 /// Deadlines, one optional slot per [`Timer`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TimerTable {
-    data: [Option<Time>; 2],
+    data: [Option<Time>; 3],
 }
 
 impl TimerTable {

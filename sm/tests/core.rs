@@ -567,3 +567,94 @@ fn responses_with_another_route_or_a_reserved_node_type_create_no_node() {
     sm.handle_mad(Time(100), &MadMeta::default(), good.as_bytes());
     assert_eq!(sm.subnet().nodes.len(), 1);
 }
+
+/// Drives like `common::drive`, but calls `after` after every SM call with the events that
+/// call produced.
+fn drive_observed(sm: &mut Sm, f: &mut Fake, until: Time, mut after: impl FnMut(&Sm, Vec<Event>)) {
+    let mut now = Time::ZERO;
+    let mut buf = [0u8; 256];
+    let meta = ibmad::MadMeta::default();
+    loop {
+        while let Some(tx) = sm.poll_transmit(now, &mut buf) {
+            f.send_meta(now, &tx.meta, &buf);
+        }
+        let evs: Vec<Event> = std::iter::from_fn(|| sm.poll_event()).collect();
+        after(sm, evs);
+        let next_mad = f.in_flight.front().map(|x| x.0);
+        let Some(next) = [next_mad, sm.poll_timeout()].into_iter().flatten().min() else {
+            break;
+        };
+        if next > until {
+            break;
+        }
+        now = now.max(next);
+        if let Some((t, resp)) = f.in_flight.front().copied() {
+            if t <= now {
+                f.in_flight.pop_front();
+                sm.handle_mad(now, &meta, &resp);
+                continue;
+            }
+        }
+        if sm.poll_timeout().is_some_and(|t| t <= now) {
+            sm.handle_timeout(now);
+        }
+    }
+}
+
+/// issue 11 (figures): LID assignment and routing each run in their own `handle_timeout`,
+/// due at once, so an owner timing its calls attributes their wall time to them and not to
+/// discovery.
+#[test]
+fn lid_assignment_and_routing_each_run_in_their_own_call() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let mut calls: Vec<Vec<Phase>> = Vec::new();
+    drive_observed(&mut sm, &mut f, Time::from_millis(60_000), |_, evs| {
+        let done: Vec<Phase> = evs
+            .iter()
+            .filter_map(|e| match e {
+                Event::PhaseDone { phase, .. } => Some(*phase),
+                _ => None,
+            })
+            .collect();
+        if !done.is_empty() {
+            calls.push(done);
+        }
+    });
+    let order: Vec<Phase> = calls.iter().flatten().copied().collect();
+    assert_eq!(
+        order[..3],
+        [Phase::Discovery, Phase::LidAssignment, Phase::Routing],
+        "{calls:?}"
+    );
+    for c in &calls {
+        assert_eq!(c.len(), 1, "one phase per call: {calls:?}");
+    }
+    assert!(sm.is_up());
+}
+
+/// issue 11: when a sweep with errors ends, the owner reading `SweepFailed` still sees that
+/// sweep's subnet and tables; `resweep_due` says whether the SM sweeps again at once.
+#[test]
+fn a_failed_sweep_is_readable_before_the_resweep_starts() {
+    let (mut f, [_, _, _, _, _, e, _, _]) = f_disc();
+    f.nodes[e].mute = true;
+    let mut sm = Sm::new(cfg()).unwrap();
+    let mut seen = Vec::new();
+    drive_observed(&mut sm, &mut f, Time::from_millis(120_000), |sm, evs| {
+        for ev in evs {
+            if let Event::SweepFailed { .. } = ev {
+                seen.push((
+                    sm.resweep_due(),
+                    sm.subnet().nodes.len(),
+                    sm.lfts().is_some(),
+                ));
+            }
+        }
+    });
+    assert_eq!(
+        seen,
+        vec![(true, 7, true), (true, 7, true), (false, 7, true)],
+        "the sweep, two immediate re-sweeps, then the SM waits"
+    );
+}

@@ -337,7 +337,7 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     assert_eq!(
         out.log,
         vec![
-            "setup_routing_engine: routing engine 'lash' is not implemented yet".to_string(),
+            "setup_routing_engine: routing engine 'lash' is not implemented yet (ibsm has minhop, updn, dnup, ftree, file)".to_string(),
             "setup_routing_engines: Failed to setup routing engine 'lash'".to_string(),
             "osm_ucast_mgr_process: minhop tables configured on all switches".to_string(),
         ]
@@ -345,6 +345,15 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     let out = route_chain(&["bogus,minhop".to_string()], false, &s2, 1).unwrap();
     assert_eq!(out.engine, "minhop");
     assert!(out.log[0].contains("cannot find or setup routing engine 'bogus'"));
+    // issue 11: the engine-setup lines are error-level and name the engines we have.
+    assert_eq!(
+        sm::routing::log_line_level(&out.log[0]),
+        sm::Level::Error,
+        "{}",
+        out.log[0]
+    );
+    assert!(out.log[0].contains("minhop, updn, dnup, ftree, file"));
+    assert_eq!(sm::routing::log_line_level(&out.log[2]), sm::Level::Info);
     assert!(check_all_pairs(&s2, &out.routes.lfts).is_ok());
 
     for (engines, nf) in [

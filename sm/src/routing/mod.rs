@@ -306,6 +306,20 @@ pub trait RoutingEngine: Send + Sync {
     }
 }
 
+/// The engines this SM implements, by OpenSM name (`null` is accepted as minhop too).
+pub const ENGINES: &[&str] = &["minhop", "updn", "dnup", "ftree", "file"];
+
+/// The severity of a [`RouteOutcome::log`] line: OpenSM logs the engine-setup lines and
+/// every `ERR` line at error level, the rest at info level.
+#[must_use]
+pub fn log_line_level(line: &str) -> crate::event::Level {
+    if line.contains("ERR ") || line.starts_with("setup_routing_engine") {
+        crate::event::Level::Error
+    } else {
+        crate::event::Level::Info
+    }
+}
+
 /// OpenSM engine names this SM recognises but does not implement yet.
 pub const PLANNED_ENGINES: &[&str] = &["lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
 
@@ -384,10 +398,14 @@ pub fn route_chain_with(
                 tried.push(name.to_string());
                 if matches!(e, RouteError::UnknownEngine(_)) {
                     log.push(format!(
-                        "setup_routing_engine: cannot find or setup routing engine '{name}'"
+                        "setup_routing_engine: cannot find or setup routing engine '{name}' (ibsm has {})",
+                        ENGINES.join(", ")
                     ));
                 } else {
-                    log.push(format!("setup_routing_engine: {e}"));
+                    log.push(format!(
+                        "setup_routing_engine: {e} (ibsm has {})",
+                        ENGINES.join(", ")
+                    ));
                 }
                 log.push(format!(
                     "setup_routing_engines: Failed to setup routing engine '{name}'"
