@@ -219,7 +219,7 @@ fn malformed_files_name_the_line() {
         (
             "Switch 8 \"a\"\n[1] \"b\"[1] w=40\n\nHca 1 \"b\"\n[1] \"a\"[1]\n",
             2,
-            "width mask",
+            "LinkWidthEnabled mask",
         ),
         // bad rate text
         (

@@ -269,7 +269,9 @@ fn bad_specs_are_explained() {
         ("mesh:2,2,hosts=3", "unknown option"),
         ("dragonfly:18446744073709551615,2,2,2", "too large"),
         ("kary-ntree:9223372036854775808,2", "too large"),
-        ("random:1000000,0,0,1,ports=254", "port slots"),
+        ("random:100000,0,0,1,ports=254", "port slots"),
+        // issue 11: 1 M CAs is refused at once, naming the limit.
+        ("dragonfly:100,100,100,100", "generator limit of 250000"),
         ("random:18446744073709551615,1,1,1", "too large"),
     ];
     for (spec, needle) in cases {

@@ -8,6 +8,13 @@ use ibmad::Guid;
 /// A violated model invariant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopoError {
+    /// A node or port GUID of 0, which the IBA reserves (no valid EUI-64 is 0; the SM
+    /// treats it as "no GUID").
+    #[error("node {node:?}: GUID 0 is not a valid GUID")]
+    ZeroGuid {
+        /// The node.
+        node: String,
+    },
     /// Two nodes (or a node and a port) share a GUID.
     #[error("duplicate GUID {guid}: used by node {first:?} and node {second:?}")]
     DuplicateGuid {

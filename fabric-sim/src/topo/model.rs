@@ -312,6 +312,9 @@ impl Topology {
         if self.by_name.contains_key(name.as_str()) {
             return Err(TopoError::DuplicateName { name });
         }
+        if guid.0 == 0 {
+            return Err(TopoError::ZeroGuid { node: name });
+        }
         if let Some(other) = self.by_guid.get(&guid) {
             return Err(TopoError::DuplicateGuid {
                 guid,
@@ -476,6 +479,11 @@ impl Topology {
         let old = self.ports[i].guid;
         if old == guid {
             return Ok(());
+        }
+        if guid.0 == 0 {
+            return Err(TopoError::ZeroGuid {
+                node: self.name_of(at.node),
+            });
         }
         if let Some(other) = self.by_port_guid.get(&guid) {
             return Err(TopoError::DuplicateGuid {

@@ -444,10 +444,11 @@ impl Reader {
         if !cur.eat(']') {
             return Err(bad("missing ']' after the port number".into()));
         }
-        let port = u8::try_from(port).unwrap_or(u8::MAX);
-        if port == 0 || port > num_ports {
+        if port == 0 || port > u64::from(num_ports) {
             return Err(bad(format!("port {port} is outside 1..={num_ports}")));
         }
+        let port =
+            u8::try_from(port).map_err(|_| bad(format!("port {port} is outside 1..=254")))?;
         cur.ext_port();
         if self.by_port.contains_key(&(node, port)) {
             return Err(ParseErrorKind::DuplicatePort(port));
@@ -760,7 +761,9 @@ fn mask(key: &str, v: &str, lo: u8, hi: u8) -> Result<u8, ParseErrorKind> {
             key: key.into(),
             value: v.into(),
             reason: match (lo, hi) {
-                (1, 31) => "width mask must be 1..=31",
+                (1, 31) => {
+                    "w= is the LinkWidthEnabled mask, as ibsim reads it: 1..=31 (1 = 1x, 2 = 4x, 4 = 8x, 8 = 12x, 16 = 2x; the widest enabled at both ends is used)"
+                }
                 (0, 7) | (1, 7) => "speed mask must be 1..=7 (0 = QDR)",
                 (0, 15) => "extended speed mask must be 0..=15",
                 (1, 5) => "code must be 1..=5",
