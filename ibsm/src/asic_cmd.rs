@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fabric_sim::sim::{node_config, Fabric, SimConfig, SmHandle};
-use fabric_sim::topo::{NodeId, Topology};
+use fabric_sim::topo::NodeId;
 use hca_driver::model::server::ServedAsic;
 use hca_driver::regs;
 use hca_driver::sim::RemoteAsicNode;
@@ -69,7 +69,8 @@ pub fn main(args: &[String]) -> ExitCode {
     let (Some(topology), Some(dir)) = (topology, dir) else {
         return usage("TOPOLOGY and --socket-dir are required");
     };
-    let topo = match Topology::from_spec_or_file(&topology) {
+    let topo = match crate::simrun::load_topology(&topology, &crate::progress::Progress::new(true))
+    {
         Ok(t) => t,
         Err(e) => return fail(format!("{topology}: {e}")),
     };

@@ -26,7 +26,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use fabric_sim::topo::Topology;
 use umad::testutil::{missing_peers, IbsimGuard, TempDir, UMAD2SIM_LIB};
 
 const USAGE: &str = "\
@@ -188,7 +187,8 @@ fn run(a: &Args) -> Result<(), String> {
     if !Path::new("/usr/bin/time").is_file() {
         return Err("/usr/bin/time not installed (apt-get install time)".into());
     }
-    let topo = Topology::from_spec_or_file(&a.topology).map_err(|e| e.to_string())?;
+    let topo = crate::simrun::load_topology(&a.topology, &crate::progress::Progress::new(true))
+        .map_err(|e| format!("{}: {e}", a.topology))?;
     let host = topo
         .nodes()
         .find(|(_, n)| !n.is_switch())

@@ -103,6 +103,13 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
             "transport `sim` is driven by `ibsm sim TOPOLOGY`; `ibsm run` supports `umad`".into(),
         );
     }
+    // A one-shot run exits non-zero when a file an option names cannot be read; a daemon
+    // logs the engine's error line naming the file and goes on, as OpenSM does.
+    if opts.once {
+        if let Some(e) = opts.unreadable_option_files().first() {
+            return Err(format!("ERR: {e}"));
+        }
+    }
     let mut log = Log::open(opts)?;
     // Before the port is opened, as OpenSM's first line: time-to-SUBNET-UP measurements from
     // the log (`ibsm bench opensm`) then include opening the port for both SMs.

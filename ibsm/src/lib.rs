@@ -14,6 +14,7 @@ pub mod bench_cmd;
 pub mod config;
 pub mod daemon;
 pub mod persist;
+pub mod progress;
 pub mod serve_cmd;
 pub mod simrun;
 pub mod sma_cmd;

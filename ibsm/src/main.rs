@@ -25,6 +25,12 @@ commands:
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
+  --version, -V            the version
+
+routing engines (-R, comma-separated, tried in order, then minhop unless no_fallback):
+  minhop, updn, dnup, ftree, file
+exit status: 0 success, 1 the subnet or its tables failed (the message says what), 2 bad
+usage or input
 ";
 
 const SIM_EXTRAS: &[ExtraOpt] = &[
@@ -69,7 +75,31 @@ const SIM_EXTRAS: &[ExtraOpt] = &[
         long: "verbose-log",
         short: None,
         metavar: None,
-        help: "print verbose SM log lines",
+        help: "print verbose SM log lines (as -D 0x07)",
+    },
+    ExtraOpt {
+        long: "allow-credit-loops",
+        short: None,
+        metavar: None,
+        help: "a credit loop in the tables is reported but does not fail the run",
+    },
+    ExtraOpt {
+        long: "allow-partial",
+        short: None,
+        metavar: None,
+        help: "nodes of the topology not connected to the SM's port do not fail the run",
+    },
+    ExtraOpt {
+        long: "allow-no-pairs",
+        short: None,
+        metavar: None,
+        help: "a check of zero CA pairs does not fail the run",
+    },
+    ExtraOpt {
+        long: "no-progress",
+        short: None,
+        metavar: None,
+        help: "no progress display on a terminal",
     },
 ];
 
@@ -80,6 +110,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     match cmd.as_str() {
+        "--version" | "-V" | "version" => {
+            println!("ibsm {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
         "sim" => cmd_sim(rest),
         "run" => cmd_run(rest),
         "verify" => ibsm::verify_cmd::main(rest),
@@ -102,6 +136,42 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Options `ibsm sim` cannot honour (they concern a daemon on a real port), refused rather
+/// than silently ignored: (is it set?, what to say).
+fn sim_refused(o: &config::Options) -> Option<String> {
+    let d = config::Options::default();
+    let refused: [(bool, &str); 6] = [
+        (
+            o.daemon,
+            "-B/--daemon: ibsm sim runs in the foreground and exits",
+        ),
+        (
+            o.log_file != d.log_file,
+            "-f/--log_file: ibsm sim prints its log on standard output",
+        ),
+        (
+            o.transport != d.transport,
+            "--transport: ibsm sim always uses the simulator",
+        ),
+        (
+            o.ca_name != d.ca_name || o.ca_port != d.ca_port,
+            "--ca/--port: ibsm sim attaches with --sm-at NODE[:PORT] or -g GUID",
+        ),
+        (
+            o.cache_dir != d.cache_dir,
+            "--cache-dir: ibsm sim keeps no state; use --guid2lid FILE and --dump-dir DIR",
+        ),
+        (
+            o.honor_guid2lid_file,
+            "-x/--honor_guid2lid: ibsm sim honours --guid2lid FILE",
+        ),
+    ];
+    refused
+        .iter()
+        .find(|(set, _)| *set)
+        .map(|(_, why)| format!("sim: {why}"))
+}
+
 fn cmd_sim(args: &[String]) -> ExitCode {
     if let Some(("serve", rest)) = args.split_first().map(|(f, r)| (f.as_str(), r)) {
         return ibsm::serve_cmd::main(rest);
@@ -122,7 +192,16 @@ fn cmd_sim(args: &[String]) -> ExitCode {
             println!("ibsm {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
-        Action::CreateConfig(_) | Action::Run => {}
+        Action::CreateConfig(path) => {
+            return match config::create_config_file(&path, &parsed.run.options) {
+                Ok(()) => {
+                    println!("ibsm: wrote {}", path.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Action::Run => {}
     }
     for w in config::summarize_warnings(&parsed.run.warnings) {
         eprintln!("ibsm: warning: {w}");
@@ -133,11 +212,21 @@ fn cmd_sim(args: &[String]) -> ExitCode {
         [_, extra, ..] => return fail(format!("sim: unexpected argument {extra:?}")),
     };
     let mut options = parsed.run.options;
+    if let Some(why) = sim_refused(&options) {
+        return fail(why);
+    }
+    // A one-shot run exits non-zero when a file an option names cannot be read (a daemon
+    // logs it and goes on, as OpenSM does).
+    if let Some(e) = options.unreadable_option_files().first() {
+        return fail(format!("ERR: {e}"));
+    }
     let mut sim = SimConfig::default();
-    let mut attach = None;
+    let mut attach = (options.guid.0 != 0).then(|| format!("0x{:x}", options.guid.0));
     let mut guid2lid = None;
     let mut limit = Duration::from_secs(600);
-    let mut verbose = false;
+    let mut verbose = options.log_flags & 0x04 != 0;
+    let (mut allow_credit_loops, mut allow_partial, mut allow_no_pairs) = (false, false, false);
+    let mut progress = true;
     for (name, value) in parsed.extras {
         let v = value.unwrap_or_default();
         match name {
@@ -153,17 +242,31 @@ fn cmd_sim(args: &[String]) -> ExitCode {
                 Ok(f) => sim.faults = f,
                 Err(e) => return fail(format!("--faults {v:?}: {e}")),
             },
-            "sm-at" => attach = Some(v),
+            "sm-at" => {
+                if attach.is_some() && options.guid.0 != 0 {
+                    return fail("sim: give either -g GUID or --sm-at, not both");
+                }
+                attach = Some(v);
+            }
             "guid2lid" => guid2lid = Some(v.into()),
-            "time-limit" => match v.parse::<f64>() {
-                Ok(s) if s > 0.0 && s.is_finite() => limit = Duration::from_secs_f64(s),
-                _ => {
+            "time-limit" => match v.parse::<f64>().ok().filter(|s| *s > 0.0) {
+                Some(s) => match Duration::try_from_secs_f64(s) {
+                    Ok(d) => limit = d,
+                    Err(_) => {
+                        return fail(format!("--time-limit {v:?}: at most {} seconds", u64::MAX))
+                    }
+                },
+                None => {
                     return fail(format!(
                         "--time-limit {v:?}: expected a positive number of seconds"
                     ))
                 }
             },
             "verbose-log" => verbose = true,
+            "allow-credit-loops" => allow_credit_loops = true,
+            "allow-partial" => allow_partial = true,
+            "allow-no-pairs" => allow_no_pairs = true,
+            "no-progress" => progress = false,
             _ => {}
         }
     }
@@ -181,6 +284,10 @@ fn cmd_sim(args: &[String]) -> ExitCode {
         attach,
         limit,
         verbose,
+        allow_credit_loops,
+        allow_partial,
+        allow_no_pairs,
+        progress,
     };
     let mut out = std::io::stdout().lock();
     match simrun::run(&args, &mut out) {

@@ -11,7 +11,6 @@ use std::process::ExitCode;
 
 use fabric_sim::ibsim_server::{IbsimServer, ServerEvent};
 use fabric_sim::sim::{Fabric, FaultConfig, SimConfig};
-use fabric_sim::topo::Topology;
 
 const USAGE: &str = "\
 usage: ibsm sim serve TOPOLOGY [--socket-name NAME] [--faults SPEC] [--seed N] [--verbose]
@@ -99,16 +98,40 @@ pub fn parse_args(args: &[String], env_name: Option<String>) -> Result<Option<Se
     }))
 }
 
+/// Why [`start`] failed.
+#[derive(Debug)]
+pub enum StartError {
+    /// The topology is bad input (exit status 2).
+    Topology(String),
+    /// The fabric or the sockets could not be set up (exit status 1).
+    Setup(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Topology(e) | StartError::Setup(e) => f.write_str(e),
+        }
+    }
+}
+
 /// Builds the fabric and binds the server.
-pub fn start(args: &ServeArgs) -> Result<IbsimServer, String> {
-    let topo = Topology::from_spec_or_file(&args.topology)
-        .map_err(|e| format!("{}: {e}", args.topology))?;
+///
+/// # Errors
+/// A topology that does not load or has no nodes; a fabric or socket that cannot be set up.
+pub fn start(args: &ServeArgs) -> Result<IbsimServer, StartError> {
+    let topo = crate::simrun::load_topology(&args.topology, &crate::progress::Progress::new(true))
+        .map_err(|e| StartError::Topology(format!("{}: {e}", args.topology)))?;
+    start_with(args, &topo).map_err(StartError::Setup)
+}
+
+fn start_with(args: &ServeArgs, topo: &fabric_sim::topo::Topology) -> Result<IbsimServer, String> {
     let cfg = SimConfig {
         seed: args.seed,
         faults: args.faults,
         ..SimConfig::default()
     };
-    let fabric = Fabric::new(&topo, cfg).map_err(|e| e.to_string())?;
+    let fabric = Fabric::new(topo, cfg).map_err(|e| e.to_string())?;
     IbsimServer::bind(fabric, &args.socket_name).map_err(|e| {
         let mut msg = e.to_string();
         let mut src = std::error::Error::source(&e);
@@ -137,7 +160,10 @@ pub fn main(args: &[String]) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("ibsm: sim serve: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(match e {
+                StartError::Topology(_) => 2,
+                StartError::Setup(_) => 1,
+            });
         }
     };
     let f = server.fabric();
@@ -232,6 +258,6 @@ mod tests {
             seed: 0,
         };
         let e = start(&a).err().unwrap();
-        assert!(e.contains("/nonexistent/file.net"), "{e}");
+        assert!(e.to_string().contains("/nonexistent/file.net"), "{e}");
     }
 }

@@ -2,21 +2,32 @@
 //!
 //! Loads a topology (file or generator spec), builds a [`Fabric`] with a real SMA on every
 //! node, attaches the SM at a CA port (or a switch's port 0) exactly as on hardware, and drives
-//! both on the simulator's virtual clock until the subnet is up (or nothing is left to do).
-//! Afterwards it checks, from the SM's tables, that every CA reaches every CA along a shortest
-//! path, writes OpenSM's dump files if asked, and prints a report.
+//! both on the simulator's virtual clock until the subnet is up, or the SM gives up (a sweep
+//! with errors and no immediate re-sweep), or the time limit. It then judges **the sweep that
+//! finished** — never a re-sweep that had just started — with the verifier's verdict for the
+//! engine that routed ([`sm::verify::Report::verdict`], the same one `ibsm verify` exits on),
+//! compares what the SM found with the topology (nodes the SM could not reach, nodes the
+//! topology does not connect to the SM's port), writes OpenSM's dump files if asked, and
+//! prints a report.
+//!
+//! A run passes ([`SimOutcome::ok`]) when the subnet came up, the verdict passed, the SM found
+//! every node connected to its port, and — unless [`SimArgs::allow_partial`] — the topology
+//! has no node the SM's port cannot reach.
 
-use std::io::{IsTerminal, Write};
+use std::collections::{HashSet, VecDeque};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId as TopoNode, Topology};
-use ibmad::{NodeType, PortNum, Time};
-use sm::check::Reachability;
-use sm::{Command, Event, Level, Phase, PhaseStats, Sm, SmConfig};
+use ibmad::{Guid, NodeType, PortNum, Time};
+use sm::routing::Lfts;
+use sm::verify::{Policy, Report, Verdict};
+use sm::{Command, Event, Level, Phase, PhaseStats, Sm, SmConfig, Subnet};
 
 use crate::persist::{write_atomic, write_dump_files, PersistError};
+use crate::progress::Progress;
 
 /// What `ibsm sim` runs.
 #[derive(Clone, Debug)]
@@ -37,19 +48,49 @@ pub struct SimArgs {
     pub limit: Duration,
     /// Print verbose log lines too.
     pub verbose: bool,
+    /// A credit loop in the tables is reported but is not a failure.
+    pub allow_credit_loops: bool,
+    /// Nodes of the topology that the SM's port cannot reach (a disconnected part) are
+    /// reported but are not a failure.
+    pub allow_partial: bool,
+    /// A check of zero CA pairs is not a failure.
+    pub allow_no_pairs: bool,
+    /// Show progress on standard error (only honoured when it is a terminal).
+    pub progress: bool,
+}
+
+impl SimArgs {
+    /// `topology` with `sm`'s options and every other setting at its default (no faults,
+    /// 600 s limit, nothing allowed).
+    #[must_use]
+    pub fn new(topology: &str, sm: SmConfig) -> SimArgs {
+        SimArgs {
+            topology: topology.to_string(),
+            sm,
+            sim: SimConfig::default(),
+            dump_dir: None,
+            guid2lid: None,
+            attach: None,
+            limit: Duration::from_secs(600),
+            verbose: false,
+            allow_credit_loops: false,
+            allow_partial: false,
+            allow_no_pairs: false,
+            progress: false,
+        }
+    }
 }
 
 /// Why `ibsm sim` could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum SimRunError {
-    /// The topology did not load.
-    #[error("topology {spec:?}: {source}")]
+    /// The topology did not load, or cannot be run.
+    #[error("topology {spec:?}: {reason}")]
     Topology {
         /// The argument.
         spec: String,
         /// Why.
-        #[source]
-        source: Box<fabric_sim::topo::LoadError>,
+        reason: String,
     },
     /// The simulator refused the topology or the attachment.
     #[error("simulator: {0}")]
@@ -59,7 +100,7 @@ pub enum SimRunError {
     Config(#[from] sm::ConfigError),
     /// `--sm-at` named nothing usable.
     #[error("--sm-at {0:?}: {1}")]
-    Attach(String, &'static str),
+    Attach(String, String),
     /// Reading the guid2lid file failed.
     #[error("reading {path}: {source}")]
     Read {
@@ -77,34 +118,59 @@ pub enum SimRunError {
     Output(#[from] std::io::Error),
 }
 
+/// How the topology compares with what the SM found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Nodes in the topology.
+    pub topology_nodes: usize,
+    /// Nodes connected to the SM's port (through switches), the SM's own node included.
+    pub connected: usize,
+    /// Names of connected nodes the SM did not find (a failure of the bring-up).
+    pub missed: Vec<String>,
+    /// Names of nodes not connected to the SM's port (a disconnected part of the topology).
+    pub disconnected: Vec<String>,
+}
+
 /// What happened.
 #[derive(Debug)]
 pub struct SimOutcome {
-    /// SUBNET UP was reached.
+    /// SUBNET UP was reached by the sweep reported here.
     pub up: bool,
-    /// Every CA reaches every CA along a shortest path (None when there were no tables).
-    pub reachability: Option<Reachability>,
-    /// Phase counters in order, with the wall time each took.
-    pub phases: Vec<(Phase, PhaseStats, Duration)>,
-    /// Nodes the SM found.
+    /// Why the subnet is not up (the last sweep's failure, or the time limit).
+    pub not_up_reason: Option<String>,
+    /// Phase counters in order, with the wall time each took and the sweep it belongs to.
+    pub phases: Vec<(u64, Phase, PhaseStats, Duration)>,
+    /// Nodes the reported sweep found.
     pub nodes_found: usize,
-    /// Nodes the SM could not reach.
+    /// Directed routes that got no answer in the reported sweep.
     pub unreachable: usize,
     /// The engine that routed.
     pub engine: String,
-    /// The route verifier's report (credit loops, balance; None when there were no tables).
-    pub verify: Option<sm::verify::Report>,
+    /// The route verifier's report (None when there were no tables).
+    pub verify: Option<Report>,
+    /// The verdict on the tables (None when there were no tables).
+    pub verdict: Option<Verdict>,
+    /// The topology against what the SM found.
+    pub coverage: Coverage,
+    /// Heavy sweeps run.
+    pub sweeps: u64,
     /// Virtual time at SUBNET UP (or at the end).
     pub virtual_time: Duration,
     /// Wall time of the whole run (after loading).
     pub wall: Duration,
+    /// Disconnected nodes are accepted.
+    pub allow_partial: bool,
 }
 
 impl SimOutcome {
-    /// The subnet came up and every CA reaches every CA on a shortest path.
+    /// The subnet came up, the verdict on its tables passed, the SM found every node
+    /// connected to its port, and no node is disconnected (unless allowed).
     #[must_use]
     pub fn ok(&self) -> bool {
-        self.up && self.reachability.as_ref().is_some_and(Reachability::is_ok)
+        self.up
+            && self.verdict.as_ref().is_some_and(Verdict::passed)
+            && self.coverage.missed.is_empty()
+            && (self.allow_partial || self.coverage.disconnected.is_empty())
     }
 }
 
@@ -116,6 +182,7 @@ fn attach_point(t: &Topology, spec: Option<&str>) -> Result<(TopoNode, PortNum),
             .find(|(p, port)| p.0 >= 1 && port.peer().is_some())
             .map(|(p, _)| p)
     };
+    let attach_err = |spec: &str, why: String| SimRunError::Attach(spec.to_string(), why);
     let Some(spec) = spec else {
         for id in t.nodes_of_type(NodeType::CA) {
             if let Some(p) = first_cabled(id) {
@@ -123,47 +190,121 @@ fn attach_point(t: &Topology, spec: Option<&str>) -> Result<(TopoNode, PortNum),
             }
         }
         let sw = t.nodes_of_type(NodeType::SWITCH).next();
-        return sw.map(|id| (id, PortNum(0))).ok_or(SimRunError::Attach(
-            String::new(),
-            "the topology has no node to attach to",
-        ));
+        return sw
+            .map(|id| (id, PortNum(0)))
+            .ok_or_else(|| SimRunError::Topology {
+                spec: String::new(),
+                reason: "no switch and no cabled CA port to attach the SM to".into(),
+            });
     };
     let (name, port) = match spec.rsplit_once(':') {
-        Some((n, p)) => {
-            let p: u8 = p.parse().map_err(|_| {
-                SimRunError::Attach(spec.into(), "port after ':' must be a number 0..=254")
-            })?;
-            (n, Some(PortNum(p)))
-        }
+        Some((n, p)) => match p.parse::<u16>() {
+            Ok(v) if v <= 254 => (n, Some(PortNum(v as u8))),
+            Ok(v) => {
+                return Err(attach_err(
+                    spec,
+                    format!("port {v} is not a port number (0..=254)"),
+                ))
+            }
+            Err(_) => {
+                return Err(attach_err(
+                    spec,
+                    format!("{p:?} after ':' is not a port number (0..=254)"),
+                ))
+            }
+        },
         None => (spec, None),
     };
+    let guid = name
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok());
+    // A port GUID (as OpenSM's -g) names the port too.
+    let by_port = guid.and_then(|g| {
+        t.nodes().find_map(|(id, n)| {
+            t.ports(id)
+                .find(|(p, port)| (p.0 >= 1 || n.is_switch()) && port.guid().0 == g)
+                .map(|(p, _)| (id, if n.is_switch() { PortNum(0) } else { p }))
+        })
+    });
+    if let (Some(found), None) = (by_port, port) {
+        return Ok(found);
+    }
     let id = t
         .nodes()
-        .find(|(_, n)| {
-            n.name() == name
-                || name
-                    .strip_prefix("0x")
-                    .and_then(|h| u64::from_str_radix(h, 16).ok())
-                    .is_some_and(|g| n.guid().0 == g)
-        })
+        .find(|(_, n)| n.name() == name || guid.is_some_and(|g| n.guid().0 == g))
         .map(|(id, _)| id)
-        .ok_or(SimRunError::Attach(
-            spec.into(),
-            "no node with that name or GUID",
-        ))?;
-    let is_switch = t
-        .nodes()
-        .find(|(i, _)| *i == id)
-        .is_some_and(|(_, n)| n.is_switch());
+        .or(by_port.map(|(id, _)| id))
+        .ok_or_else(|| {
+            attach_err(
+                spec,
+                "no node with that name, node GUID or port GUID".into(),
+            )
+        })?;
+    let node = t
+        .node(id)
+        .ok_or_else(|| attach_err(spec, "no such node".into()))?;
     let port = match port {
+        Some(p) if p.0 > node.num_ports() => {
+            return Err(attach_err(
+                spec,
+                format!(
+                    "port {} is beyond {:?}'s {} ports",
+                    p.0,
+                    node.name(),
+                    node.num_ports()
+                ),
+            ))
+        }
         Some(p) => p,
-        None if is_switch => PortNum(0),
-        None => first_cabled(id).ok_or(SimRunError::Attach(
-            spec.into(),
-            "that CA has no cabled port",
-        ))?,
+        None if node.is_switch() => PortNum(0),
+        None => {
+            first_cabled(id).ok_or_else(|| attach_err(spec, "that CA has no cabled port".into()))?
+        }
     };
     Ok((id, port))
+}
+
+/// Nodes connected to the SM at `at`: reached over cables through switches (a CA other than
+/// the SM's own does not forward).
+fn connected_nodes(t: &Topology, at: TopoNode) -> HashSet<TopoNode> {
+    let mut seen = HashSet::new();
+    let mut q = VecDeque::new();
+    seen.insert(at);
+    q.push_back(at);
+    while let Some(u) = q.pop_front() {
+        let forwards = u == at || t.node(u).is_some_and(|n| n.is_switch());
+        if !forwards {
+            continue;
+        }
+        for (_, port) in t.ports(u) {
+            if let Some(peer) = port.peer() {
+                if seen.insert(peer.node) {
+                    q.push_back(peer.node);
+                }
+            }
+        }
+    }
+    seen
+}
+
+fn coverage(t: &Topology, at: TopoNode, found: &Subnet) -> Coverage {
+    let connected = connected_nodes(t, at);
+    let mut c = Coverage {
+        topology_nodes: t.nodes().count(),
+        connected: connected.len(),
+        ..Coverage::default()
+    };
+    for (id, n) in t.nodes() {
+        if found.node_by_guid(n.guid()).is_some() {
+            continue;
+        }
+        if connected.contains(&id) {
+            c.missed.push(n.name().to_string());
+        } else {
+            c.disconnected.push(n.name().to_string());
+        }
+    }
+    c
 }
 
 fn fmt_dur(d: Duration) -> String {
@@ -175,28 +316,59 @@ fn fmt_dur(d: Duration) -> String {
     }
 }
 
+fn names(v: &[String]) -> String {
+    let shown: Vec<&str> = v.iter().take(4).map(String::as_str).collect();
+    let more = if v.len() > 4 { ", ..." } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
 struct Driver {
     fabric: Fabric,
     sm: Sm,
     h: SmHandle,
     buf: [u8; 256],
+    /// Events with the wall time at which the call that produced them returned and the
+    /// heavy sweep they belong to.
+    events: VecDeque<(Instant, u64, Event)>,
 }
 
 impl Driver {
-    /// Delivers received MADs, fires due timers and drains transmits, all at the current time.
+    /// Collects the events of the last SM call; true if one ends a sweep (SUBNET UP or a
+    /// failure), after which nothing more is fed to the SM until the owner has looked at it.
+    fn drain(&mut self) -> bool {
+        let t = Instant::now();
+        let sweep = self.sm.heavy_sweeps();
+        let mut end = false;
+        while let Some(e) = self.sm.poll_event() {
+            end |= matches!(e, Event::SubnetUp | Event::SweepFailed { .. });
+            self.events.push_back((t, sweep, e));
+        }
+        end
+    }
+
+    /// Delivers received MADs, fires due timers and drains transmits, all at the current time;
+    /// events are collected after every SM call so their wall time is the call's, and the
+    /// round stops at the end of a sweep (so the SM's state is still that sweep's).
     fn process(&mut self) {
         let now = self.fabric.now();
         while let Ok(Some((meta, len))) = self.fabric.sm_recv(self.h, &mut self.buf) {
             let n = len.min(self.buf.len());
             self.sm.handle_mad(now, &meta, &self.buf[..n]);
+            if self.drain() {
+                return;
+            }
         }
         if self.sm.poll_timeout().is_some_and(|t| t <= now) {
             self.sm.handle_timeout(now);
+            if self.drain() {
+                return;
+            }
         }
         while let Some(tx) = self.sm.poll_transmit(now, &mut self.buf) {
             // Back-pressure from the simulator is counted there as a drop; the SM retries.
             let _ = self.fabric.sm_send(self.h, &tx.meta, &self.buf[..tx.len]);
         }
+        self.drain();
     }
 
     /// Moves virtual time to the next thing that happens (a fabric event or the SM's timer).
@@ -221,22 +393,60 @@ impl Driver {
     }
 }
 
+/// A sweep that finished with errors, kept for the report while its re-sweep runs.
+struct Finished {
+    subnet: Subnet,
+    lfts: Option<Lfts>,
+    engine: &'static str,
+    reason: String,
+    unreachable: usize,
+}
+
+/// Loads a topology file or generator spec for a command, refusing one without nodes.
+///
+/// # Errors
+/// The loader's error, or "no nodes".
+pub fn load_topology(spec: &str, progress: &Progress) -> Result<Topology, String> {
+    progress.message(&format!("loading {spec}"));
+    let t = Topology::from_spec_or_file(spec).map_err(|e| e.to_string())?;
+    if t.nodes().next().is_none() {
+        return Err("the topology has no nodes".into());
+    }
+    Ok(t)
+}
+
 /// Runs the SM against the simulated fabric, printing log lines and the report to `out`.
 ///
 /// # Errors
 /// Bad topology, configuration or attachment; unreadable guid2lid; unwritable dump files.
 pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunError> {
-    let load_start = Instant::now();
-    let topo = Topology::from_spec_or_file(&args.topology).map_err(|e| SimRunError::Topology {
+    let progress = Progress::new(args.progress);
+    let topo_err = |reason: String| SimRunError::Topology {
         spec: args.topology.clone(),
-        source: Box::new(e),
-    })?;
+        reason,
+    };
+    let load_start = Instant::now();
+    let topo = load_topology(&args.topology, &progress).map_err(topo_err)?;
     let load_time = load_start.elapsed();
-    let (at, port) = attach_point(&topo, args.attach.as_deref())?;
-    let at_name = topo
+    // Refuse up front a fabric the LID space cannot hold (the SM would fail every sweep).
+    let ca_ports = topo
         .nodes()
-        .find(|(i, _)| *i == at)
-        .map_or(String::new(), |(_, n)| n.name().to_string());
+        .filter(|(_, n)| !n.is_switch())
+        .map(|(id, _)| {
+            topo.ports(id)
+                .filter(|(p, port)| p.0 >= 1 && port.peer().is_some())
+                .count()
+        })
+        .sum::<usize>();
+    sm::lid::lid_space_check(ca_ports, topo.num_switches(), args.sm.lmc)
+        .map_err(|e| topo_err(e.to_string()))?;
+    let (at, port) = attach_point(&topo, args.attach.as_deref()).map_err(|e| match e {
+        SimRunError::Topology { reason, .. } => topo_err(reason),
+        other => other,
+    })?;
+    let at_name = topo
+        .node(at)
+        .map_or(String::new(), |n| n.name().to_string());
     writeln!(
         out,
         "ibsm sim: {} — {} switches, {} CAs, {} links (loaded in {}); SM on {:?} port {}",
@@ -249,6 +459,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         port
     )?;
 
+    progress.message("building the simulated fabric");
     let mut fabric = Fabric::new(&topo, args.sim.clone()).map_err(Box::new)?;
     let att = fabric.attach_sm(at, port).map_err(Box::new)?;
     let mut sm = Sm::new(SmConfig {
@@ -257,11 +468,23 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     })?;
     if let Some(path) = &args.guid2lid {
         match std::fs::read_to_string(path) {
-            Ok(text) => sm.handle_command(Time::ZERO, Command::Guid2Lid(text)),
+            Ok(text) => {
+                let (_, warnings) = sm::lid::Guid2Lid::parse(&text);
+                for w in &warnings {
+                    writeln!(
+                        out,
+                        "[{:>12}] ERR   guid2lid {}: {w}",
+                        fmt_dur(Duration::ZERO),
+                        path.display()
+                    )?;
+                }
+                sm.handle_command(Time::ZERO, Command::Guid2Lid(text));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 writeln!(
                     out,
-                    "guid2lid {} not found: assigning afresh",
+                    "[{:>12}] ERR   guid2lid {} not found: assigning LIDs afresh",
+                    fmt_dur(Duration::ZERO),
                     path.display()
                 )?;
             }
@@ -272,15 +495,17 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
                 })
             }
         }
+        // The SM's own warnings about the text repeat what was printed above.
+        while sm.poll_event().is_some() {}
     }
     let mut d = Driver {
         fabric,
         sm,
         h: att.handle,
         buf: [0u8; 256],
+        events: VecDeque::new(),
     };
 
-    let progress = std::io::stderr().is_terminal();
     let limit = Time::ZERO + args.limit;
     let start = Instant::now();
     let mut last_phase = start;
@@ -289,20 +514,24 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     let mut up_at = Duration::ZERO;
     let mut unreachable = 0usize;
     let mut guid2lid_text: Option<String> = None;
+    let mut finished: Option<Finished> = None;
+    let mut gave_up: Option<String> = None;
     let mut rounds: u64 = 0;
-    loop {
+    'run: loop {
         d.process();
         rounds += 1;
-        while let Some(ev) = d.sm.poll_event() {
+        while let Some((t, sweep, ev)) = d.events.pop_front() {
             let vt = d.fabric.now().saturating_since(Time::ZERO);
             match ev {
                 Event::Log { level, line } if level <= Level::Info || args.verbose => {
                     writeln!(out, "[{:>12}] {level:<5} {line}", fmt_dur(vt))?;
                 }
                 Event::PhaseDone { phase, stats } => {
-                    let now = Instant::now();
-                    phases.push((phase, stats, now - last_phase));
-                    last_phase = now;
+                    if phase == Phase::Discovery {
+                        unreachable = 0;
+                    }
+                    phases.push((sweep, phase, stats, t - last_phase));
+                    last_phase = t;
                 }
                 Event::NodeUnreachable { dr_path, attempts } => {
                     unreachable += 1;
@@ -327,6 +556,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
                 Event::SubnetUp => {
                     up = true;
                     up_at = vt;
+                    break 'run;
                 }
                 Event::Standby { master, priority } => {
                     writeln!(
@@ -337,24 +567,36 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
                 }
                 Event::SweepFailed { reason } => {
                     writeln!(out, "[{:>12}] ERR   sweep failed: {reason}", fmt_dur(vt))?;
+                    if d.sm.resweep_due() {
+                        finished = Some(Finished {
+                            subnet: d.sm.subnet().clone(),
+                            lfts: d.sm.lfts().cloned(),
+                            engine: d.sm.routing_engine_used(),
+                            reason,
+                            unreachable,
+                        });
+                    } else {
+                        // The SM waits for its sweep interval now: this sweep is the result.
+                        finished = None;
+                        gave_up = Some(reason);
+                        break 'run;
+                    }
                 }
                 _ => {}
             }
         }
-        if up || !d.advance(limit) {
+        if !d.advance(limit) {
             break;
         }
-        if progress && rounds.is_multiple_of(4096) {
-            eprint!(
-                "\r{:?} {:>10} SMPs sent, virtual {}   ",
+        if rounds.is_multiple_of(1024) {
+            progress.message(&format!(
+                "{:?}: {} SMPs sent, {} nodes found, virtual {}",
                 d.sm.state(),
                 d.fabric.sm_stats(d.h).map_or(0, |s| s.sent),
+                d.sm.subnet().nodes.len(),
                 fmt_dur(d.fabric.now().saturating_since(Time::ZERO))
-            );
+            ));
         }
-    }
-    if progress {
-        eprint!("\r{:70}\r", "");
     }
     let wall = start.elapsed();
     let virtual_time = if up {
@@ -362,11 +604,44 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     } else {
         d.fabric.now().saturating_since(Time::ZERO)
     };
+    let not_up_reason = if up {
+        None
+    } else if let Some(r) = gave_up {
+        Some(r)
+    } else if let Some(f) = &finished {
+        Some(format!(
+            "time limit {} reached during a re-sweep; the last finished sweep failed: {}",
+            fmt_dur(args.limit),
+            f.reason
+        ))
+    } else {
+        Some(format!(
+            "time limit {} reached (state {:?}) before any sweep finished",
+            fmt_dur(args.limit),
+            d.sm.state()
+        ))
+    };
+    // The sweep to report: the live one, unless the run ended in a re-sweep of a failed one.
+    let (subnet, lfts, engine, unreachable) = match &finished {
+        Some(f) => (&f.subnet, f.lfts.as_ref(), f.engine, f.unreachable),
+        None => (
+            d.sm.subnet(),
+            d.sm.lfts(),
+            d.sm.routing_engine_used(),
+            unreachable,
+        ),
+    };
 
+    progress.message("verifying the tables");
     let check_start = Instant::now();
-    let verified = d.sm.lfts().map(|l| sm::verify::verify(d.sm.subnet(), l));
-    let reachability = verified.as_ref().map(|v| v.reach.clone());
+    let policy = Policy {
+        allow_credit_loops: args.allow_credit_loops,
+        allow_no_pairs: args.allow_no_pairs,
+    };
+    let verified = lfts.map(|l| sm::verify::verify(subnet, l));
+    let verdict = verified.as_ref().map(|v| v.verdict(engine, &policy));
     let check_time = check_start.elapsed();
+    progress.finish();
 
     if let Some(dir) = &args.dump_dir {
         write_dumps(dir, &d.sm, guid2lid_text.as_deref())?;
@@ -374,16 +649,27 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
 
     let outcome = SimOutcome {
         up,
-        reachability,
+        not_up_reason,
         phases,
-        nodes_found: d.sm.subnet().nodes.len(),
+        nodes_found: subnet.nodes.len(),
         unreachable,
-        engine: d.sm.routing_engine_used().to_string(),
+        engine: engine.to_string(),
         verify: verified,
+        verdict,
+        coverage: coverage(&topo, at, subnet),
+        sweeps: d.sm.heavy_sweeps(),
         virtual_time,
         wall,
+        allow_partial: args.allow_partial,
     };
-    report(out, &d, &outcome, check_time, args.dump_dir.as_deref())?;
+    report(
+        out,
+        &d,
+        subnet,
+        &outcome,
+        check_time,
+        args.dump_dir.as_deref(),
+    )?;
     Ok(outcome)
 }
 
@@ -397,11 +683,11 @@ fn write_dumps(dir: &Path, sm: &Sm, guid2lid: Option<&str>) -> Result<(), SimRun
 fn report(
     out: &mut dyn Write,
     d: &Driver,
+    subnet: &Subnet,
     o: &SimOutcome,
     check_time: Duration,
     dump_dir: Option<&Path>,
 ) -> std::io::Result<()> {
-    let subnet = d.sm.subnet();
     let switches = subnet.switches().count();
     let end_ports: Vec<_> = subnet.end_ports().collect();
     let lids: Vec<u16> = end_ports
@@ -409,17 +695,57 @@ fn report(
         .map(|&(n, p)| subnet.port(n, p).map_or(0, |x| x.lid.0))
         .filter(|&l| l != 0)
         .collect();
-    let linked = subnet.ports.iter().filter(|p| p.remote.is_some()).count();
+    // The same ports the SM drives to Active ("N linked ports and M switch ports 0 Active").
+    let (mut linked, mut port0) = (0usize, 0usize);
+    for id in subnet.node_ids() {
+        for p in 0..=subnet.node(id).num_ports {
+            if sm::program::in_state_pass(subnet, id, PortNum(p)) {
+                if p == 0 {
+                    port0 += 1;
+                } else {
+                    linked += 1;
+                }
+            }
+        }
+    }
     writeln!(out)?;
     writeln!(
         out,
-        "nodes found      {} ({} switches, {} CAs/routers), {} linked ports, {} unreachable",
+        "nodes found      {} ({} switches, {} CAs/routers), {} linked ports and {} switch ports 0, {} directed routes unanswered",
         o.nodes_found,
         switches,
         o.nodes_found - switches,
         linked,
+        port0,
         o.unreachable
     )?;
+    let c = &o.coverage;
+    if !c.missed.is_empty() {
+        writeln!(
+            out,
+            "topology         FAILED: {} of {} nodes connected to the SM's port were not found: {}",
+            c.missed.len(),
+            c.connected,
+            names(&c.missed)
+        )?;
+    }
+    if !c.disconnected.is_empty() {
+        writeln!(
+            out,
+            "topology         {}{} of {} nodes are not connected to the SM's port: {}",
+            if o.allow_partial {
+                ""
+            } else {
+                "FAILED (give --allow-partial to accept): "
+            },
+            c.disconnected.len(),
+            c.topology_nodes,
+            names(&c.disconnected)
+        )?;
+    }
+    if c.missed.is_empty() && c.disconnected.is_empty() {
+        writeln!(out, "topology         all {} nodes found", c.topology_nodes)?;
+    }
     writeln!(
         out,
         "LIDs             {} end ports, LIDs {}..{}, LMC {}",
@@ -431,15 +757,21 @@ fn report(
     writeln!(out, "routing engine   {}", o.engine)?;
     writeln!(
         out,
-        "{:<16} {:>9} {:>8} {:>9} {:>12} {:>12}",
+        "{:<20} {:>9} {:>8} {:>9} {:>12} {:>12}",
         "phase", "SMPs", "retried", "timed-out", "virtual", "wall"
     )?;
+    let many = o.phases.first().map(|p| p.0) != o.phases.last().map(|p| p.0);
     let mut tot = PhaseStats::default();
-    for (phase, s, wall) in &o.phases {
+    for (sweep, phase, s, wall) in &o.phases {
+        let name = if many {
+            format!("{phase} #{sweep}")
+        } else {
+            phase.to_string()
+        };
         writeln!(
             out,
-            "{:<16} {:>9} {:>8} {:>9} {:>12} {:>12}",
-            phase.to_string(),
+            "{:<20} {:>9} {:>8} {:>9} {:>12} {:>12}",
+            name,
             s.smps,
             s.retried,
             s.timed_out,
@@ -452,51 +784,65 @@ fn report(
     }
     writeln!(
         out,
-        "{:<16} {:>9} {:>8} {:>9} {:>12} {:>12}",
-        "total",
+        "{:<20} {:>9} {:>8} {:>9} {:>12} {:>12}",
+        if many {
+            format!("total ({} sweeps)", o.sweeps)
+        } else {
+            "total".to_string()
+        },
         tot.smps,
         tot.retried,
         tot.timed_out,
         fmt_dur(o.virtual_time),
         fmt_dur(o.wall)
     )?;
-    match &o.reachability {
-        Some(r) if r.is_ok() => writeln!(
+    match (&o.verify, &o.verdict) {
+        (Some(v), Some(verdict)) => {
+            let r = &v.reach;
+            writeln!(
+                out,
+                "check            {verdict} ({} CA pairs, {} CA-to-switch routes, {})",
+                r.pairs,
+                r.switch_pairs,
+                fmt_dur(check_time)
+            )?;
+            for k in &r.skipped {
+                writeln!(
+                    out,
+                    "                 skipped CA port {}",
+                    sm::verify::describe_skipped(subnet, k)
+                )?;
+            }
+            let b = &v.balance;
+            writeln!(
+                out,
+                "credit loops     {}",
+                match &v.credit_loop {
+                    None => "none (channel dependency graph acyclic)".to_string(),
+                    Some(c) => format!(
+                        "CYCLE of {} links: {}",
+                        c.len(),
+                        c.iter()
+                            .map(|x| x.describe(subnet))
+                            .collect::<Vec<_>>()
+                            .join(" => ")
+                    ),
+                }
+            )?;
+            writeln!(
+                out,
+                "routes per port  switch-to-switch links max {} mean {:.1} stddev {:.2}; CA-facing ports max {} mean {:.1}",
+                b.per_link.max,
+                b.per_link.mean,
+                b.per_link.stddev,
+                b.per_ca_port.max,
+                b.per_ca_port.mean
+            )?;
+        }
+        _ => writeln!(
             out,
-            "check            every CA reaches every CA along a shortest path ({} pairs, {})",
-            r.pairs,
-            fmt_dur(check_time)
+            "check            FAILED: no forwarding tables were computed"
         )?,
-        Some(r) => writeln!(
-            out,
-            "check            FAILED: {} unreachable pairs (e.g. {:?}), {} loops, {} longer than shortest",
-            r.unreachable_count,
-            r.unreachable.first(),
-            r.loops,
-            r.non_shortest
-        )?,
-        None => writeln!(out, "check            no forwarding tables were computed")?,
-    }
-    if let Some(v) = &o.verify {
-        let b = &v.balance;
-        writeln!(
-            out,
-            "credit loops     {}; routes per link max {} mean {:.1} stddev {:.2}",
-            match &v.credit_loop {
-                None => "none (channel dependency graph acyclic)".to_string(),
-                Some(c) => format!(
-                    "CYCLE of {} links: {}",
-                    c.len(),
-                    c.iter()
-                        .map(|x| x.describe(subnet))
-                        .collect::<Vec<_>>()
-                        .join(" => ")
-                ),
-            },
-            b.per_link.max,
-            b.per_link.mean,
-            b.per_link.stddev
-        )?;
     }
     writeln!(out, "simulator        {}", d.fabric.stats())?;
     if let Some(dir) = dump_dir {
@@ -510,7 +856,22 @@ fn report(
             fmt_dur(o.wall)
         )?;
     } else {
-        writeln!(out, "subnet did NOT come up (state {:?})", d.sm.state())?;
+        writeln!(
+            out,
+            "subnet did NOT come up: {}",
+            o.not_up_reason.as_deref().unwrap_or("unknown")
+        )?;
     }
+    writeln!(
+        out,
+        "verdict          {}",
+        if o.ok() { "PASSED" } else { "FAILED" }
+    )?;
     Ok(())
+}
+
+/// The GUIDs of the topology's nodes, for tests.
+#[must_use]
+pub fn topology_guids(t: &Topology) -> Vec<Guid> {
+    t.nodes().map(|(_, n)| n.guid()).collect()
 }

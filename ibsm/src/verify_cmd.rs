@@ -7,8 +7,14 @@
 //! tables can be judged as well as ours; the LIDs are those the dump records for each port
 //! (else the topology's, else fresh ones). `--routing` instead computes our own tables with the
 //! engine chain (`--root-guid-file`, `--lfts-file` and `--scatter-ports` as OpenSM's options).
+//! The verdict is [`sm::verify::Report::verdict`], the same `ibsm sim` exits on: tables from
+//! `--routing` are held to the promise of the engine that computed them, a dump to that of
+//! `--engine NAME` if given (else only reachability); a credit loop fails unless
+//! `--allow-credit-loops`, zero CA pairs fail unless `--allow-no-pairs`. CA ports left out of
+//! the check are listed with the reason.
 //! Exit status: 0 when the tables pass, 1 when they fail, 2 on bad usage or input.
 
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use fabric_sim::topo::{subnet, Topology};
@@ -22,12 +28,18 @@ usage: ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [op
 
   --topology T          topology file (ibsim .net or ibnetdiscover) or generator spec
   --lfts DUMP           tables to judge: opensm-lfts.dump, dump_fts or ibroute output
-  --routing ENGINES     compute our tables instead (as -R, e.g. updn,minhop)
+  --routing ENGINES     compute our tables instead (as -R, e.g. updn,minhop; ibsm has
+                        minhop, updn, dnup, ftree, file)
+  --engine NAME         judge a --lfts dump against what NAME promises (minhop, dor:
+                        shortest paths; updn, dnup, ftree: no credit loop)
   --root-guid-file F    root GUIDs for updn (with --routing)
   --lfts-file F         tables for the file engine (with --routing file)
   --scatter-ports N     scatter_ports seed (with --routing)
+  --allow-credit-loops  a credit loop is reported but does not fail
+  --allow-no-pairs      a check of zero CA pairs does not fail
   --json                print the report as JSON
-exit status: 0 pass, 1 fail (dead end, loop or credit loop), 2 bad usage or input
+exit status: 0 pass, 1 fail (dead end, loop, credit loop, a broken promise, nothing
+checked; the first line says which), 2 bad usage or input
 ";
 
 /// Parsed arguments.
@@ -47,6 +59,12 @@ pub struct VerifyArgs {
     pub scatter_ports: u64,
     /// JSON output.
     pub json: bool,
+    /// The engine whose promise a dump is judged against.
+    pub engine: Option<String>,
+    /// Accept a credit loop.
+    pub allow_credit_loops: bool,
+    /// Accept a check of zero pairs.
+    pub allow_no_pairs: bool,
 }
 
 /// Parses the arguments after `verify`; `Ok(None)` = help.
@@ -68,9 +86,26 @@ pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
         match key {
             "-h" | "--help" => return Ok(None),
             "--json" => a.json = true,
+            "--allow-credit-loops" => a.allow_credit_loops = true,
+            "--allow-no-pairs" => a.allow_no_pairs = true,
+            "--engine" => {
+                let v = val(key)?;
+                let known = crate::config::RoutingEngineId::from_name(&v).is_some() || v == "file";
+                if !known {
+                    return Err(format!(
+                        "--engine {v:?} is not an OpenSM routing engine name"
+                    ));
+                }
+                a.engine = Some(v);
+            }
             "--topology" => topo = Some(val(key)?),
             "--lfts" => a.lfts = Some(val(key)?),
-            "--routing" | "-R" => a.routing = Some(val(key)?),
+            "--routing" | "-R" => {
+                let v = val(key)?;
+                crate::config::RoutingEngines::parse(&v)
+                    .map_err(|e| format!("--routing {v:?}: expected {e}"))?;
+                a.routing = Some(v);
+            }
             "--root-guid-file" | "--root_guid_file" | "-a" => {
                 a.root_guid_file = Some(val(key)?);
             }
@@ -89,6 +124,11 @@ pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
         (None, None) => return Err("give --lfts DUMP or --routing ENGINES".into()),
         (Some(_), Some(_)) => return Err("--lfts and --routing exclude each other".into()),
         _ => {}
+    }
+    if a.engine.is_some() && a.routing.is_some() {
+        return Err(
+            "--engine is for --lfts; with --routing the engine that routed is judged".into(),
+        );
     }
     Ok(Some(a))
 }
@@ -115,9 +155,13 @@ fn option_file(path: &Option<String>) -> Option<OptionFile> {
 
 /// Runs the verification; returns the text to print and whether the tables passed.
 pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
-    let t = Topology::from_spec_or_file(&a.topology).map_err(|e| e.to_string())?;
+    let progress = crate::progress::Progress::new(true);
+    let t = crate::simrun::load_topology(&a.topology, &progress)
+        .map_err(|e| format!("topology {:?}: {e}", a.topology))?;
+    progress.message("reading the tables");
     let mut s = subnet_from_topology(&t);
     let mut log = Vec::new();
+    let mut engine = a.engine.clone().unwrap_or_else(|| "dump".to_string());
     let lfts = if let Some(path) = &a.lfts {
         let dump = parse_lft_dump(&read(path)?).map_err(|e| format!("{path}: {e}"))?;
         let n = dump
@@ -138,24 +182,53 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
             lfts_file: option_file(&a.lfts_file),
             ..EngineOptions::default()
         };
+        let cfg = sm::SmConfig {
+            routing_engine: engines.clone(),
+            ..sm::SmConfig::default()
+        };
+        cfg.validate().map_err(|e| e.to_string())?;
+        progress.message("routing");
         let out = route_chain_with(&engines, false, &s, a.scatter_ports, &opts)
             .map_err(|e| e.to_string())?;
         log = out.log;
+        engine = out.engine.to_string();
         out.routes.lfts
     };
+    progress.message("verifying the tables");
     let report = sm::verify::verify(&s, &lfts);
+    progress.finish();
+    let verdict = report.verdict(
+        &engine,
+        &sm::verify::Policy {
+            allow_credit_loops: a.allow_credit_loops,
+            allow_no_pairs: a.allow_no_pairs,
+        },
+    );
     let text = if a.json {
-        format!("{}\n", report.to_json(&s))
+        let esc = |t: &str| t.replace('\\', "\\\\").replace('"', "\\\"");
+        let failures: Vec<String> = verdict
+            .failures
+            .iter()
+            .map(|f| format!("\"{}\"", esc(&f.to_string())))
+            .collect();
+        let body = report.to_json(&s);
+        format!(
+            "{{\"passed\":{},\"engine\":\"{}\",\"failures\":[{}],{}\n",
+            verdict.passed(),
+            esc(&engine),
+            failures.join(","),
+            body.strip_prefix('{').unwrap_or(&body)
+        )
     } else {
-        let mut t = String::new();
+        let mut t = format!("verify: {verdict}\n");
         for l in &log {
-            t.push_str(l);
-            t.push('\n');
+            let level = sm::routing::log_line_level(l);
+            let _ = writeln!(t, "{level:<5} {l}");
         }
         t.push_str(&report.summary(&s));
         t
     };
-    Ok((text, report.is_ok()))
+    Ok((text, verdict.passed()))
 }
 
 fn fresh_lids(s: &mut Subnet) -> Result<(), String> {
@@ -239,26 +312,23 @@ mod tests {
         let mut j = mk("updn");
         j.json = true;
         let (text, _) = run(&j).unwrap();
-        assert!(text.starts_with("{\"ok\":true,"), "{text}");
+        assert!(
+            text.starts_with("{\"passed\":true,\"engine\":\"updn\",\"failures\":[],\"ok\":true,"),
+            "{text}"
+        );
     }
 
     #[test]
     fn sim_reports_the_verifier_result_after_bring_up() {
         let sim = |engine: &str| {
-            let args = crate::simrun::SimArgs {
-                topology: "torus:4,4".into(),
-                sm: sm::SmConfig {
+            let args = crate::simrun::SimArgs::new(
+                "torus:4,4",
+                sm::SmConfig {
                     routing_engine: vec![engine.into()],
                     sweep_interval: std::time::Duration::ZERO,
                     ..sm::SmConfig::default()
                 },
-                sim: fabric_sim::sim::SimConfig::default(),
-                dump_dir: None,
-                guid2lid: None,
-                attach: None,
-                limit: std::time::Duration::from_secs(60),
-                verbose: false,
-            };
+            );
             let mut out = Vec::new();
             let o = crate::simrun::run(&args, &mut out).unwrap();
             (o, String::from_utf8(out).unwrap())

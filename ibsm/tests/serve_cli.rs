@@ -114,6 +114,7 @@ fn serve_rejects_bad_arguments() {
         .args(["sim", "serve", "no-such-generator:1", "--socket-name", "x"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A bad topology is bad input (2), as for `ibsm sim`.
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-generator:1"));
 }

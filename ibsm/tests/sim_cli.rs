@@ -130,6 +130,6 @@ fn k36_comes_up() {
         "{out}"
     );
     assert!(out.contains("SUBNET UP"), "{out}");
-    assert!(out.contains("136048896 pairs"), "{out}");
+    assert!(out.contains("(136048896 CA pairs"), "{out}");
     assert!(out.contains("credit loops     none"), "{out}");
 }

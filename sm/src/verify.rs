@@ -186,7 +186,6 @@ impl Report {
     pub fn summary(&self, subnet: &Subnet) -> String {
         let r = &self.reach;
         let mut s = String::new();
-        let _ = writeln!(s, "verify: {}", if self.is_ok() { "OK" } else { "FAILED" });
         let _ = writeln!(
             s,
             "reachability: {} CA pairs ({} table walks): {} unreachable, {} looping, {} longer than the shortest path",

@@ -94,6 +94,35 @@ impl Options {
     }
 }
 
+impl Options {
+    /// The files named by options (`root_guid_file`, `cn_guid_file`, `io_guid_file`,
+    /// `lfts_file`, `guid_routing_order_file`) that cannot be read, each as
+    /// `KEY (-X) FILE: why`. A one-shot run refuses to start with any; a daemon logs the
+    /// engine's error line and goes on as OpenSM does.
+    #[must_use]
+    pub fn unreadable_option_files(&self) -> Vec<String> {
+        let files = [
+            ("root_guid_file (-a)", &self.root_guid_file),
+            ("cn_guid_file (-u)", &self.cn_guid_file),
+            ("io_guid_file (-G)", &self.io_guid_file),
+            ("lfts_file (-U)", &self.lfts_file),
+            (
+                "guid_routing_order_file (-X)",
+                &self.guid_routing_order_file,
+            ),
+        ];
+        files
+            .iter()
+            .filter_map(|(key, p)| {
+                let p = p.as_ref()?;
+                std::fs::read_to_string(p)
+                    .err()
+                    .map(|e| format!("{key} {}: {e}", p.display()))
+            })
+            .collect()
+    }
+}
+
 impl From<&Options> for SmConfig {
     fn from(o: &Options) -> Self {
         o.to_sm_config()
