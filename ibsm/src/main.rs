@@ -203,7 +203,15 @@ fn cmd_sim(args: &[String]) -> ExitCode {
         }
         Action::Run => {}
     }
-    for w in config::summarize_warnings(&parsed.run.warnings) {
+    // `ibsm sim` honours `guid` (-g): it picks the SM's port.
+    let warnings: Vec<config::ConfigWarning> = parsed
+        .run
+        .warnings
+        .iter()
+        .filter(|w| !matches!(w, config::ConfigWarning::Inconsistent { message } if message.starts_with("guid ")))
+        .cloned()
+        .collect();
+    for w in config::summarize_warnings(&warnings) {
         eprintln!("ibsm: warning: {w}");
     }
     let topology = match parsed.positionals.as_slice() {

@@ -527,3 +527,68 @@ fn progress_is_quiet_when_not_a_terminal() {
     assert_eq!(code, 0);
     assert!(err.is_empty(), "{err:?}");
 }
+
+/// Every opensm.conf key is implemented, or listed by `ibsm run -c` as not implemented and
+/// warned about when set to anything but its default.
+#[test]
+fn not_implemented_keys_are_listed_and_warned_about() {
+    let dir = tmp("conf");
+    let out = dir.join("out.conf");
+    let (code, _, err) = ibsm(&["run", "-c", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("# NOT IMPLEMENTED BY IBSM"), "{text}");
+    // An OpenSM key ibsm lacks, with OpenSM's default, and a key ibsm reads but ignores.
+    assert!(text.lines().any(|l| l == "# qos FALSE"), "{text}");
+    let sweep_on_trap = text.find("sweep_on_trap TRUE").unwrap();
+    assert!(text[..sweep_on_trap].ends_with(
+        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: TRUE\n"
+    ));
+    // Every OpenSM key is either a key line or listed.
+    let opensm = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/opensm-default.conf"),
+    )
+    .unwrap();
+    for l in opensm
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let key = l.split_whitespace().next().unwrap();
+        assert!(
+            text.lines()
+                .any(|t| t.split_whitespace().next() == Some(key)
+                    || t.strip_prefix("# ")
+                        .and_then(|r| r.split_whitespace().next())
+                        == Some(key)),
+            "{key} neither implemented nor listed"
+        );
+    }
+    // Non-default values warn; defaults do not.
+    let conf = dir.join("in.conf");
+    std::fs::write(&conf, "qos TRUE\nsweep_on_trap FALSE\n").unwrap();
+    let (code, _, err) = ibsm(&[
+        "run",
+        "-F",
+        conf.to_str().unwrap(),
+        "-c",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("qos TRUE is not implemented"), "{err}");
+    assert!(
+        err.contains("sweep_on_trap FALSE: not implemented by ibsm yet"),
+        "{err}"
+    );
+    std::fs::write(&conf, "qos FALSE\nsweep_on_trap TRUE\n").unwrap();
+    let (code, _, err) = ibsm(&[
+        "run",
+        "-F",
+        conf.to_str().unwrap(),
+        "-c",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("sweep_on_trap"), "{err}");
+    assert!(!err.contains("qos TRUE"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -345,6 +345,7 @@ pub fn parse_options_args(
         }
     }
     warnings.extend(options.reconcile());
+    warnings.extend(options.not_implemented_warnings());
     Ok(OptionsArgs {
         run: RunArgs {
             options,

@@ -758,6 +758,30 @@ pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
     KEYS.iter().find(|k| k.key == key)
 }
 
+/// Keys of [`KEYS`] that ibsm reads and writes but does not act on yet: a value other than
+/// the default draws a warning ([`Options::not_implemented_warnings`]) and `-c` marks them.
+///
+/// [`Options::not_implemented_warnings`]: super::Options::not_implemented_warnings
+pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
+    "guid",
+    "m_key_lease_period",
+    "m_key_protection_level",
+    "force_link_speed",
+    "force_link_width",
+    "force_heavy_sweep",
+    "sweep_on_trap",
+    "use_ucast_cache",
+    "connect_roots",
+    "max_reverse_hops",
+    "guid_routing_order_file",
+    "master_sm_priority",
+    "ignore_other_sm",
+    "sminfo_polling_timeout",
+    "polling_retry_number",
+    "honor_guid2lid_file",
+    "daemon",
+];
+
 /// Every key OpenSM 3.3.23 accepts in its config file (the keys of `opensm -c`, plus
 /// `max_rate_enum` and `dimn_ports_file`, which it parses but does not write). Keys not in
 /// [`KEYS`] are reported as "not implemented" rather than "unknown".
