@@ -24,6 +24,9 @@ commands:
                            simulated fabric whose switches are RA-1 models served over vfio-user
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
+  topo TOPOLOGY [--write-net FILE]
+                           load a topology (file or generator spec), print its size, and
+                           write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
   --version, -V            the version
 
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
         "sim" => cmd_sim(rest),
         "run" => cmd_run(rest),
         "verify" => ibsm::verify_cmd::main(rest),
+        "topo" => cmd_topo(rest),
         "bench" => ibsm::bench_cmd::main(rest),
         "sma" => ibsm::sma_cmd::main(rest),
         "asic-model" => ibsm::asic_cmd::main(rest),
@@ -303,6 +307,34 @@ fn cmd_sim(args: &[String]) -> ExitCode {
         Ok(_) => ExitCode::from(1),
         Err(e) => fail(e),
     }
+}
+
+fn cmd_topo(args: &[String]) -> ExitCode {
+    let (spec, net) = match args {
+        [spec] => (spec, None),
+        [spec, flag, file] if flag == "--write-net" => (spec, Some(file)),
+        _ => return fail("usage: ibsm topo TOPOLOGY [--write-net FILE]"),
+    };
+    let progress = ibsm::progress::Progress::new(true);
+    let t = match simrun::load_topology(spec, &progress) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("topology {spec:?}: {e}")),
+    };
+    if let Some(file) = net {
+        progress.message(&format!("writing {file}"));
+        if let Err(e) = t.save_net(file) {
+            return fail(format!("{file}: {e}"));
+        }
+    }
+    progress.finish();
+    println!(
+        "{spec}: {} switches, {} CAs, {} links{}",
+        t.num_switches(),
+        t.num_cas(),
+        t.num_links(),
+        net.map_or(String::new(), |f| format!("; wrote {f}"))
+    );
+    ExitCode::SUCCESS
 }
 
 fn cmd_run(args: &[String]) -> ExitCode {

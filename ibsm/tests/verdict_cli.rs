@@ -592,3 +592,93 @@ fn not_implemented_keys_are_listed_and_warned_about() {
     assert!(!err.contains("qos TRUE"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// docs/benchmarks.md: every command runs from the repository alone — no path of a particular
+/// machine, and every script it names is in the repository.
+#[test]
+fn benchmark_commands_run_from_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let doc = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
+    for bad in [
+        "/work/",
+        "/tmp/",
+        "/root/",
+        "shared/tools",
+        "shared/reference",
+    ] {
+        assert!(!doc.contains(bad), "docs/benchmarks.md names {bad:?}");
+    }
+    let mut scripts = 0;
+    for (i, _) in doc.match_indices("bench/") {
+        let name: String = doc[i..]
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '`')
+            .collect();
+        if name.ends_with(".sh") {
+            assert!(
+                root.join(&name).is_file(),
+                "{name} is not in the repository"
+            );
+            scripts += 1;
+        }
+    }
+    assert!(
+        scripts >= 2,
+        "the OpenSM rows name bench/opensm-on-ibsim.sh"
+    );
+}
+
+/// `ibsm topo` writes a generator spec as an ibsim `.net` that loads back to the same size.
+#[test]
+fn topo_writes_a_net_file() {
+    let dir = tmp("topo");
+    let net = dir.join("ft.net");
+    let (code, out, _) = ibsm(&["topo", "fat-tree:2,8", "--write-net", net.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("12 switches, 32 CAs, 64 links"), "{out}");
+    let (code, out, _) = ibsm(&["topo", net.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("12 switches, 32 CAs, 64 links"), "{out}");
+    let (code, _, err) = ibsm(&["topo", &data("empty.net")]);
+    assert_eq!(code, 2, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The OpenSM helper the benchmarks use runs from the repository: stock OpenSM brings up a
+/// generator spec on ibsim, and its tables pass `ibsm verify` for min-hop's promise.
+#[test]
+fn bench_opensm_on_ibsim_runs_from_the_repository() {
+    if !umad::testutil::peers_or_skip("bench_opensm_on_ibsim_runs_from_the_repository") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = tmp("bench");
+    let out = Command::new(root.join("bench/opensm-on-ibsim.sh"))
+        .args(["fat-tree:2,4", "minhop"])
+        .arg(&dir)
+        .env("IBSM", env!("CARGO_BIN_EXE_ibsm"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("minhop tables configured on all switches"),
+        "{text}"
+    );
+    assert!(text.contains("SUBNET UP"), "{text}");
+    let (code, v, _) = ibsm(&[
+        "verify",
+        "--topology",
+        dir.join("topology.net").to_str().unwrap(),
+        "--lfts",
+        dir.join("fts.txt").to_str().unwrap(),
+        "--engine",
+        "minhop",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
