@@ -26,8 +26,10 @@ use sm::routing::Lfts;
 use sm::verify::{Policy, Report, Verdict};
 use sm::{Command, Event, Level, Phase, PhaseStats, Sm, SmConfig, Subnet};
 
+use crate::config::{self, Action, Environment, ExtraOpt};
 use crate::persist::{write_atomic, write_dump_files, PersistError};
 use crate::progress::Progress;
+use fabric_sim::sim::FaultConfig;
 
 /// What `ibsm sim` runs.
 #[derive(Clone, Debug)]
@@ -874,4 +876,243 @@ fn report(
 #[must_use]
 pub fn topology_guids(t: &Topology) -> Vec<Guid> {
     t.nodes().map(|(_, n)| n.guid()).collect()
+}
+
+// ----- the command line ------------------------------------------------------------------
+
+/// What `ibsm sim ARGS` asks for.
+#[derive(Debug)]
+pub enum SimCli {
+    /// Print this help text.
+    Help(String),
+    /// Print the version.
+    Version,
+    /// Write the configuration to the file (`-c`).
+    CreateConfig(PathBuf, Box<config::Options>),
+    /// Run, after printing these warnings.
+    Run(Box<SimArgs>, Vec<String>),
+}
+
+/// `ibsm sim`'s options besides OpenSM's.
+pub const SIM_EXTRAS: &[ExtraOpt] = &[
+    ExtraOpt {
+        long: "routing",
+        short: None,
+        metavar: Some("ENGINES"),
+        help: "routing engines, as -R",
+    },
+    ExtraOpt {
+        long: "seed",
+        short: None,
+        metavar: Some("N"),
+        help: "simulator seed (faults)",
+    },
+    ExtraOpt {
+        long: "faults",
+        short: None,
+        metavar: Some("SPEC"),
+        help: "faults per link crossing: drop, dup, corrupt, garble, delay=P:D, symbol \
+               (e.g. drop=0.01,corrupt=0.0001,delay=0.01:5ms; see `ibsm sim serve --help`)",
+    },
+    ExtraOpt {
+        long: "sm-at",
+        short: None,
+        metavar: Some("NODE[:PORT]"),
+        help: "where the SM attaches (name or 0xGUID)",
+    },
+    ExtraOpt {
+        long: "guid2lid",
+        short: None,
+        metavar: Some("FILE"),
+        help: "guid2lid file to honour at start",
+    },
+    ExtraOpt {
+        long: "time-limit",
+        short: None,
+        metavar: Some("SECONDS"),
+        help: "virtual-time limit (default 600)",
+    },
+    ExtraOpt {
+        long: "verbose-log",
+        short: None,
+        metavar: None,
+        help: "print verbose SM log lines (as -D 0x07)",
+    },
+    ExtraOpt {
+        long: "allow-credit-loops",
+        short: None,
+        metavar: None,
+        help: "a credit loop in the tables is reported but does not fail the run",
+    },
+    ExtraOpt {
+        long: "allow-partial",
+        short: None,
+        metavar: None,
+        help: "nodes of the topology not connected to the SM's port do not fail the run",
+    },
+    ExtraOpt {
+        long: "allow-no-pairs",
+        short: None,
+        metavar: None,
+        help: "a check of zero CA pairs does not fail the run",
+    },
+    ExtraOpt {
+        long: "no-progress",
+        short: None,
+        metavar: None,
+        help: "no progress display on a terminal",
+    },
+];
+
+/// Options `ibsm sim` cannot honour (they concern a daemon on a real port), refused rather
+/// than silently ignored: (is it set?, what to say).
+fn sim_refused(o: &config::Options) -> Option<String> {
+    let d = config::Options::default();
+    let refused: [(bool, &str); 6] = [
+        (
+            o.daemon,
+            "-B/--daemon: ibsm sim runs in the foreground and exits",
+        ),
+        (
+            o.log_file != d.log_file,
+            "-f/--log_file: ibsm sim prints its log on standard output",
+        ),
+        (
+            o.transport != d.transport,
+            "--transport: ibsm sim always uses the simulator",
+        ),
+        (
+            o.ca_name != d.ca_name || o.ca_port != d.ca_port,
+            "--ca/--port: ibsm sim attaches with --sm-at NODE[:PORT] or -g GUID",
+        ),
+        (
+            o.cache_dir != d.cache_dir,
+            "--cache-dir: ibsm sim keeps no state; use --guid2lid FILE and --dump-dir DIR",
+        ),
+        (
+            o.honor_guid2lid_file,
+            "-x/--honor_guid2lid: ibsm sim honours --guid2lid FILE",
+        ),
+    ];
+    refused
+        .iter()
+        .find(|(set, _)| *set)
+        .map(|(_, why)| format!("sim: {why}"))
+}
+
+/// Parses `ibsm sim`'s arguments (after `sim`). Never panics, whatever the input.
+///
+/// # Errors
+/// The message to print for bad usage or input (exit status 2).
+pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
+    let parsed = match config::parse_options_args(args, SIM_EXTRAS, &Environment::isolated()) {
+        Ok(p) => p,
+        Err(e) => return Err(e.to_string()),
+    };
+    match parsed.run.action {
+        Action::Help => {
+            return Ok(SimCli::Help(format!(
+                "usage: ibsm sim TOPOLOGY [options]\n\n{}",
+                config::usage(SIM_EXTRAS)
+            )));
+        }
+        Action::Version => return Ok(SimCli::Version),
+        Action::CreateConfig(path) => {
+            return Ok(SimCli::CreateConfig(path, Box::new(parsed.run.options)));
+        }
+        Action::Run => {}
+    }
+    // `ibsm sim` honours `guid` (-g): it picks the SM's port.
+    let warnings: Vec<config::ConfigWarning> = parsed
+        .run
+        .warnings
+        .iter()
+        .filter(|w| !matches!(w, config::ConfigWarning::Inconsistent { message } if message.starts_with("guid ")))
+        .cloned()
+        .collect();
+    let warnings = config::summarize_warnings(&warnings);
+    let topology = match parsed.positionals.as_slice() {
+        [t] => t.clone(),
+        [] => return Err("sim: missing TOPOLOGY (a file or a spec such as fat-tree:2,36)".into()),
+        [_, extra, ..] => return Err(format!("sim: unexpected argument {extra:?}")),
+    };
+    let mut options = parsed.run.options;
+    if let Some(why) = sim_refused(&options) {
+        return Err(why);
+    }
+    // A one-shot run exits non-zero when a file an option names cannot be read (a daemon
+    // logs it and goes on, as OpenSM does).
+    if let Some(e) = options.unreadable_option_files().first() {
+        return Err(format!("ERR: {e}"));
+    }
+    let mut sim = SimConfig::default();
+    let mut attach = (options.guid.0 != 0).then(|| format!("0x{:x}", options.guid.0));
+    let mut guid2lid = None;
+    let mut limit = Duration::from_secs(600);
+    let mut verbose = options.log_flags & 0x04 != 0;
+    let (mut allow_credit_loops, mut allow_partial, mut allow_no_pairs) = (false, false, false);
+    let mut progress = true;
+    for (name, value) in parsed.extras {
+        let v = value.unwrap_or_default();
+        match name {
+            "routing" => match config::RoutingEngines::parse(&v) {
+                Ok(r) => options.routing_engine = r,
+                Err(e) => return Err(format!("--routing {v:?}: {e}")),
+            },
+            "seed" => match v.parse() {
+                Ok(s) => sim.seed = s,
+                Err(_) => return Err(format!("--seed {v:?}: expected a non-negative integer")),
+            },
+            "faults" => match FaultConfig::parse(&v) {
+                Ok(f) => sim.faults = f,
+                Err(e) => return Err(format!("--faults {v:?}: {e}")),
+            },
+            "sm-at" => {
+                if attach.is_some() && options.guid.0 != 0 {
+                    return Err("sim: give either -g GUID or --sm-at, not both".into());
+                }
+                attach = Some(v);
+            }
+            "guid2lid" => guid2lid = Some(v.into()),
+            "time-limit" => match v.parse::<f64>().ok().filter(|s| *s > 0.0) {
+                Some(s) => match Duration::try_from_secs_f64(s) {
+                    Ok(d) => limit = d,
+                    Err(_) => {
+                        return Err(format!("--time-limit {v:?}: at most {} seconds", u64::MAX))
+                    }
+                },
+                None => {
+                    return Err(format!(
+                        "--time-limit {v:?}: expected a positive number of seconds"
+                    ))
+                }
+            },
+            "verbose-log" => verbose = true,
+            "allow-credit-loops" => allow_credit_loops = true,
+            "allow-partial" => allow_partial = true,
+            "allow-no-pairs" => allow_no_pairs = true,
+            "no-progress" => progress = false,
+            _ => {}
+        }
+    }
+    let dump_dir = (options.dump_files_dir != config::Options::default().dump_files_dir)
+        .then(|| options.dump_files_dir.clone());
+    let args = SimArgs {
+        topology,
+        sm: sm::SmConfig {
+            engine_options: options.engine_options(),
+            ..options.to_sm_config()
+        },
+        sim,
+        dump_dir,
+        guid2lid,
+        attach,
+        limit,
+        verbose,
+        allow_credit_loops,
+        allow_partial,
+        allow_no_pairs,
+        progress,
+    };
+    Ok(SimCli::Run(Box::new(args), warnings))
 }
