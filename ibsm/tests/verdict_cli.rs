@@ -565,29 +565,25 @@ fn not_implemented_keys_are_listed_and_warned_about() {
     }
     // Non-default values warn; defaults do not.
     let conf = dir.join("in.conf");
-    std::fs::write(&conf, "qos TRUE\nsweep_on_trap FALSE\n").unwrap();
-    let (code, _, err) = ibsm(&[
-        "run",
-        "-F",
-        conf.to_str().unwrap(),
-        "-c",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let warnings_for = |text: &str| {
+        std::fs::write(&conf, text).unwrap();
+        let (code, _, err) = ibsm(&[
+            "run",
+            "-F",
+            conf.to_str().unwrap(),
+            "-c",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        err
+    };
+    let err = warnings_for("qos TRUE\nsweep_on_trap FALSE\n");
     assert!(err.contains("qos TRUE is not implemented"), "{err}");
     assert!(
         err.contains("sweep_on_trap FALSE: not implemented by ibsm yet"),
         "{err}"
     );
-    std::fs::write(&conf, "qos FALSE\nsweep_on_trap TRUE\n").unwrap();
-    let (code, _, err) = ibsm(&[
-        "run",
-        "-F",
-        conf.to_str().unwrap(),
-        "-c",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let err = warnings_for("qos FALSE\nsweep_on_trap TRUE\n");
     assert!(!err.contains("sweep_on_trap"), "{err}");
     assert!(!err.contains("qos TRUE"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
