@@ -225,7 +225,7 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                     log.line(Level::Error, &format!("sweep failed: {reason}"));
                     // With -o, give up only once the SM does: after a sweep with errors it
                     // re-sweeps at once a bounded number of times (state no longer Idle).
-                    if opts.once && sm.state() == sm::SmState::Idle {
+                    if opts.once && sm.stage() == sm::Stage::Idle {
                         println!("subnet did NOT come up: {reason}");
                         return Ok(ExitCode::from(1));
                     }

@@ -309,6 +309,16 @@ fn coverage(t: &Topology, at: TopoNode, found: &Subnet) -> Coverage {
     c
 }
 
+/// The SM's state for the progress line and the report: its role when standing by, else the
+/// sweep stage.
+fn state(sm: &Sm) -> String {
+    if sm.role() == sm::Role::Standby {
+        "Standby".into()
+    } else {
+        format!("{:?}", sm.stage())
+    }
+}
+
 fn fmt_dur(d: Duration) -> String {
     let us = d.as_micros();
     if us < 10_000 {
@@ -592,8 +602,8 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         }
         if rounds.is_multiple_of(1024) {
             progress.message(&format!(
-                "{:?}: {} SMPs sent, {} nodes found, virtual {}",
-                d.sm.state(),
+                "{}: {} SMPs sent, {} nodes found, virtual {}",
+                state(&d.sm),
                 d.fabric.sm_stats(d.h).map_or(0, |s| s.sent),
                 d.sm.subnet().nodes.len(),
                 fmt_dur(d.fabric.now().saturating_since(Time::ZERO))
@@ -618,9 +628,9 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         ))
     } else {
         Some(format!(
-            "time limit {} reached (state {:?}) before any sweep finished",
+            "time limit {} reached (state {}) before any sweep finished",
             fmt_dur(args.limit),
-            d.sm.state()
+            state(&d.sm)
         ))
     };
     // The sweep to report: the live one, unless the run ended in a re-sweep of a failed one.

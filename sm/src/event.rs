@@ -5,6 +5,8 @@
 //! are events too — the SM has no logger; the daemon writes `Event::Log` lines to its log file
 //! in OpenSM's format.
 
+use std::collections::VecDeque;
+
 use core::fmt;
 use core::time::Duration;
 
@@ -147,4 +149,23 @@ pub enum Command {
     HeavySweep,
     /// The persisted GUID→LID file's text, given before the first sweep completes discovery.
     Guid2Lid(String),
+}
+
+/// The SM's queue of events for its owner ([`crate::Sm::poll_event`]).
+#[derive(Debug, Default)]
+pub(crate) struct Events(VecDeque<Event>);
+
+impl Events {
+    pub fn push(&mut self, e: Event) {
+        self.0.push_back(e);
+    }
+    pub fn log(&mut self, level: Level, line: String) {
+        self.push(Event::Log { level, line });
+    }
+    pub fn extend(&mut self, evs: impl IntoIterator<Item = Event>) {
+        self.0.extend(evs);
+    }
+    pub fn pop(&mut self) -> Option<Event> {
+        self.0.pop_front()
+    }
 }

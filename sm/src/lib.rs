@@ -17,12 +17,16 @@ pub mod dump;
 pub mod event;
 pub mod lid;
 pub mod program;
+pub mod role;
 pub mod routing;
 pub mod sminfo;
+pub mod sweep;
 pub mod timer;
 mod txn;
 pub mod verify;
 
 pub use crate::config::{ConfigError, SmConfig};
-pub use crate::core::{Sm, SmState, Transmit};
+pub use crate::core::{Sm, Transmit};
 pub use crate::event::{Command, Event, Level, Phase, PhaseStats};
+pub use crate::role::Role;
+pub use crate::sweep::Stage;

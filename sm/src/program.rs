@@ -1,6 +1,21 @@
 //! Programming (STYLE P7): compute the desired SwitchInfo, LFT blocks and PortInfo of every
 //! node, diff them against what the node is known to hold, and emit Sets only for what
-//! differs. Pure functions over values; [`crate::Sm`] queues the results.
+//! differs.
+//!
+//! - **Desired state**: [`switch_info_set`] (LinearFDBTop from the routes), [`lft_block`] of the
+//!   routes' tables, [`desired_port_info`] (the policy below), [`state_set`] for the two state
+//!   passes.
+//! - **Known state**: the SwitchInfo and PortInfo last read from or acknowledged by each node
+//!   (kept in the subnet model), and per switch (by NodeGUID, across sweeps) the LFT blocks
+//!   acknowledged by a Set response. A block counts as unknown until its SetResp arrives, so a
+//!   lost Set is resent on the next sweep; a switch whose LinearFDBTop changed behind the SM's
+//!   back (a reboot) has its blocks forgotten.
+//! - **The diff**: `Programmer::plan` (SwitchInfo first, then PortInfo configuration, then
+//!   LFT blocks block-major across switches, so the pipeline keeps every switch busy) and
+//!   `state_pass`; acknowledgements come back through `Programmer::on_ack`.
+//!
+//! The pure functions here are public; the request-building half is crate-internal and is
+//! driven by the sweep pipeline ([`crate::sweep`]).
 //!
 //! PortInfo policy (OpenSM `osm_link_mgr.c` / `osm_lid_mgr.c` values):
 //! - end ports (CA ports, switch port 0): LID, LMC, MasterSMLID, MasterSMSL = 0,
@@ -16,12 +31,248 @@
 //! read from (or acknowledged by) the port; a port that already holds its configuration gets
 //! no configuration SMP at all.
 
+use std::collections::HashMap;
+
 use ibmad::attr::tables::{LFT_BLOCK_SIZE, LFT_NO_PATH};
 use ibmad::attr::{PortInfo, SwitchInfo};
-use ibmad::{Lid, PhysState, PortNum, PortState};
+use ibmad::{Guid, Lid, PhysState, PortNum, PortState, SmpAttrId};
+use zerocopy::FromBytes;
 
 use crate::config::SmConfig;
+use crate::discovery::{data_of, Discovery};
+use crate::routing::Lfts;
 use crate::subnet::{NodeId, Subnet};
+use crate::txn::{Purpose, Request};
+
+/// What the SM last knew a switch's LFT to hold, by NodeGUID (survives sweeps).
+#[derive(Debug, Default)]
+struct KnownLft {
+    /// LinearFDBTop last acknowledged.
+    top: u16,
+    /// Blocks acknowledged by a Set response; `None` = unknown.
+    blocks: Vec<Option<[u8; 64]>>,
+}
+
+/// The known state that outlives one sweep's subnet model (the LFT blocks each switch holds),
+/// and the diff of desired against known state as Set requests.
+#[derive(Debug, Default)]
+pub(crate) struct Programmer {
+    known_lft: HashMap<Guid, KnownLft>,
+}
+
+impl Programmer {
+    /// Forgets the blocks of every switch whose LinearFDBTop (just read by discovery) is not
+    /// the one last acknowledged: it was reset or rebooted.
+    pub fn forget_changed_tops(&mut self, subnet: &Subnet) {
+        for id in subnet.switches() {
+            let node = subnet.node(id);
+            if let (Some(si), Some(k)) = (node.switch_info, self.known_lft.get_mut(&node.guid)) {
+                if si.linear_fdb_top.get() != k.top {
+                    *k = KnownLft::default();
+                }
+            }
+        }
+    }
+
+    /// The programming Sets of a heavy sweep, in sending order: SwitchInfo (LinearFDBTop =
+    /// `top` before the blocks it covers), PortInfo configuration (unless it is folded into the
+    /// Armed pass), then the LFT blocks of `lfts` that differ from what the switch is known to
+    /// hold, block-major across switches.
+    pub fn plan(
+        &self,
+        cfg: &SmConfig,
+        disc: &Discovery,
+        lfts: Option<&Lfts>,
+        top: Lid,
+        sm_lid: Lid,
+    ) -> Vec<Request> {
+        let mut reqs = Vec::new();
+        let s = &disc.subnet;
+        for id in s.switches() {
+            let node = s.node(id);
+            if let Some(cur) = node.switch_info {
+                if let Some(set) = switch_info_set(cfg, &cur, top) {
+                    reqs.push(Request::set(
+                        node.dr_path,
+                        SmpAttrId::SWITCH_INFO,
+                        0,
+                        data_of(&set),
+                        Purpose::SetSwitchInfo(id),
+                    ));
+                }
+            }
+        }
+        for id in s.node_ids().filter(|_| !cfg.fold_config_into_arm) {
+            let node = s.node(id);
+            for p in 0..=node.num_ports {
+                let p = PortNum(p);
+                let Some(cur) = s.port(id, p).and_then(|x| x.info) else {
+                    continue;
+                };
+                let Some(want) = desired_port_info(cfg, s, id, p, sm_lid) else {
+                    continue;
+                };
+                if let Some(set) = config_set(&cur, &want) {
+                    reqs.push(Request::set(
+                        disc.port_path(id, p),
+                        SmpAttrId::PORT_INFO,
+                        p.0.into(),
+                        data_of(&set),
+                        Purpose::SetPortInfo(id, p),
+                    ));
+                }
+            }
+        }
+        if let Some(lfts) = lfts {
+            let nblocks = lft_blocks(top);
+            let sws: Vec<NodeId> = s.switches().collect();
+            for b in 0..nblocks {
+                for &id in &sws {
+                    let Some(table) = lfts.table(id) else {
+                        continue;
+                    };
+                    let want = lft_block(table, b);
+                    let node = s.node(id);
+                    let known = self
+                        .known_lft
+                        .get(&node.guid)
+                        .and_then(|k| k.blocks.get(usize::from(b)).copied().flatten());
+                    if known == Some(want) {
+                        continue;
+                    }
+                    reqs.push(Request::set(
+                        node.dr_path,
+                        SmpAttrId::LINEAR_FT,
+                        b.into(),
+                        want,
+                        Purpose::SetLft(id, b),
+                    ));
+                }
+            }
+        }
+        reqs
+    }
+
+    /// A programming Set was acknowledged (GetResp with status 0): what the node answered is
+    /// now its known state.
+    pub fn on_ack(&mut self, disc: &mut Discovery, purpose: Purpose, data: &[u8; 64]) {
+        match purpose {
+            Purpose::SetSwitchInfo(id) => {
+                if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
+                    let guid = disc.subnet.node(id).guid;
+                    self.known_lft.entry(guid).or_default().top = si.linear_fdb_top.get();
+                    disc.on_switch_info(id, si);
+                }
+            }
+            Purpose::SetLft(id, b) => {
+                let guid = disc.subnet.node(id).guid;
+                let k = self.known_lft.entry(guid).or_default();
+                let i = usize::from(b);
+                if k.blocks.len() <= i {
+                    k.blocks.resize(i + 1, None);
+                }
+                k.blocks[i] = Some(*data);
+            }
+            Purpose::SetPortInfo(id, p) => {
+                if let Ok((pi, _)) = PortInfo::ref_from_prefix(data) {
+                    if let Some(port) = disc.subnet.port_mut(id, p) {
+                        port.info = Some(*pi);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One state pass (Init→Armed or Armed→Active): a PortInfo Set with PortState = `to` for every
+/// port of the pass now in `from`; with `with_config` (configuration folded into the Armed
+/// pass) the Set carries the desired configuration too, and ports outside the pass that still
+/// differ get their configuration Set. Without it, each Set goes LID-routed to
+/// `lid_route(node, port)` where that is not 0.
+pub(crate) fn state_pass(
+    cfg: &SmConfig,
+    disc: &Discovery,
+    sm_lid: Lid,
+    from: PortState,
+    to: PortState,
+    with_config: bool,
+    lid_route: impl Fn(NodeId, PortNum) -> Lid,
+) -> Vec<Request> {
+    let s = &disc.subnet;
+    let mut reqs = Vec::new();
+    for id in s.node_ids() {
+        for p in 0..=s.node(id).num_ports {
+            let p = PortNum(p);
+            let Some(info) = s.port(id, p).and_then(|x| x.info) else {
+                continue;
+            };
+            let want = if with_config {
+                desired_port_info(cfg, s, id, p, sm_lid)
+            } else {
+                None
+            };
+            let in_pass = in_state_pass(s, id, p) && info.port_state() == from;
+            let set = match (in_pass, want) {
+                (true, Some(w)) => state_set(&w, to),
+                (true, None) => state_set(&info, to),
+                // Not armed (Down, or its neighbour is unknown) but still configured.
+                (false, Some(w)) => match config_set(&info, &w) {
+                    Some(c) => c,
+                    None => continue,
+                },
+                (false, None) => continue,
+            };
+            let mut r = Request::set(
+                disc.port_path(id, p),
+                SmpAttrId::PORT_INFO,
+                p.0.into(),
+                data_of(&set),
+                Purpose::SetPortInfo(id, p),
+            );
+            if !with_config {
+                r.dlid = lid_route(id, p);
+            }
+            reqs.push(r);
+        }
+    }
+    reqs
+}
+
+/// The LID by which port `p` of node `id` can be reached with a LID-routed SMP from the SM at
+/// `sm_lid`, or 0 for "use the directed route": both the SM's own port and the target port
+/// must hold (acknowledged) the LIDs the SM assigned them. The caller also checks that the
+/// LFTs are programmed.
+#[must_use]
+pub fn lid_route(s: &Subnet, sm_lid: Lid, id: NodeId, p: PortNum) -> Lid {
+    let held = |n: NodeId, q: PortNum| {
+        s.port(n, q)
+            .and_then(|x| x.info)
+            .map_or(Lid::UNASSIGNED, |i| i.lid())
+    };
+    let Some((sn, sp)) = s.sm_port() else {
+        return Lid::UNASSIGNED;
+    };
+    let own = if s.node(sn).is_switch() {
+        PortNum(0)
+    } else {
+        sp
+    };
+    if held(sn, own) != sm_lid {
+        return Lid::UNASSIGNED;
+    }
+    let q = if s.node(id).is_switch() {
+        PortNum(0)
+    } else {
+        p
+    };
+    let lid = held(id, q);
+    if lid.is_unicast() && s.port(id, q).is_some_and(|x| x.lid == lid) {
+        lid
+    } else {
+        Lid::UNASSIGNED
+    }
+}
 
 /// The PortInfo the port should hold, derived from what it holds now (`None` if the port was
 /// never read).

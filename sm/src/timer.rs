@@ -1,7 +1,11 @@
 //! The SM's timers as an enum-indexed table (STYLE P5, after quinn's `TimerTable`).
 //!
-//! The SMP-response timeouts are not in this table: they live in the transaction engine's
-//! deadline queue (one per SMP in flight) and are merged in [`crate::Sm::poll_timeout`].
+//! Each timer belongs to one part of the SM: [`Timer::Sweep`], [`Timer::TrapSweep`] and
+//! [`Timer::Compute`] to the sweep pipeline ([`crate::sweep`]), [`Timer::SmInfoPoll`] to the
+//! role machine
+//! ([`crate::role`]). The SMP-response timeouts are not in this table: they live in the
+//! transaction engine's deadline queue (one per SMP in flight) and are merged in
+//! [`crate::Sm::poll_timeout`].
 
 use ibmad::Time;
 
@@ -17,23 +21,37 @@ pub enum Timer {
     /// the current time so each step runs in its own `handle_timeout` and the owner can see
     /// (and time) where one ends and the next begins.
     Compute,
+    /// Role (STANDBY): time to check on the master (IBA vol1 §14.4 SMInfo polling; today by
+    /// rediscovering the subnet).
+    SmInfoPoll,
 }
 
 impl Timer {
-    const ALL: [Timer; 3] = [Timer::Sweep, Timer::TrapSweep, Timer::Compute];
+    const ALL: [Timer; 4] = [
+        Timer::Sweep,
+        Timer::TrapSweep,
+        Timer::Compute,
+        Timer::SmInfoPoll,
+    ];
     fn idx(self) -> usize {
         match self {
             Timer::Sweep => 0,
             Timer::TrapSweep => 1,
             Timer::Compute => 2,
+            Timer::SmInfoPoll => 3,
         }
+    }
+    /// True for the timers of the role machine ([`crate::role::SmRole::handle_timeout`]).
+    #[must_use]
+    pub fn is_role_timer(self) -> bool {
+        matches!(self, Timer::SmInfoPoll)
     }
 }
 
 /// Deadlines, one optional slot per [`Timer`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TimerTable {
-    data: [Option<Time>; 3],
+    data: [Option<Time>; Timer::ALL.len()],
 }
 
 impl TimerTable {

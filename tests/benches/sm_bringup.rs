@@ -120,7 +120,7 @@ fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
             }
         }
         // Done once up and idle (a sweep with errors re-sweeps at once, so it is not idle).
-        if up && sm.state() == sm::SmState::Idle && sm.poll_timeout().is_none() {
+        if up && sm.stage() == sm::Stage::Idle && sm.poll_timeout().is_none() {
             break;
         }
         if fabric.sm_pending(h) > 0 {

@@ -960,7 +960,7 @@ fn ibsm_stands_by_for_a_higher_priority_opensm() {
         "OpenSM's port GUID"
     );
     assert_eq!(priority, 15);
-    assert_eq!(ibsm.state(), sm::SmState::Standby);
+    assert_eq!(ibsm.role(), sm::Role::Standby);
     assert!(!ibsm.is_up());
     assert!(ibsm.lfts().is_none(), "a standby SM programs nothing");
     let text = std::fs::read_to_string(&log).unwrap_or_default();

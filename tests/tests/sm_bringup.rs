@@ -458,7 +458,7 @@ fn two_sms_the_higher_priority_becomes_master() {
             "the lower-priority SM stands by: {:?}",
             sms[loser].2
         );
-        assert_eq!(sms[loser].0.state(), sm::SmState::Standby);
+        assert_eq!(sms[loser].0.role(), sm::Role::Standby);
         assert!(
             sms[loser].0.lfts().is_none(),
             "a standby SM computes no tables"

@@ -1,0 +1,736 @@
+//! The sweep pipeline: what a heavy sweep does — discovery ([`crate::discovery`]) → the
+//! election poll (answers go to the role machine, [`crate::role`]) → LID assignment
+//! ([`crate::lid`]) → routing ([`crate::routing::route_chain_with`]) → programming
+//! ([`crate::program`]) → Init→Armed → Armed→Active → `SUBNET UP` — and the light sweep
+//! (SwitchInfo of every switch; a PortStateChange or a silent switch asks for a heavy sweep).
+//!
+//! [`Sweep`] owns the pipeline's state: its [`Stage`], the phase counters, the subnet being
+//! discovered, the GUID→LID map, the routes, the programming state and the errors of the
+//! current sweep. It does no I/O: requests go to the SM's transaction engine, reports to its
+//! event queue, timers to its timer table, all handed in as a [`Ctx`] by [`crate::Sm`], which
+//! owns them and the role machine.
+//!
+//! Whether the pipeline may program at all is the role machine's decision: after the poll of
+//! the other SMs, [`crate::role::SmRole::conclude_election`] says MASTER (carry on) or STANDBY
+//! (stop; the SM programs nothing).
+
+use std::collections::HashSet;
+
+use ibmad::attr::{NodeDesc, NodeInfo, PortInfo, SmInfo, SwitchInfo};
+use ibmad::{DrPath, Lid, PortNum, PortState, SmpAttrId, Time};
+use zerocopy::FromBytes;
+
+use crate::config::SmConfig;
+use crate::discovery::Discovery;
+use crate::event::{Event, Events, Level, Phase, PhaseStats};
+use crate::lid::{assign_lids, Guid2Lid, LidConfig};
+use crate::program::{self, Programmer};
+use crate::role::{Election, RemoteSm, SmRole};
+use crate::routing::{route_chain_with, Lfts, Routes};
+use crate::subnet::Subnet;
+use crate::timer::{Timer, TimerTable};
+use crate::txn::{Engine, Failed, Purpose, Request};
+
+/// Where the sweep pipeline is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// No sweep running.
+    Idle,
+    /// Heavy sweep: directed-route walk.
+    Discovering,
+    /// Heavy sweep: asking the other SMs found by discovery for their SMInfo (the election).
+    PollingSms,
+    /// Heavy sweep: LID assignment, then routing (pure computation, one step per
+    /// `Sm::handle_timeout`, due at once: [`Timer::Compute`]).
+    Computing,
+    /// Heavy sweep: SwitchInfo / PortInfo / LFT Sets.
+    Programming,
+    /// Heavy sweep: Init → Armed.
+    Arming,
+    /// Heavy sweep: Armed → Active.
+    Activating,
+    /// Light sweep.
+    LightSweep,
+}
+
+/// Immediate re-sweeps after a heavy sweep with errors before waiting for the sweep timer.
+const MAX_RESWEEPS: u32 = 2;
+
+/// What the pipeline works with but does not own (all owned by [`crate::Sm`]).
+pub(crate) struct Ctx<'a> {
+    pub cfg: &'a SmConfig,
+    pub txn: &'a mut Engine,
+    pub timers: &'a mut TimerTable,
+    pub events: &'a mut Events,
+    pub role: &'a mut SmRole,
+}
+
+impl Ctx<'_> {
+    fn submit_all(&mut self, reqs: Vec<Request>) {
+        for r in reqs {
+            self.txn.submit(r);
+        }
+    }
+
+    fn arm_sweep(&mut self, now: Time) {
+        if self.cfg.sweep_interval.is_zero() {
+            self.timers.stop(Timer::Sweep);
+        } else {
+            self.timers.set(Timer::Sweep, now + self.cfg.sweep_interval);
+        }
+    }
+}
+
+/// The errors of the current heavy sweep.
+#[derive(Debug, Default)]
+struct SweepErrors {
+    /// Directed routes on which an SMP was given up (each reported once).
+    unreachable: HashSet<DrPath>,
+    /// Programming Sets that failed (error status or no answer).
+    set_failures: usize,
+}
+
+/// The sweep pipeline's state. See the module documentation.
+#[derive(Debug)]
+pub(crate) struct Sweep {
+    stage: Stage,
+    phase: Phase,
+    phase_start: Time,
+    history: Vec<(Phase, PhaseStats)>,
+    disc: Discovery,
+    guid2lid: Guid2Lid,
+    routes: Option<Routes>,
+    engine_used: &'static str,
+    program: Programmer,
+    sm_lid: Lid,
+    /// A heavy sweep brought the subnet up (until a sweep fails).
+    up: bool,
+    heavy_requested: bool,
+    /// The current light sweep saw a change.
+    light_changed: bool,
+    heavy_sweeps: u64,
+    /// The current heavy sweep's programming has been acknowledged.
+    lfts_programmed: bool,
+    /// The last heavy sweep had errors and an immediate re-sweep is scheduled.
+    resweep_due: bool,
+    errors: SweepErrors,
+    resweeps: u32,
+}
+
+impl Sweep {
+    pub fn new(cfg: &SmConfig) -> Sweep {
+        let (disc, _) = Discovery::start(cfg.port);
+        Sweep {
+            stage: Stage::Idle,
+            phase: Phase::Discovery,
+            phase_start: Time::ZERO,
+            history: Vec::new(),
+            disc,
+            guid2lid: Guid2Lid::new(),
+            routes: None,
+            engine_used: "none",
+            program: Programmer::default(),
+            sm_lid: Lid::UNASSIGNED,
+            up: false,
+            heavy_requested: false,
+            light_changed: false,
+            heavy_sweeps: 0,
+            lfts_programmed: false,
+            resweep_due: false,
+            errors: SweepErrors::default(),
+            resweeps: 0,
+        }
+    }
+
+    // ----- state for the accessors of `Sm` ---------------------------------------------
+
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+    pub fn subnet(&self) -> &Subnet {
+        &self.disc.subnet
+    }
+    pub fn discovery(&self) -> &Discovery {
+        &self.disc
+    }
+    pub fn routes(&self) -> Option<&Routes> {
+        self.routes.as_ref()
+    }
+    pub fn engine_used(&self) -> &'static str {
+        self.engine_used
+    }
+    pub fn guid2lid(&self) -> &Guid2Lid {
+        &self.guid2lid
+    }
+    pub fn set_guid2lid(&mut self, map: Guid2Lid) {
+        self.guid2lid = map;
+    }
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+    pub fn sm_lid(&self) -> Lid {
+        self.sm_lid
+    }
+    pub fn history(&self) -> &[(Phase, PhaseStats)] {
+        &self.history
+    }
+    pub fn heavy_sweeps(&self) -> u64 {
+        self.heavy_sweeps
+    }
+    pub fn resweep_due(&self) -> bool {
+        self.resweep_due
+    }
+
+    // ----- requests from the SM --------------------------------------------------------
+
+    /// Sweep timer or operator `Sweep`: a light sweep when the subnet is up and the pipeline
+    /// idle, else a heavy sweep.
+    pub fn request_sweep(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        if !self.up {
+            self.heavy_requested = true;
+        } else if self.stage == Stage::Idle {
+            self.start_light(now, cx);
+        }
+    }
+
+    /// A heavy sweep as soon as the pipeline is idle.
+    pub fn request_heavy(&mut self) {
+        self.heavy_requested = true;
+    }
+
+    // ----- answers -----------------------------------------------------------------------
+
+    /// A successful answer to a request this pipeline sent.
+    pub fn on_answer(&mut self, req: &Request, data: &[u8; 64], cx: &mut Ctx<'_>) {
+        let mut out = Vec::new();
+        match req.purpose {
+            Purpose::Probe { from } => {
+                if let Ok((ni, _)) = NodeInfo::ref_from_prefix(data) {
+                    let mut evs = Vec::new();
+                    self.disc
+                        .on_node_info(req.path, from, ni, &mut out, &mut evs);
+                    cx.events.extend(evs);
+                }
+            }
+            Purpose::NodeDesc(id) => {
+                if let Ok((nd, _)) = NodeDesc::ref_from_prefix(data) {
+                    self.disc.on_node_desc(id, nd);
+                }
+            }
+            Purpose::SwitchInfo(id) => {
+                if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
+                    self.disc.on_switch_info(id, si);
+                }
+            }
+            Purpose::PortInfo(id, p) => {
+                if let Ok((pi, _)) = PortInfo::ref_from_prefix(data) {
+                    self.disc.on_port_info(id, p, pi, &mut out);
+                }
+            }
+            Purpose::SetSwitchInfo(_) | Purpose::SetLft(..) | Purpose::SetPortInfo(..) => {
+                self.program.on_ack(&mut self.disc, req.purpose, data);
+            }
+            Purpose::LightSwitchInfo(_) => {
+                if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
+                    if si.port_state_change() != 0 {
+                        self.light_changed = true;
+                    }
+                }
+            }
+            Purpose::SmInfo(_) => {
+                if let Ok((info, _)) = SmInfo::ref_from_prefix(data) {
+                    cx.role.on_remote_sm(RemoteSm::from_sm_info(info));
+                }
+            }
+        }
+        cx.submit_all(out);
+    }
+
+    /// An answer with an error status.
+    pub fn on_error_status(&mut self, req: &Request) {
+        match req.purpose {
+            Purpose::SetPortInfo(..) | Purpose::SetLft(..) | Purpose::SetSwitchInfo(_) => {
+                self.errors.set_failures += 1;
+            }
+            Purpose::LightSwitchInfo(_) => self.light_changed = true,
+            _ => {}
+        }
+    }
+
+    /// A request given up after its last retry.
+    pub fn on_failed(&mut self, f: Failed, cx: &mut Ctx<'_>) {
+        if let Purpose::SmInfo(_) = f.req.purpose {
+            // The port advertises IsSM but no SM answers: it takes no part in the election.
+            cx.events.log(
+                Level::Verbose,
+                format!(
+                    "SMInfo Get to {} got no answer; ignoring that SM",
+                    f.req.path
+                ),
+            );
+            return;
+        }
+        if self.errors.unreachable.insert(f.req.path) {
+            cx.events.push(Event::NodeUnreachable {
+                dr_path: f.req.path,
+                attempts: f.attempts,
+            });
+            cx.events.log(
+                Level::Error,
+                format!(
+                    "ERR 3120: {} {} to {} timed out after {} attempts",
+                    f.req.method, f.req.attr, f.req.path, f.attempts
+                ),
+            );
+        }
+        match f.req.purpose {
+            Purpose::LightSwitchInfo(_) => self.light_changed = true,
+            Purpose::SetPortInfo(..) | Purpose::SetLft(..) | Purpose::SetSwitchInfo(_) => {
+                self.errors.set_failures += 1;
+            }
+            _ => {}
+        }
+    }
+
+    // ----- the pipeline ------------------------------------------------------------------
+
+    /// Advances the pipeline as far as it can go without new input.
+    pub fn step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        loop {
+            if !cx.txn.is_idle() {
+                return;
+            }
+            match self.stage {
+                Stage::Idle => {
+                    if self.heavy_requested {
+                        self.start_heavy(now, cx);
+                    } else {
+                        return;
+                    }
+                }
+                Stage::Discovering => self.finish_discovery(now, cx),
+                Stage::PollingSms => self.finish_sm_poll(now, cx),
+                Stage::Computing => return,
+                Stage::Programming => {
+                    self.end_phase(now, cx);
+                    self.lfts_programmed = true;
+                    self.start_arming(now, cx);
+                }
+                Stage::Arming => {
+                    self.end_phase(now, cx);
+                    self.start_activation(now, cx);
+                }
+                Stage::Activating => {
+                    self.end_phase(now, cx);
+                    self.finish_heavy(now, cx);
+                }
+                Stage::LightSweep => {
+                    self.end_phase(now, cx);
+                    self.stage = Stage::Idle;
+                    if self.light_changed {
+                        cx.events.log(
+                            Level::Info,
+                            "light sweep found a change: starting heavy sweep".into(),
+                        );
+                        self.heavy_requested = true;
+                    } else {
+                        cx.arm_sweep(now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_phase(&mut self, now: Time, cx: &mut Ctx<'_>) -> PhaseStats {
+        let mut stats = cx.txn.take_stats();
+        stats.elapsed = now.saturating_since(self.phase_start);
+        self.history.push((self.phase, stats));
+        cx.events.push(Event::PhaseDone {
+            phase: self.phase,
+            stats,
+        });
+        self.phase_start = now;
+        stats
+    }
+
+    fn begin(&mut self, now: Time, phase: Phase, stage: Stage) {
+        self.phase = phase;
+        self.phase_start = now;
+        self.stage = stage;
+    }
+
+    fn start_light(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        self.begin(now, Phase::LightSweep, Stage::LightSweep);
+        self.light_changed = false;
+        let s = &self.disc.subnet;
+        let reqs: Vec<Request> = s
+            .switches()
+            .map(|id| {
+                let mut r = Request::get(
+                    s.node(id).dr_path,
+                    SmpAttrId::SWITCH_INFO,
+                    0,
+                    Purpose::LightSwitchInfo(id),
+                );
+                r.dlid = self.lid_route(cx.cfg, id, PortNum(0));
+                r
+            })
+            .collect();
+        cx.submit_all(reqs);
+    }
+
+    fn start_heavy(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        self.heavy_requested = false;
+        self.resweep_due = false;
+        cx.timers.stop(Timer::TrapSweep);
+        cx.timers.stop(Timer::Compute);
+        self.heavy_sweeps += 1;
+        self.errors = SweepErrors::default();
+        self.lfts_programmed = false;
+        cx.role.begin_election(cx.timers);
+        cx.events.log(
+            Level::Info,
+            format!(
+                "Entering DISCOVERING state (heavy sweep {})",
+                self.heavy_sweeps
+            ),
+        );
+        self.begin(now, Phase::Discovery, Stage::Discovering);
+        let (disc, first) = Discovery::start(cx.cfg.port);
+        self.disc = disc;
+        cx.txn.submit(first);
+    }
+
+    fn fail_sweep(&mut self, now: Time, reason: String, cx: &mut Ctx<'_>) {
+        cx.events.log(Level::Error, reason.clone());
+        cx.events.push(Event::SweepFailed { reason });
+        self.stage = Stage::Idle;
+        self.up = false;
+        cx.arm_sweep(now);
+    }
+
+    fn finish_discovery(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        let stats = self.end_phase(now, cx);
+        let n_sw = self.disc.subnet.switches().count();
+        let n = self.disc.subnet.nodes.len();
+        cx.events.log(
+            Level::Info,
+            format!(
+                "discovery done: {} nodes ({} switches, {} CAs), {} SMPs",
+                n,
+                n_sw,
+                n - n_sw,
+                stats.smps
+            ),
+        );
+        let Some(own) = self.disc.subnet.sm_port() else {
+            self.fail_sweep(now, "ERR 3A01: the SM's own port did not answer".into(), cx);
+            return;
+        };
+        cx.role
+            .set_own_guid(crate::sminfo::own_guid(&self.disc.subnet));
+        // Master election (IBA vol1 §14.4.1.1): ask every other end port that advertises
+        // IsSM for its SMInfo before taking the subnet over.
+        let s = &self.disc.subnet;
+        let polls: Vec<Request> = s
+            .end_ports()
+            .filter(|&(id, p)| (id, p) != own)
+            .filter(|&(id, p)| {
+                s.port(id, p).and_then(|x| x.info).is_some_and(|i| {
+                    i.capability_mask.get() & ibmad::attr::port_info::cap::IS_SM != 0
+                })
+            })
+            .map(|(id, _)| {
+                Request::get(
+                    s.node(id).dr_path,
+                    SmpAttrId::SM_INFO,
+                    0,
+                    Purpose::SmInfo(id),
+                )
+            })
+            .collect();
+        if !polls.is_empty() {
+            cx.events.log(
+                Level::Info,
+                format!("polling {} other SM port(s) for SMInfo", polls.len()),
+            );
+            self.stage = Stage::PollingSms;
+            cx.submit_all(polls);
+            return;
+        }
+        self.finish_sm_poll(now, cx);
+    }
+
+    /// The election poll is done: the role machine decides.
+    fn finish_sm_poll(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        match cx.role.conclude_election(now, cx.timers) {
+            Election::Standby(m) => {
+                cx.events.log(
+                    Level::Info,
+                    format!(
+                        "Entering STANDBY state: SM {} with priority {} outranks ours ({})",
+                        m.guid,
+                        m.priority,
+                        cx.role.priority()
+                    ),
+                );
+                cx.events.push(Event::Standby {
+                    master: m.guid,
+                    priority: m.priority,
+                });
+                self.stage = Stage::Idle;
+                self.up = false;
+            }
+            Election::Master => self.after_discovery(now, cx),
+        }
+    }
+
+    /// The rest of a heavy sweep once this SM is master: LID assignment and routing, each in
+    /// its own `Sm::handle_timeout` (see [`Timer::Compute`]), then programming.
+    fn after_discovery(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        self.program.forget_changed_tops(&self.disc.subnet);
+        self.begin(now, Phase::LidAssignment, Stage::Computing);
+        cx.timers.set(Timer::Compute, now);
+    }
+
+    /// [`Timer::Compute`] fired: one computation step of a heavy sweep (LID assignment, or
+    /// routing).
+    pub fn compute_step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        if self.stage != Stage::Computing {
+            return;
+        }
+        match self.phase {
+            Phase::LidAssignment => self.assign_lids_step(now, cx),
+            Phase::Routing => self.routing_step(now, cx),
+            _ => {}
+        }
+    }
+
+    fn assign_lids_step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        let lc = LidConfig {
+            lmc: cx.cfg.lmc,
+            reassign_lids: cx.cfg.reassign_lids && self.heavy_sweeps == 1,
+        };
+        match assign_lids(&mut self.disc.subnet, &lc, &self.guid2lid) {
+            Ok(rep) => {
+                cx.events.log(
+                    Level::Info,
+                    format!(
+                        "LID assignment: {} from guid2lid, {} kept, {} new, {} conflicts; top {}",
+                        rep.from_guid2lid, rep.kept_existing, rep.new, rep.conflicts, rep.top
+                    ),
+                );
+                self.guid2lid = rep.guid2lid;
+                cx.events
+                    .push(Event::Guid2LidUpdated(self.guid2lid.to_text()));
+            }
+            Err(e) => {
+                self.end_phase(now, cx);
+                self.fail_sweep(now, format!("ERR 0307: LID assignment failed: {e}"), cx);
+                return;
+            }
+        }
+        self.end_phase(now, cx);
+        self.sm_lid = self
+            .disc
+            .subnet
+            .sm_port()
+            .map_or(Lid::UNASSIGNED, |(n, p)| self.disc.subnet.lid_of(n, p));
+        self.begin(now, Phase::Routing, Stage::Computing);
+        cx.timers.set(Timer::Compute, now);
+    }
+
+    fn routing_step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        let routed = route_chain_with(
+            &cx.cfg.routing_engine,
+            cx.cfg.no_fallback,
+            &self.disc.subnet,
+            cx.cfg.seed,
+            &crate::routing::EngineOptions {
+                scatter_ports: cx.cfg.seed,
+                ..cx.cfg.engine_options.clone()
+            },
+        );
+        match routed {
+            Ok(outcome) => {
+                for l in outcome.log {
+                    cx.events.log(crate::routing::log_line_level(&l), l);
+                }
+                self.engine_used = outcome.engine;
+                self.routes = Some(outcome.routes);
+            }
+            Err(e) => {
+                if let crate::routing::RouteError::AllEnginesFailed { log, .. } = &e {
+                    for l in log.clone() {
+                        cx.events.log(Level::Error, l);
+                    }
+                }
+                self.end_phase(now, cx);
+                self.fail_sweep(
+                    now,
+                    format!(
+                        "ERR 3A0A: No routing engine able to successfully configure switch tables on current fabric ({e})"
+                    ),
+                    cx,
+                );
+                return;
+            }
+        }
+        self.end_phase(now, cx);
+        self.start_programming(now, cx);
+    }
+
+    fn start_programming(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        self.begin(now, Phase::Programming, Stage::Programming);
+        let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
+        let lfts: Option<&Lfts> = self.routes.as_ref().map(|r| &r.lfts);
+        let reqs = self
+            .program
+            .plan(cx.cfg, &self.disc, lfts, top, self.sm_lid);
+        cx.submit_all(reqs);
+    }
+
+    /// The LID to reach port `p` of node `id` by a LID-routed SMP, or 0 for "use the
+    /// directed route": LID routing is used only with [`SmConfig::lid_routed`], once the SM's
+    /// own port and the target port hold (acknowledged) their LIDs and the LFTs are programmed.
+    fn lid_route(&self, cfg: &SmConfig, id: crate::subnet::NodeId, p: PortNum) -> Lid {
+        if !cfg.lid_routed || !self.lfts_programmed || self.sm_lid == Lid::UNASSIGNED {
+            return Lid::UNASSIGNED;
+        }
+        program::lid_route(&self.disc.subnet, self.sm_lid, id, p)
+    }
+
+    fn start_arming(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        if self.errors.set_failures > 0 {
+            cx.events.log(
+                Level::Error,
+                format!(
+                    "ERR 3A05: {} programming Sets failed; ports are armed anyway and the next sweep reprograms",
+                    self.errors.set_failures
+                ),
+            );
+        }
+        cx.events.log(
+            Level::Info,
+            "LINKS PORTS CONFIGURED - SET LINKS TO ARMED STATE".into(),
+        );
+        self.begin(now, Phase::Arming, Stage::Arming);
+        let reqs = program::state_pass(
+            cx.cfg,
+            &self.disc,
+            self.sm_lid,
+            PortState::INIT,
+            PortState::ARMED,
+            cx.cfg.fold_config_into_arm,
+            |id, p| self.lid_route(cx.cfg, id, p),
+        );
+        cx.submit_all(reqs);
+    }
+
+    fn start_activation(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        cx.events
+            .log(Level::Info, "SET LINKS TO ACTIVE STATE".into());
+        self.begin(now, Phase::Activation, Stage::Activating);
+        let reqs = program::state_pass(
+            cx.cfg,
+            &self.disc,
+            self.sm_lid,
+            PortState::ARMED,
+            PortState::ACTIVE,
+            false,
+            |id, p| self.lid_route(cx.cfg, id, p),
+        );
+        cx.submit_all(reqs);
+    }
+
+    fn finish_heavy(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        let s = &self.disc.subnet;
+        let (mut linked, mut mgmt) = (0usize, 0usize);
+        let mut not_active = Vec::new();
+        for id in s.node_ids() {
+            for p in 0..=s.node(id).num_ports {
+                if program::in_state_pass(s, id, PortNum(p)) {
+                    if p == 0 {
+                        mgmt += 1;
+                    } else {
+                        linked += 1;
+                    }
+                    if s.port(id, PortNum(p)).map(|x| x.state()) != Some(PortState::ACTIVE) {
+                        not_active.push((s.node(id).guid, p));
+                    }
+                }
+            }
+        }
+        // A sweep that lost SMPs for good (a node that did not answer, a Set never
+        // acknowledged) did not find or configure every reachable node: OpenSM's "ERRORS
+        // DURING INITIALIZATION", not SUBNET UP (stricter than OpenSM, which forgives a node
+        // whose NodeInfo Get timed out).
+        let lost = self.errors.unreachable.len();
+        let failed_sets = self.errors.set_failures;
+        if not_active.is_empty() && (lost > 0 || failed_sets > 0) {
+            // The nearest failure first: it is usually the cause of those behind it.
+            let mut routes: Vec<DrPath> = self.errors.unreachable.iter().copied().collect();
+            routes.sort_by(|a, b| (a.len(), a.ports()).cmp(&(b.len(), b.ports())));
+            let first = routes.first().map_or(String::new(), |r| {
+                format!(
+                    " (first at directed route {r}{})",
+                    if lost > 1 { ", ..." } else { "" }
+                )
+            });
+            self.fail_sweep(
+                now,
+                format!(
+                    "ERR 3A07: ERRORS DURING INITIALIZATION: no answer on {lost} directed route(s){first}, {failed_sets} Set(s) failed; the subnet is not up"
+                ),
+                cx,
+            );
+        } else if not_active.is_empty() {
+            self.stage = Stage::Idle;
+            self.up = true;
+            cx.events.log(
+                Level::Info,
+                format!("{linked} linked ports and {mgmt} switch ports 0 Active"),
+            );
+            cx.events.log(Level::Info, "SUBNET UP".into());
+            cx.events.push(Event::SubnetUp);
+            cx.arm_sweep(now);
+        } else {
+            let first = not_active
+                .iter()
+                .take(4)
+                .map(|(g, p)| format!("{g}/{p}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            self.fail_sweep(
+                now,
+                format!(
+                    "ERR 3A06: {} of {} ports (linked ports and switch ports 0) are not Active ({first} ...)",
+                    not_active.len(),
+                    linked + mgmt
+                ),
+                cx,
+            );
+        }
+        // Such a sweep may have missed part of the fabric or left it half programmed: sweep
+        // again at once, a bounded number of times (OpenSM re-sweeps after an initialization
+        // error too), then at the sweep interval. LIDs persist through guid2lid and
+        // programming is diffed, so a re-sweep only sends what is still missing.
+        let errors = lost > 0 || failed_sets > 0;
+        if errors && self.resweeps < MAX_RESWEEPS {
+            self.resweeps += 1;
+            cx.events.log(
+                Level::Info,
+                format!(
+                    "sweep had errors ({} unreachable routes, {} failed Sets): re-sweeping ({}/{})",
+                    lost, failed_sets, self.resweeps, MAX_RESWEEPS
+                ),
+            );
+            // At the next handle_timeout, so the owner still sees this sweep's subnet and
+            // tables when it reads the SweepFailed event.
+            self.resweep_due = true;
+            cx.timers.set(Timer::Sweep, now);
+        } else if !errors {
+            self.resweeps = 0;
+        }
+    }
+}
