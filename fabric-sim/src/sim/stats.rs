@@ -18,7 +18,7 @@ pub enum DropReason {
     DlidMismatch,
     /// The node's SMA is muted and would have consumed the MAD.
     Muted,
-    /// Not a subnet-management MAD (this simulator carries only SMPs) or not 256 bytes.
+    /// A directed-route MAD whose SMP header can not be read.
     NotSmp,
     /// A response or trap reached a node where no SM is attached.
     NoSm,
@@ -30,11 +30,16 @@ pub enum DropReason {
     SmQueueFull,
     /// The receiving port's CRC check failed (the `corrupt` fault): discarded at the port.
     BadCrc,
+    /// A GMP (a data packet) met a port whose PortState is not Active.
+    NotActive,
+    /// A GMP request reached an end port where no agent serves its class and its method has
+    /// no error answer (only Get and Set are answered "unsupported").
+    NoAgent,
 }
 
 impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::PortDown,
         DropReason::NoLink,
         DropReason::NoRoute,
@@ -46,6 +51,8 @@ impl DropReason {
         DropReason::Fault,
         DropReason::SmQueueFull,
         DropReason::BadCrc,
+        DropReason::NotActive,
+        DropReason::NoAgent,
     ];
 
     /// A short stable name for logs and benchmark output.
@@ -63,6 +70,8 @@ impl DropReason {
             DropReason::Fault => "fault",
             DropReason::SmQueueFull => "sm_queue_full",
             DropReason::BadCrc => "bad_crc",
+            DropReason::NotActive => "not_active",
+            DropReason::NoAgent => "no_agent",
         }
     }
 }

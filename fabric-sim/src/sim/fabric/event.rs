@@ -150,16 +150,23 @@ impl Fabric {
     /// True if `port` of agent `n` may pass SMPs: physically LinkUp (fabric view) and its
     /// PortState is not Down (IBA vol1 §7.2; Init/Armed/Active all carry SMPs).
     pub(super) fn port_passes(&self, n: u32, port: u8) -> bool {
-        let g = self.base[n as usize] as usize + usize::from(port);
+        self.link_state(n, port)
+            .is_some_and(|s| s != PortState::DOWN)
+    }
+
+    /// The PortState of a port whose link is physically up (`None` if it is not).
+    fn link_state(&self, n: u32, port: u8) -> Option<PortState> {
+        let ni = n as usize;
+        let g = self.base[ni] as usize + usize::from(port);
         if self.flags[g] & UP == 0 {
-            return false;
+            return None;
         }
-        if let Some(ext) = &self.external[n as usize] {
-            return ext.port_state(PortNum(port)) != PortState::DOWN;
+        match &self.external[ni] {
+            Some(ext) => Some(ext.port_state(PortNum(port))),
+            None => self.agents[ni]
+                .port_info(PortNum(port))
+                .map(|pi| pi.port_state()),
         }
-        self.agents[n as usize]
-            .port_info(PortNum(port))
-            .is_some_and(|pi| pi.port_state() != PortState::DOWN)
     }
 
     pub(super) fn drop_buf(&mut self, buf: u32, reason: DropReason, node: u32, port: u8) {
@@ -188,6 +195,11 @@ impl Fabric {
         if self.flags[g] & UP == 0 {
             bump(&mut self.counters[g].port_xmit_discards);
             return self.drop_buf(buf, DropReason::PortDown, n, port);
+        }
+        if !MgmtClass(self.pool.slot(buf).data[1]).is_smp() && !self.port_active(n, port) {
+            // A GMP is a data packet: a port that is not Active discards it.
+            bump(&mut self.counters[g].port_xmit_discards);
+            return self.drop_buf(buf, DropReason::NotActive, n, port);
         }
         self.stats.transmitted += 1;
         self.counters[g].count_xmit(MAD_PACKET_WORDS);
@@ -316,44 +328,76 @@ impl Fabric {
             let delay = if pass_through { 0 } else { self.service_ns };
             self.deliver(n, port, buf, delay);
         } else if class == MgmtClass::SUBN_LID_ROUTED.0 {
-            let dlid = Lid(self.pool.slot(buf).dlid);
-            let agent = &self.agents[ni];
-            let ext = self.external[ni].as_deref();
-            let mine = if let Some(ext) = ext {
-                ext.lid_matches(dlid)
-            } else if agent.is_switch() {
-                agent.lid_matches(PortNum::MGMT, dlid)
+            self.route_lid(n, port, local, buf, false);
+        } else {
+            self.route_lid(n, port, local, buf, true);
+        }
+    }
+
+    /// LID routing at node `n` of a MAD that reached `port`: a switch forwards by its LFT; an
+    /// end port accepts the DLIDs of its LID range. An SMP (`gmp`
+    /// false) passes ports in Init/Armed/Active and the permissive DLID reaches the SMA; a GMP
+    /// is a data packet: it needs Active ports ([`DropReason::NotActive`]), and is delivered to
+    /// QP1 of the end port ([`Fabric::deliver_gmp`]).
+    fn route_lid(&mut self, n: u32, port: u8, local: bool, buf: u32, gmp: bool) {
+        let ni = n as usize;
+        if gmp && !local && !self.port_active(n, port) {
+            return self.drop_buf(buf, DropReason::NotActive, n, port);
+        }
+        let dlid = Lid(self.pool.slot(buf).dlid);
+        let agent = &self.agents[ni];
+        let ext = self.external[ni].as_deref();
+        let mine = if let Some(ext) = ext {
+            ext.lid_matches(dlid)
+        } else if agent.is_switch() {
+            agent.lid_matches(PortNum::MGMT, dlid)
+        } else {
+            agent.lid_matches(PortNum(port), dlid)
+        };
+        let deliver = |f: &mut Fabric| {
+            if gmp {
+                f.deliver_gmp(n, port, buf);
             } else {
-                agent.lid_matches(PortNum(port), dlid)
-            };
-            if mine || dlid.is_permissive() {
-                return self.deliver_lid_local(n, port, buf);
+                f.deliver_lid_local(n, port, buf);
             }
-            if !agent.is_switch() {
-                return self.drop_buf(buf, DropReason::DlidMismatch, n, port);
-            }
-            let out = match ext {
-                Some(ext) => ext.lft_port(dlid),
-                None => agent.lft_port(dlid),
-            };
-            match out {
-                Some(PortNum(0)) => self.deliver_lid_local(n, port, buf),
-                Some(PortNum(out)) => {
-                    self.stats.lid_forwarded += 1;
-                    if self.cfg.trace {
-                        self.trace_mad(TraceKind::LidForward, n, out, buf);
-                    }
-                    self.transmit(n, out, buf, self.now.0);
+        };
+        if mine || (!gmp && dlid.is_permissive()) {
+            return deliver(self);
+        }
+        if !agent.is_switch() {
+            return self.drop_buf(buf, DropReason::DlidMismatch, n, port);
+        }
+        let out = match ext {
+            Some(ext) => ext.lft_port(dlid),
+            None => agent.lft_port(dlid),
+        };
+        match out {
+            Some(PortNum(0)) => deliver(self),
+            Some(PortNum(out)) => {
+                self.stats.lid_forwarded += 1;
+                if self.cfg.trace {
+                    self.trace_mad(TraceKind::LidForward, n, out, buf);
                 }
-                None => {
+                self.transmit(n, out, buf, self.now.0);
+            }
+            None => {
+                if !local {
                     let g = self.base[ni] as usize + usize::from(port);
                     bump(&mut self.counters[g].port_rcv_switch_relay_errors);
-                    self.drop_buf(buf, DropReason::NoRoute, n, port)
                 }
+                self.drop_buf(buf, DropReason::NoRoute, n, port)
             }
-        } else {
-            self.drop_buf(buf, DropReason::NotSmp, n, port);
         }
+    }
+
+    /// True if `port` of node `n` may carry data packets: physically LinkUp and PortState
+    /// Active (IBA vol1 §7.2: only an Active port transmits and accepts data packets). Switch
+    /// port 0 is internal and always carries them.
+    pub(super) fn port_active(&self, n: u32, port: u8) -> bool {
+        if port == 0 {
+            return self.agents[n as usize].is_switch();
+        }
+        self.link_state(n, port) == Some(PortState::ACTIVE)
     }
 
     pub(super) fn deliver_lid_local(&mut self, n: u32, port: u8, buf: u32) {
@@ -409,7 +453,7 @@ impl Fabric {
         }
         while let Some(ev) = self.agents[ni].poll_event() {
             if let Event::ForSm { meta, mad } = ev {
-                self.queue_for_sm(n, meta, mad);
+                self.queue_for_sm(n, meta, 0, mad);
             }
         }
         if !self.agents[ni].hardware().requests.is_empty() {
@@ -422,13 +466,22 @@ impl Fabric {
         self.arm_timer(n, t);
     }
 
-    /// Puts a MAD an agent wrote into `buf` on the wire with the addressing of `meta`.
+    /// Puts a MAD an agent wrote into `buf` on the wire with the addressing of `meta`: an SMP
+    /// out of `meta.port` (the agent chose the egress port), a GMP LID-routed from end port
+    /// `meta.port` to `meta.dlid`.
     pub(super) fn transmit_from_agent(&mut self, n: u32, buf: u32, meta: &MadMeta, depart: u64) {
         let s = self.pool.slot_mut(buf);
         s.slid = meta.slid.0;
         s.dlid = meta.dlid.0;
         s.sl = meta.sl;
-        self.transmit(n, meta.port.0, buf, depart);
+        let gmp = !MgmtClass(s.data[1]).is_smp();
+        s.sqp = u32::from(gmp);
+        s.dqp = meta.qp;
+        if gmp {
+            self.send_lid_from(n, meta.port.0, buf, meta.dlid, depart);
+        } else {
+            self.transmit(n, meta.port.0, buf, depart);
+        }
     }
 
     /// Carries out a node's link request once what it sent at `depart` (its SetResp) has

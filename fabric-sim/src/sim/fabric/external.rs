@@ -35,6 +35,13 @@ pub trait ExternalAgent: Send {
     fn lid_matches(&self, dlid: Lid) -> bool;
     /// Logical state of `port` (Down/Init/Armed/Active).
     fn port_state(&self, port: PortNum) -> PortState;
+    /// True if the node serves GMPs itself: GMP requests for its ports are then handed to
+    /// [`ExternalAgent::deliver`] too (`meta.qp` = the requester's QP, `meta.port` = 0 on a
+    /// switch), and its answers carried back like its SMPs. The default, false, lets the
+    /// fabric's PMA answer for the node from the fabric's counters.
+    fn handles_gmp(&self) -> bool {
+        false
+    }
 }
 
 impl Fabric {

@@ -75,6 +75,7 @@
 
 mod event;
 mod external;
+mod gmp;
 mod links;
 mod sm;
 mod trace;
@@ -229,6 +230,10 @@ struct Slot {
     bad_crc: bool,
     /// This link crossing costs the receiver a symbol error (the `symbol` fault).
     symbol_error: bool,
+    /// Source QP (BTH/DETH): 0 for SMPs, 1 for GMPs from a GSI.
+    sqp: u32,
+    /// Destination QP: 0 for SMPs, 1 for GMPs to a GSI.
+    dqp: u32,
 }
 
 /// Fixed-size MAD buffers reused through a free list: no allocation per MAD once warm.
@@ -250,6 +255,8 @@ impl Pool {
             sl: 0,
             bad_crc: false,
             symbol_error: false,
+            sqp: 0,
+            dqp: 0,
         });
         (self.slots.len() - 1) as u32
     }

@@ -5,7 +5,9 @@ use std::collections::{HashMap, VecDeque};
 use ibmad::attr::port_info::cap::IS_SM;
 use ibmad::smi::{self, Forward};
 use ibmad::zerocopy::FromBytes;
-use ibmad::{Guid, Lid, MadMeta, MadPort, MgmtClass, PortError, PortNum, Smp, SMP_LEN};
+use ibmad::{
+    Guid, Lid, MadMeta, MadPort, Method, MgmtClass, PortError, PortNum, Smp, Time, SMP_LEN,
+};
 
 use super::{Fabric, SimError, TraceKind};
 use crate::sim::counters::bump;
@@ -33,39 +35,103 @@ pub(super) struct SmSlot {
     active: bool,
     /// The attachment set IsSM on its port.
     is_sm: bool,
-    queue: VecDeque<(MadMeta, Box<[u8; SMP_LEN]>)>,
+    /// GMP classes registered (bit `c % 64` of word `c / 64`).
+    classes: [u64; 4],
+    /// What reached the attachment, with the local QP it arrived on.
+    queue: VecDeque<(MadMeta, u32, Box<[u8; SMP_LEN]>)>,
     stats: SmStats,
 }
 
+impl SmSlot {
+    fn registered(&self, class: MgmtClass) -> bool {
+        self.classes[usize::from(class.0 / 64)] & (1 << (class.0 % 64)) != 0
+    }
+}
+
 impl Fabric {
-    pub(super) fn queue_for_sm(&mut self, n: u32, mut meta: MadMeta, mad: Box<[u8; SMP_LEN]>) {
+    /// Queues a MAD for the SM attached at node `n` (on a switch: at port 0; on a CA: at
+    /// `meta.port`). `qp` is the local QP it arrived on (0 for SMPs, 1 for GMPs to the GSI).
+    /// A GMP request goes only to an attachment that registered its class
+    /// ([`Fabric::register_class`]); SMPs and responses go to any attachment there.
+    /// Returns false (the MAD counted as dropped) if no attachment takes it.
+    pub(super) fn queue_for_sm(
+        &mut self,
+        n: u32,
+        mut meta: MadMeta,
+        qp: u32,
+        mad: Box<[u8; SMP_LEN]>,
+    ) -> bool {
         let is_switch = self.agents[n as usize].is_switch();
-        let found = self
-            .sms
-            .iter()
-            .position(|s| s.active && s.node == n && (is_switch || s.port == meta.port.0));
+        let class = MgmtClass(mad[1]);
+        let gmp_request = !class.is_smp() && !Method(mad[3]).is_response();
+        let found = self.sms.iter().position(|s| {
+            s.active
+                && s.node == n
+                && (is_switch || s.port == meta.port.0)
+                && (!gmp_request || s.registered(class))
+        });
         let Some(i) = found else {
             self.stats.dropped.bump(DropReason::NoSm);
             if self.cfg.trace {
                 self.trace_hdr(TraceKind::Drop(DropReason::NoSm), n, meta.port.0, &mad[..]);
             }
-            return;
+            return false;
         };
         if self.sms[i].queue.len() >= self.cfg.sm_queue_cap {
             self.sms[i].stats.overflowed += 1;
             self.stats.dropped.bump(DropReason::SmQueueFull);
-            if MgmtClass(mad[1]).is_smp() {
+            if class.is_smp() {
                 let g = self.base[n as usize] as usize + usize::from(self.sms[i].port);
                 bump(&mut self.counters[g].vl15_dropped);
             }
-            return;
+            return false;
         }
         self.stats.to_sm += 1;
         if self.cfg.trace {
             self.trace_hdr(TraceKind::ToSm, n, meta.port.0, &mad[..]);
         }
         meta.port = PortNum(self.sms[i].port);
-        self.sms[i].queue.push_back((meta, mad));
+        self.sms[i].queue.push_back((meta, qp, mad));
+        true
+    }
+
+    /// True if a GMP request of `class` reaching node `n`'s `port` goes to an attachment.
+    pub(super) fn class_registered(&self, n: u32, port: u8, class: MgmtClass) -> bool {
+        let is_switch = self.agents[n as usize].is_switch();
+        self.sms.iter().any(|s| {
+            s.active && s.node == n && (is_switch || s.port == port) && s.registered(class)
+        })
+    }
+
+    /// Registers attachment `h` as the agent of GMP class `class` at its port: requests of
+    /// that class reaching the port's QP1 are queued for it instead of being answered by the
+    /// node (the PMA for PerfMgt; "unsupported" for a Get or Set of any other class), as a
+    /// `user_mad` agent registration does on a host. SMP classes can not be registered (SMPs
+    /// reach an attachment through its node's SMA). Returns false for an SMP class or a
+    /// detached handle.
+    pub fn register_class(&mut self, h: SmHandle, class: MgmtClass) -> bool {
+        self.set_class(h, class, true)
+    }
+
+    /// Undoes [`Fabric::register_class`]; returns false for an SMP class or a detached handle.
+    pub fn unregister_class(&mut self, h: SmHandle, class: MgmtClass) -> bool {
+        self.set_class(h, class, false)
+    }
+
+    fn set_class(&mut self, h: SmHandle, class: MgmtClass, on: bool) -> bool {
+        let Some(sm) = self.sms.get_mut(h.0 as usize).filter(|s| s.active) else {
+            return false;
+        };
+        if class.is_smp() {
+            return false;
+        }
+        let (word, bit) = (usize::from(class.0 / 64), class.0 % 64);
+        if on {
+            sm.classes[word] |= 1 << bit;
+        } else {
+            sm.classes[word] &= !(1 << bit);
+        }
+        true
     }
 
     // ----- SMs --------------------------------------------------------------------------
@@ -125,6 +191,7 @@ impl Fabric {
             port: port.0,
             active: true,
             is_sm,
+            classes: [0; 4],
             queue: VecDeque::new(),
             stats: SmStats::default(),
         });
@@ -253,10 +320,12 @@ impl Fabric {
                 expected: SMP_LEN,
             });
         }
-        if !MgmtClass(mad[1]).is_smp() {
+        let class = MgmtClass(mad[1]);
+        if !class.is_smp() && (meta.qp == 0 || !meta.dlid.is_unicast()) {
             return Err(PortError::Other(format!(
-                "the simulator carries only SMPs; management class {:#04x} given",
-                mad[1]
+                "a GMP (class {:#04x}) needs a QP other than 0 and a unicast DLID; got QP {} \
+                 and DLID {}",
+                class.0, meta.qp, meta.dlid.0
             )));
         }
         sm.stats.sent += 1;
@@ -269,6 +338,12 @@ impl Fabric {
         }
         let ni = n as usize;
         let is_switch = self.agents[ni].is_switch();
+        {
+            // Source QP: 0 for SMPs, the GSI (QP1) for GMPs; destination QP: the caller's.
+            let s = self.pool.slot_mut(buf);
+            s.sqp = u32::from(!class.is_smp());
+            s.dqp = meta.qp;
+        }
         if mad[1] == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
             let s = self.pool.slot_mut(buf);
             s.slid = Lid::PERMISSIVE.0;
@@ -285,7 +360,7 @@ impl Fabric {
                     self.transmit(n, q.0, buf, self.now.0);
                 }
                 Forward::Local => self.push_local(n, p, buf),
-                Forward::LidRouted(lid) => self.send_lid_from(n, p, buf, lid),
+                Forward::LidRouted(lid) => self.send_lid_from(n, p, buf, lid, self.now.0),
                 Forward::Out(_) | Forward::Discard(_) => {
                     self.drop_buf(buf, DropReason::SmiDiscard, n, p)
                 }
@@ -297,32 +372,44 @@ impl Fabric {
             let s = self.pool.slot_mut(buf);
             s.slid = if meta.slid.0 != 0 { meta.slid.0 } else { own.0 };
             s.sl = meta.sl;
-            self.send_lid_from(n, p, buf, meta.dlid);
+            self.send_lid_from(n, p, buf, meta.dlid, self.now.0);
         }
         Ok(())
     }
 
     pub(super) fn push_local(&mut self, n: u32, port: u8, buf: u32) {
-        self.push_arrive(self.now, n, port, true, buf);
+        self.push_local_at(n, port, buf, self.now.0);
     }
 
-    /// A LID-routed MAD originated at node `n` (an SM's CA port `p`, or switch port 0).
-    pub(super) fn send_lid_from(&mut self, n: u32, p: u8, buf: u32, dlid: Lid) {
+    fn push_local_at(&mut self, n: u32, port: u8, buf: u32, at: u64) {
+        self.push_arrive(Time(at), n, port, true, buf);
+    }
+
+    /// A LID-routed MAD originated at node `n` (an SM's or agent's CA port `p`, or switch
+    /// port 0), leaving at `depart`: to itself if `dlid` is the port's own, else out of the CA
+    /// port or by the switch's LFT.
+    pub(super) fn send_lid_from(&mut self, n: u32, p: u8, buf: u32, dlid: Lid, depart: u64) {
         self.pool.slot_mut(buf).dlid = dlid.0;
-        let a = &self.agents[n as usize];
+        let ni = n as usize;
+        let a = &self.agents[ni];
+        let ext = self.external[ni].as_deref();
         if a.is_switch() {
-            if a.lid_matches(PortNum::MGMT, dlid) {
-                return self.push_local(n, 0, buf);
+            let (mine, out) = match ext {
+                Some(e) => (e.lid_matches(dlid), e.lft_port(dlid)),
+                None => (a.lid_matches(PortNum::MGMT, dlid), a.lft_port(dlid)),
+            };
+            if mine {
+                return self.push_local_at(n, 0, buf, depart);
             }
-            match a.lft_port(dlid) {
-                Some(PortNum(0)) => self.push_local(n, 0, buf),
-                Some(PortNum(out)) => self.transmit(n, out, buf, self.now.0),
+            match out {
+                Some(PortNum(0)) => self.push_local_at(n, 0, buf, depart),
+                Some(PortNum(out)) => self.transmit(n, out, buf, depart),
                 None => self.drop_buf(buf, DropReason::NoRoute, n, p),
             }
-        } else if a.lid_matches(PortNum(p), dlid) {
-            self.push_local(n, p, buf);
+        } else if ext.map_or_else(|| a.lid_matches(PortNum(p), dlid), |e| e.lid_matches(dlid)) {
+            self.push_local_at(n, p, buf, depart);
         } else {
-            self.transmit(n, p, buf, self.now.0);
+            self.transmit(n, p, buf, depart);
         }
     }
 
@@ -332,6 +419,17 @@ impl Fabric {
         h: SmHandle,
         buf: &mut [u8],
     ) -> Result<Option<(MadMeta, usize)>, PortError> {
+        Ok(self.sm_recv_qp(h, buf)?.map(|(meta, _, len)| (meta, len)))
+    }
+
+    /// [`Fabric::sm_recv`], also returning the local QP the MAD arrived on (0 for SMPs; the
+    /// destination QP of a GMP, 1 for the GSI) — what an ibsim-protocol server needs to pick
+    /// the client registered on that QP.
+    pub fn sm_recv_qp(
+        &mut self,
+        h: SmHandle,
+        buf: &mut [u8],
+    ) -> Result<Option<(MadMeta, u32, usize)>, PortError> {
         let Some(sm) = self.sms.get_mut(h.0 as usize).filter(|s| s.active) else {
             return Err(PortError::Closed);
         };
@@ -344,12 +442,12 @@ impl Fabric {
                 expected: SMP_LEN,
             });
         };
-        let Some((meta, mad)) = sm.queue.pop_front() else {
+        let Some((meta, qp, mad)) = sm.queue.pop_front() else {
             return Ok(None);
         };
         out.copy_from_slice(&mad[..]);
         sm.stats.received += 1;
-        Ok(Some((meta, SMP_LEN)))
+        Ok(Some((meta, qp, SMP_LEN)))
     }
 }
 

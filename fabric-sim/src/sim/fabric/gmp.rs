@@ -1,0 +1,88 @@
+//! GMPs at their destination: what answers at QP1 of an end port.
+//!
+//! A GMP that reached the end port its DLID names (a CA port, or a switch's port 0) is a
+//! datagram for that port's QP1, the GSI (IBA vol1 §13.5.1), and goes to:
+//! 1. an attachment there, for a response (it answers a request the attachment sent) or for a
+//!    request of a class the attachment registered ([`Fabric::register_class`]) — as the
+//!    kernel hands a MAD to the `user_mad` agent registered for its class;
+//! 2. else the node itself: an external agent that serves GMPs
+//!    ([`super::ExternalAgent::handles_gmp`]), or the node's PMA for PerfMgt;
+//! 3. else no agent serves the class: a Get or Set is answered GetResp with status 0x000C
+//!    (method/attribute not supported) as a Linux host's MAD layer answers unmatched requests;
+//!    anything else is dropped ([`DropReason::NoAgent`]).
+//!
+//! Answers leave the port the request arrived on after the SMA service time, LID-routed back
+//! to the requester's LID and QP.
+
+use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum, SMP_LEN};
+
+use super::Fabric;
+use crate::sim::stats::DropReason;
+
+/// MAD status "method/attribute combination not supported" (IBA vol1 §13.4.7).
+const STATUS_METHOD_ATTR_NOT_SUPPORTED: u16 = 0x000C;
+
+impl Fabric {
+    /// Delivers the GMP in `buf`, which reached `port` of node `n` and whose DLID is that end
+    /// port's, to QP1 there (see the module documentation).
+    pub(super) fn deliver_gmp(&mut self, n: u32, port: u8, buf: u32) {
+        let ni = n as usize;
+        self.stats.delivered += 1;
+        if self.cfg.trace {
+            self.trace_mad(super::TraceKind::Deliver, n, port, buf);
+        }
+        // A switch's GSI sits behind management port 0.
+        let end_port = if self.agents[ni].is_switch() { 0 } else { port };
+        let (meta, qp, class, method) = {
+            let s = self.pool.slot(buf);
+            let meta = MadMeta {
+                port: PortNum(end_port),
+                slid: Lid(s.slid),
+                dlid: Lid(s.dlid),
+                qp: s.sqp,
+                sl: s.sl,
+            };
+            (meta, s.dqp, MgmtClass(s.data[1]), Method(s.data[3]))
+        };
+        if method.is_response() || self.class_registered(n, end_port, class) {
+            let mut mad = Box::new([0u8; SMP_LEN]);
+            mad.copy_from_slice(&self.pool.slot(buf).data);
+            self.pool.release(buf);
+            self.queue_for_sm(n, meta, qp, mad);
+            return;
+        }
+        if self.external[ni].as_ref().is_some_and(|e| e.handles_gmp()) {
+            let now = self.now;
+            if let Some(ext) = self.external[ni].as_mut() {
+                ext.deliver(now, &meta, &self.pool.slot(buf).data);
+            }
+            self.pool.release(buf);
+            return self.after_agent(n, self.service_ns);
+        }
+        if matches!(method, Method::GET | Method::SET) {
+            return self.answer_unsupported(n, end_port, buf);
+        }
+        self.drop_buf(buf, DropReason::NoAgent, n, port);
+    }
+
+    /// Turns the request in `buf` into its GetResp with status 0x000C and sends it back from
+    /// `end_port` of node `n`.
+    fn answer_unsupported(&mut self, n: u32, end_port: u8, buf: u32) {
+        let s = self.pool.slot_mut(buf);
+        s.data[3] = Method::GET_RESP.0;
+        s.data[4..6].copy_from_slice(&STATUS_METHOD_ATTR_NOT_SUPPORTED.to_be_bytes());
+        self.send_gmp_reply(n, end_port, buf);
+    }
+
+    /// Sends the answer now in `buf` (the request's slot, its bytes rewritten) back to the
+    /// requester: source and destination LIDs and QPs swapped, leaving after the service time.
+    fn send_gmp_reply(&mut self, n: u32, end_port: u8, buf: u32) {
+        let s = self.pool.slot_mut(buf);
+        let requester = Lid(s.slid);
+        s.slid = s.dlid;
+        s.dqp = s.sqp;
+        s.sqp = 1;
+        let depart = self.now.0.saturating_add(self.service_ns);
+        self.send_lid_from(n, end_port, buf, requester, depart);
+    }
+}
