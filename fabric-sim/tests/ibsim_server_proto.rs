@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+mod sim_util;
+
 use fabric_sim::ibsim_server::wire::{
     ClientInfo, CtlType, SimCtl, SimRequest, REQUEST_LEN, SIM_MAGIC, STATUS_TIMEOUT,
 };
@@ -42,11 +44,16 @@ struct Running {
 
 impl Running {
     fn start(net: &str) -> Running {
+        Running::serve(net, |_| {})
+    }
+
+    fn serve(net: &str, prepare: impl FnOnce(&mut Fabric)) -> Running {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/ibsim-net-examples")
             .join(net);
         let topo = Topology::from_file(&path).unwrap();
-        let fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+        let mut fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+        prepare(&mut fabric);
         let name = unique("ibsrvproto");
         let mut server = IbsimServer::bind(fabric, &name).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -61,6 +68,13 @@ impl Running {
             thread: Some(thread),
         }
     }
+    /// [`Running::start`] on a fabric already brought up: LIDs (Switch1 1, Switch2 2, Hca1 5,
+    /// Hca2 6), LFTs, and the ports of the Hca1 - Switch1 - Switch2 - Hca2 path Active, so
+    /// GMPs can travel (see [`bring_up_2sw2path`]).
+    fn start_up(net: &str) -> Running {
+        Running::serve(net, bring_up_2sw2path)
+    }
+
     fn finish(mut self) -> IbsimServer {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().unwrap()
@@ -74,6 +88,34 @@ impl Drop for Running {
             let _ = t.join();
         }
     }
+}
+
+/// What an SM would do to net.2sw2path, done by hand from a temporary attachment at Switch1:
+/// LIDs, LFTs, and the ports of the Hca1 - Switch1 - Switch2 - Hca2 path Armed, then Active.
+fn bring_up_2sw2path(f: &mut Fabric) {
+    use ibmad::PortState;
+    use sim_util::{edit_port_info, set_lft, set_lid};
+    let at = f.node_by_name("Switch1").unwrap();
+    let sm = f.attach_sm(at, ibmad::PortNum(0)).unwrap().handle;
+    for (path, port, lid) in [("0", 0, 1), ("0,3", 0, 2), ("0,1", 1, 5), ("0,3,1", 1, 6)] {
+        set_lid(f, sm, path, port, lid);
+    }
+    set_lft(f, sm, "0", &[(1, 0), (2, 3), (5, 1), (6, 3)], 6);
+    set_lft(f, sm, "0,3", &[(1, 3), (2, 0), (5, 3), (6, 1)], 6);
+    for state in [PortState::ARMED, PortState::ACTIVE] {
+        for (path, port) in [
+            ("0", 1),
+            ("0", 3),
+            ("0,3", 3),
+            ("0,3", 1),
+            ("0,1", 1),
+            ("0,3,1", 1),
+        ] {
+            let pi = edit_port_info(f, sm, path, port, |pi| pi.set_port_state(state));
+            assert_eq!(pi.port_state(), state, "{path} port {port}");
+        }
+    }
+    f.detach_sm(sm);
 }
 
 /// A native ibsim client.
@@ -348,42 +390,25 @@ fn sminfo_and_sa_traffic_is_forwarded_between_clients() {
 
 #[test]
 fn sa_queries_reach_the_sm_client_at_the_destination_lid() {
-    use ibmad::attr::PortInfo as Pi;
-    let srv = Running::start("net.2sw2path");
+    let srv = Running::start_up("net.2sw2path");
     let sm = Client::connect(&srv.name, "Hca1", true).unwrap();
     let tool = Client::connect(&srv.name, "Hca2", false).unwrap();
-    // Give Hca1 LID 5 and Hca2 LID 6 through their SMAs (0-hop Set PortInfo).
-    for (c, lid) in [(&sm, 5u16), (&tool, 6)] {
-        let r = c.ctl(CtlType::GET_PORTINFO, &[0]);
-        let mut pi = *Pi::ref_from_prefix(&r.data).unwrap().0;
-        pi.lid.set(lid);
-        pi.set_port_state_raw(0);
-        pi.set_phys_state_raw(0);
-        let mut smp = Smp::dr_request(
-            Method::SET,
-            SmpAttrId::PORT_INFO,
-            1,
-            u64::from(lid),
-            &DrPath::local(),
-        );
-        smp.data.copy_from_slice(pi.as_bytes());
-        c.send(&SimRequest::new(
-            0xFFFF,
-            0xFFFF,
-            0,
-            0,
-            smp.as_bytes().try_into().unwrap(),
-        ));
-        let r = c.recv().expect("SetResp");
-        assert_eq!(r.status.get(), 0);
-        assert_eq!(Smp::ref_from_bytes(&r.mad).unwrap().status().0 & 0x7FFF, 0);
-    }
+    // Before the subnet is up (no LIDs, no LFTs) the query goes nowhere: 110.
+    let down = Running::start("net.2sw2path");
+    let early = Client::connect(&down.name, "Hca2", false).unwrap();
+    let mut q = SimRequest::new(5, 0, 1, 1, &[0u8; 256]);
+    q.mad[..4].copy_from_slice(&[1, 0x03, 2, Method::GET.0]);
+    early.send(&q);
+    assert_eq!(early.recv().expect("bounced").status.get(), STATUS_TIMEOUT);
+    drop(early);
+    drop(down);
     let mut q = SimRequest::new(5, 0, 1, 1, &[0u8; 256]);
     q.mad[..4].copy_from_slice(&[1, 0x03, 2, Method::GET.0]);
     q.set_tid(0x55);
     tool.send(&q);
     let got = sm.recv().expect("SA query forwarded to the SM client");
     assert_eq!(got.slid.get(), 6, "the server filled in the sender's LID");
+    assert_eq!((got.dqp.get(), got.sqp.get()), (1, 1), "QP1 to QP1");
     assert_eq!(got.tid() >> 48, u64::from(tool.slot));
     let mut a = got;
     a.mad[3] = 0x81;

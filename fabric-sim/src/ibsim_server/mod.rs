@@ -41,10 +41,15 @@
 //!   to the trap's issuer like any SMP (ibsim drops it), so our agents stop repeating the trap
 //!   as they would on hardware. A DR SMP from a client whose hop pointer is not 0, or whose D
 //!   bit differs from its R bit, is ignored, as ibsim does.
-//! * **Other classes** (SA 0x03, PMA 0x04, vendor …) are not carried by the fabric: they go
-//!   straight to the client attached at the port owning the destination LID (response → slot in
-//!   the TID, QP > 1 → the client registered on that QP, QP 0/1 request → the SM client), as
-//!   ibsim forwards them.
+//! * **GMPs** (every other class: SA 0x03, PerfMgt 0x04, vendor …) from a client are
+//!   LID-routed through the fabric like data packets (the LFTs, Active ports only; counted in
+//!   every port's counters on the way) to QP1 of the port owning the destination LID. There,
+//!   as in ibsim: PerfMgt is answered by the node's own PMA — also on a port where a client
+//!   (say OpenSM) runs, so `perfquery` never reaches a client that registered no PerfMgt
+//!   agent; any other class goes to a client attached at that port (response → the slot in
+//!   the TID, QP > 1 → the client connected with that QP, a QP1 request → the SM client).
+//!   A Get or Set of a class no client of the port takes, on a port without clients, is
+//!   answered "method/attribute not supported" by the node (ibsim times it out instead).
 //! * **Status 110.** A request that cannot be delivered is sent back to its sender with
 //!   `status = 110`, at once, as ibsim does: a non-SMP with no receiver, or an SMP the fabric
 //!   dropped (no route, link down, no SM at the far end, …) or that reached an attachment with
@@ -102,6 +107,8 @@ use wire::{
     STATUS_TIMEOUT,
 };
 
+/// The PerfMgt class, answered by every node's own PMA.
+const PERF_MGMT: MgmtClass = MgmtClass(0x04);
 /// TID tag (top 16 bits) of the server's own 0-hop queries that answer the control requests.
 const LOCAL_TAG: u64 = 0xFFFF;
 /// Bound of one run-to-idle (events), so a pathological fabric can not stall the server.
@@ -210,7 +217,7 @@ pub struct ServerStats {
     /// MADs for an attachment that no client could take (responses for a gone slot, traps
     /// with no SM client).
     pub undeliverable: u64,
-    /// Non-SMP MADs forwarded between clients.
+    /// GMPs handed to clients (from other clients, or answers of the nodes' agents).
     pub forwarded_other: u64,
 }
 
@@ -670,6 +677,13 @@ impl IbsimServer {
             return Ok(h);
         }
         let a = self.fabric.attach_client(node, port)?;
+        // As ibsim: the node's own PMA answers PerfMgt; every other GMP class goes on to the
+        // clients of the port (SMP classes can not be registered; they come through the SMA).
+        for c in 0..=u8::MAX {
+            if c != PERF_MGMT.0 {
+                self.fabric.register_class(a.handle, MgmtClass(c));
+            }
+        }
         self.attachments.push((node, port, a.handle));
         Ok(a.handle)
     }
@@ -838,11 +852,25 @@ impl IbsimServer {
             port: client.port,
             slid: Lid(frame.slid.get()),
             dlid: Lid(frame.dlid.get()),
-            qp: 0,
-            sl: 0,
+            ..MadMeta::default()
         };
+        self.send_watched(slot, client, frame, &meta, &mad, expects_answer);
+    }
+
+    /// Sends `mad` from the client's attachment into the fabric and runs it to idle. If
+    /// `watch`, a request that neither got an answer nor reached a client meanwhile, while the
+    /// fabric dropped something, is sent back to the client with status 110.
+    fn send_watched(
+        &mut self,
+        slot: usize,
+        client: Client,
+        frame: SimRequest,
+        meta: &MadMeta,
+        mad: &[u8; 256],
+        expects_answer: bool,
+    ) {
         let drops_before = self.fabric.stats().dropped;
-        if let Err(e) = self.fabric.sm_send(client.handle, &meta, &mad) {
+        if let Err(e) = self.fabric.sm_send(client.handle, meta, mad) {
             if expects_answer {
                 self.bounce(slot, frame, e.to_string());
             }
@@ -864,32 +892,13 @@ impl IbsimServer {
                 .collect();
             if !w.resolved && (!dropped.is_empty() || w.failed) {
                 let reason = if w.failed {
-                    "no SM client at the destination".to_string()
+                    "no client at the destination to take it".to_string()
                 } else {
                     format!("dropped by the fabric: {}", dropped.join(","))
                 };
                 self.bounce(slot, frame, reason);
             }
         }
-    }
-
-    /// The port (switch port 0 or CA port) that owns `lid`.
-    fn port_of_lid(&self, lid: Lid) -> Option<(NodeId, PortNum)> {
-        if !lid.is_unicast() {
-            return None;
-        }
-        (0..self.fabric.num_nodes() as u32).find_map(|n| {
-            let node = NodeId(n);
-            let a = self.fabric.agent(node)?;
-            if a.is_switch() {
-                a.lid_matches(PortNum(0), lid).then_some((node, PortNum(0)))
-            } else {
-                (1..=a.num_ports())
-                    .map(PortNum)
-                    .find(|&p| a.lid_matches(p, lid))
-                    .map(|p| (node, p))
-            }
-        })
     }
 
     /// ibsim's `find_client`: a response to the slot in its TID, a MAD for QP > 1 to the client
@@ -927,33 +936,27 @@ impl IbsimServer {
         })
     }
 
-    fn other_from_client(&mut self, slot: usize, client: Client, mut frame: SimRequest) {
+    /// A GMP (any class but the SMP ones) from a client: LID-routed through the fabric from
+    /// the client's port, as ibsim routes it (its LFTs, Active links). At the destination port
+    /// it reaches the attachment there if a client runs on that port (every class but PerfMgt
+    /// is registered for the attachments, so SA, CM and vendor MADs go on to the clients as in
+    /// ibsim), else the node answers: the PMA for PerfMgt. A request that goes nowhere comes
+    /// back with status 110; a TrapRepress is dropped, as ibsim does.
+    fn other_from_client(&mut self, slot: usize, client: Client, frame: SimRequest) {
         if frame.method() == Method::TRAP_REPRESS.0 {
             return;
         }
-        if frame.slid.get() == 0 {
-            let own = self
-                .fabric
-                .agent(client.node)
-                .and_then(|a| a.port_info(client.port))
-                .map_or(0, |pi| pi.lid().0);
-            frame.slid.set(own);
-        }
-        let target = self.port_of_lid(Lid(frame.dlid.get())).and_then(|(n, p)| {
-            self.find_client(n, p, frame.is_response(), frame.dqp.get(), frame.tid())
-        });
-        match target {
-            Some(dst) => {
-                self.stats.forwarded_other += 1;
-                if !self.send_to(dst, &frame) && !frame.is_response() {
-                    self.bounce(slot, frame, "receiver gone".into());
-                }
-            }
-            None if !frame.is_response() => {
-                self.bounce(slot, frame, "no receiver for the destination LID".into());
-            }
-            None => self.stats.undeliverable += 1,
-        }
+        let meta = MadMeta {
+            port: client.port,
+            slid: Lid(frame.slid.get()),
+            dlid: Lid(frame.dlid.get()),
+            // umad2sim writes the QP the user gave (1 for a GSI); 0 would mean QP0.
+            qp: frame.dqp.get().max(1),
+            ..MadMeta::default()
+        };
+        let request = !frame.is_response();
+        let mad = frame.mad;
+        self.send_watched(slot, client, frame, &meta, &mad, request);
     }
 
     /// Passes on everything queued at the server's attachments.
@@ -961,8 +964,8 @@ impl IbsimServer {
         let mut buf = [0u8; 256];
         for i in 0..self.attachments.len() {
             let (node, port, h) = self.attachments[i];
-            while let Ok(Some((meta, _))) = self.fabric.sm_recv(h, &mut buf) {
-                self.forward_from_fabric(node, port, &meta, &buf);
+            while let Ok(Some((meta, qp, _))) = self.fabric.sm_recv_qp(h, &mut buf) {
+                self.forward_from_fabric(node, port, &meta, qp, &buf);
             }
         }
     }
@@ -972,9 +975,11 @@ impl IbsimServer {
         node: NodeId,
         port: PortNum,
         meta: &MadMeta,
+        qp: u32,
         mad: &[u8; 256],
     ) {
-        let mut frame = SimRequest::new(meta.dlid.0, meta.slid.0, 0, 0, mad);
+        // Destination QP: the local QP it arrived on; source QP: the sender's.
+        let mut frame = SimRequest::new(meta.dlid.0, meta.slid.0, qp, meta.qp, mad);
         let tid = frame.tid();
         let response = frame.is_response();
         if response && tid >> 48 == LOCAL_TAG {
@@ -982,7 +987,7 @@ impl IbsimServer {
             return;
         }
         let watched = self.watch.as_ref().is_some_and(|w| w.tid == tid);
-        let dst = self.find_client(node, port, response, 0, tid);
+        let dst = self.find_client(node, port, response, qp, tid);
         let Some(dst) = dst else {
             self.stats.undeliverable += 1;
             if watched && !response {
@@ -995,6 +1000,9 @@ impl IbsimServer {
         if !response && frame.mgmt_class() == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
             // ibsim hands DR requests to clients with hop pointer 0.
             frame.mad[6] = 0;
+        }
+        if !MgmtClass(frame.mgmt_class()).is_smp() {
+            self.stats.forwarded_other += 1;
         }
         if self.send_to(dst, &frame) && watched {
             if let Some(w) = self.watch.as_mut() {
