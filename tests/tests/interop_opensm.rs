@@ -17,11 +17,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use fabric_sim::ibsim_server::IbsimServer;
@@ -31,211 +27,10 @@ use ibmad::{Lid, NodeType, PortNum};
 use sm::check::check_all_pairs;
 use sm::routing::Lfts;
 use sm::subnet::{NodeId, Subnet};
-use umad::testutil::{peers_or_skip, report_skip, require_peers, TempDir, UMAD2SIM_LIB};
+use umad::testutil::TempDir;
 
-const TOOLS: &[&str] = &[
-    "opensm",
-    "sminfo",
-    "saquery",
-    "ibnetdiscover",
-    "ibswitches",
-    "ibhosts",
-    "iblinkinfo",
-    "smpquery",
-    "ibroute",
-    "dump_fts",
-];
-
-/// True = run. Missing tools skip loudly (or fail under IBSM_REQUIRE_PEERS=1).
-fn peers(test: &str) -> bool {
-    if !peers_or_skip(test) {
-        return false;
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let missing: Vec<&str> = TOOLS
-        .iter()
-        .copied()
-        .filter(|t| !std::env::split_paths(&path).any(|d| d.join(t).is_file()))
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!("{missing:?} not installed (apt-get install opensm infiniband-diags)");
-    assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
-    report_skip(test, &why);
-    false
-}
-
-fn sock_name() -> String {
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "ibsmsrv{}x{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-fn net_example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fabric-sim/testdata/ibsim-net-examples")
-        .join(name)
-}
-
-/// The server, serving on its own thread until stopped.
-struct Served {
-    name: String,
-    /// SIM_HOST for clients (node name); None = ibsim's default, the topology's first node.
-    host: Option<String>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<IbsimServer>>,
-}
-
-impl Served {
-    fn start(topo: &Topology) -> Served {
-        Served::start_fabric(Fabric::new(topo, SimConfig::default()).unwrap())
-    }
-
-    /// Only the client side of a server the test drives itself (no serving thread).
-    fn client_of(server: &IbsimServer) -> Served {
-        Served {
-            name: server.name().to_string(),
-            host: None,
-            stop: Arc::new(AtomicBool::new(true)),
-            thread: None,
-        }
-    }
-
-    /// Serves an already built fabric (e.g. one whose switches are RA-1 device models).
-    fn start_fabric(fabric: Fabric) -> Served {
-        let name = sock_name();
-        let mut server = IbsimServer::bind(fabric, &name).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            server.run(&flag).unwrap();
-            server
-        });
-        Served {
-            name,
-            host: None,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// A shim client of this server, running in `cwd`.
-    fn client(&self, program: &str, cwd: &Path) -> Command {
-        let mut c = Command::new(program);
-        c.env("LD_PRELOAD", UMAD2SIM_LIB)
-            .env("IBSIM_SOCKNAME", &self.name)
-            .env_remove("SIM_HOST")
-            .current_dir(cwd);
-        if let Some(h) = &self.host {
-            c.env("SIM_HOST", h);
-        }
-        c
-    }
-
-    /// Runs a diag and returns its stdout; panics (with its output) if it fails.
-    fn diag(&self, cwd: &Path, program: &str, args: &[&str]) -> String {
-        let out = self
-            .client(program, cwd)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{program} {args:?}: {}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-
-    /// Stops serving and hands the server (and its fabric) back.
-    fn finish(mut self) -> IbsimServer {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// A child process killed (by PID) and reaped on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Runs `opensm -e -s 1 -R ENGINE` until its log says SUBNET UP (at most 30 s), stops it and
-/// returns the log.
-fn opensm_until_up(served: &Served, dir: &Path, engine: &str) -> String {
-    opensm_up(served, dir, engine).1
-}
-
-/// Starts `opensm -e -s 1 -R ENGINE` and waits (at most 30 s) until its log says SUBNET UP;
-/// returns the running OpenSM (stopped when dropped) and the log so far.
-fn opensm_up(served: &Served, dir: &Path, engine: &str) -> (Proc, String) {
-    opensm_up_with(served, dir, engine, &[])
-}
-
-/// [`opensm_up`] with extra OpenSM arguments.
-fn opensm_up_with(served: &Served, dir: &Path, engine: &str, extra: &[&str]) -> (Proc, String) {
-    let mut args = vec!["-R", engine];
-    args.extend_from_slice(extra);
-    let (mut proc, log) = spawn_opensm(served, dir, &format!("opensm-{engine}.log"), &args);
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("SUBNET UP") {
-            return (proc, text);
-        }
-        if let Ok(Some(status)) = proc.0.try_wait() {
-            panic!("opensm exited ({status}) before SUBNET UP:\n{text}");
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no SUBNET UP within 30 s:\n{text}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Starts OpenSM as a daemon (`-e -s 1 -d 2 ARGS -f DIR/LOG`, cache and dump files in
-/// DIR/cache) under the shim as a client of `served`; returns it (stopped when dropped) and
-/// its log path.
-fn spawn_opensm(served: &Served, dir: &Path, log: &str, args: &[&str]) -> (Proc, PathBuf) {
-    let cache = dir.join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let log = dir.join(log);
-    let child = served
-        .client("opensm", dir)
-        .args(["-e", "-s", "1", "-d", "2"])
-        .args(args)
-        .arg("-f")
-        .arg(&log)
-        .env("OSM_CACHE_DIR", &cache)
-        .env("OSM_TMP_DIR", &cache)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    (Proc(child), log)
-}
+mod interop_util;
+use interop_util::*;
 
 /// The subnet as our SMAs hold it after OpenSM programmed it (topology + every agent's
 /// PortInfo and SwitchInfo), and the LFTs read back from the agents.
@@ -528,26 +323,6 @@ fn diags_see_the_fabric_opensm_configured() {
 }
 
 /// Serves an existing server (and its fabric state) again on a thread.
-struct Rewrap(Served);
-
-impl Rewrap {
-    fn serve(mut server: IbsimServer) -> Rewrap {
-        let name = server.name().to_string();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            server.run(&flag).unwrap();
-            server
-        });
-        Rewrap(Served {
-            name,
-            host: None,
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
 /// One turn of an in-process ibsm on the served fabric: its MADs in, its timers, its MADs out,
 /// then the server carries them. SMInfo GetResps with TID `probe` are handed to `seen`.
 fn ibsm_turn(
