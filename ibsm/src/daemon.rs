@@ -179,20 +179,16 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
             }
         }
         while let Some(ev) = sm.poll_event() {
+            if let Some((level, line)) = ev.log_line() {
+                log.line(level, &line);
+            }
             match ev {
-                Event::Log { level, line } => log.line(level, &line),
                 Event::Guid2LidUpdated(text) => {
                     let _ = std::fs::create_dir_all(&opts.cache_dir);
                     if let Err(e) = write_atomic(&g2l_path, text.as_bytes()) {
                         log.line(Level::Error, &format!("guid2lid not saved: {e}"));
                     }
                 }
-                Event::NodeUnreachable { dr_path, attempts } => log.line(
-                    Level::Error,
-                    &format!(
-                        "node at directed route {dr_path} did not answer after {attempts} attempts"
-                    ),
-                ),
                 Event::SubnetUp => {
                     log.line(
                         Level::Info,
@@ -211,21 +207,18 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                         return Ok(ExitCode::SUCCESS);
                     }
                 }
-                Event::Standby { master, priority } => {
-                    log.line(
-                        Level::Info,
-                        &format!("standing by for master SM {master} (priority {priority})"),
-                    );
+                Event::Standby {
+                    master, priority, ..
+                } => {
                     if opts.once {
                         println!("STANDBY: master SM {master} has priority {priority}");
                         return Ok(ExitCode::SUCCESS);
                     }
                 }
                 Event::SweepFailed { reason } => {
-                    log.line(Level::Error, &format!("sweep failed: {reason}"));
                     // With -o, give up only once the SM does: after a sweep with errors it
-                    // re-sweeps at once a bounded number of times (state no longer Idle).
-                    if opts.once && sm.stage() == sm::Stage::Idle {
+                    // re-sweeps at once a bounded number of times.
+                    if opts.once && !sm.resweep_due() {
                         println!("subnet did NOT come up: {reason}");
                         return Ok(ExitCode::from(1));
                     }

@@ -534,10 +534,12 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         rounds += 1;
         while let Some((t, sweep, ev)) = d.events.pop_front() {
             let vt = d.fabric.now().saturating_since(Time::ZERO);
-            match ev {
-                Event::Log { level, line } if level <= Level::Info || args.verbose => {
+            if let Some((level, line)) = ev.log_line() {
+                if level <= Level::Info || args.verbose {
                     writeln!(out, "[{:>12}] {level:<5} {line}", fmt_dur(vt))?;
                 }
+            }
+            match ev {
                 Event::PhaseDone { phase, stats } => {
                     if phase == Phase::Discovery {
                         unreachable = 0;
@@ -545,40 +547,15 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
                     phases.push((sweep, phase, stats, t - last_phase));
                     last_phase = t;
                 }
-                Event::NodeUnreachable { dr_path, attempts } => {
-                    unreachable += 1;
-                    writeln!(
-                        out,
-                        "[{:>12}] ERR   node at directed route {dr_path} did not answer after {attempts} attempts; skipped",
-                        fmt_dur(vt)
-                    )?;
-                }
-                Event::DuplicateGuid {
-                    guid,
-                    first,
-                    second,
-                } => {
-                    writeln!(
-                        out,
-                        "[{:>12}] ERR   duplicate NodeGUID {guid} at {first} and {second}",
-                        fmt_dur(vt)
-                    )?;
-                }
+                Event::NodeUnreachable { .. } => unreachable += 1,
                 Event::Guid2LidUpdated(text) => guid2lid_text = Some(text),
                 Event::SubnetUp => {
                     up = true;
                     up_at = vt;
                     break 'run;
                 }
-                Event::Standby { master, priority } => {
-                    writeln!(
-                        out,
-                        "[{:>12}] INFO  standing by for master SM {master} (priority {priority})",
-                        fmt_dur(vt)
-                    )?;
-                }
                 Event::SweepFailed { reason } => {
-                    writeln!(out, "[{:>12}] ERR   sweep failed: {reason}", fmt_dur(vt))?;
+                    let reason = reason.to_string();
                     if d.sm.resweep_due() {
                         finished = Some(Finished {
                             subnet: d.sm.subnet().clone(),

@@ -275,8 +275,8 @@ impl Sm {
             Command::HeavySweep => self.sweep.request_heavy(),
             Command::Guid2Lid(text) => {
                 let (map, warnings) = Guid2Lid::parse(&text);
-                for w in &warnings {
-                    self.events.log(Level::Warn, format!("guid2lid: {w}"));
+                for w in warnings {
+                    self.events.push(Event::Guid2LidWarning(w));
                 }
                 self.sweep.set_guid2lid(map);
             }
@@ -422,13 +422,13 @@ impl Sm {
         let status = smp.status();
         let mut cx = ctx!(self);
         if status != Status::OK {
-            cx.events.log(
-                Level::Error,
-                format!(
-                    "ERR 3108: {} {} {} at {} returned status {}",
-                    req.method, req.attr, req.attr_mod, req.path, status
-                ),
-            );
+            cx.events.push(Event::ErrorStatus {
+                dr_path: req.path,
+                method: req.method,
+                attr: req.attr,
+                attr_mod: req.attr_mod,
+                status,
+            });
             self.sweep.on_error_status(&req);
             return;
         }

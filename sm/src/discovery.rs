@@ -132,9 +132,10 @@ impl Discovery {
             return;
         }
         if let Err(why) = check_node_info(ni) {
-            events.push(Event::Log {
-                level: crate::event::Level::Error,
-                line: format!("ERR 0D01: node {guid} at {path}: {why}; ignored"),
+            events.push(Event::BadNodeInfo {
+                guid,
+                dr_path: path,
+                why,
             });
             return;
         }

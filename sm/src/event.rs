@@ -1,16 +1,25 @@
 //! What the SM tells its owner ([`Event`], drained with [`crate::Sm::poll_event`]) and what the
 //! owner tells the SM ([`Command`], given to [`crate::Sm::handle_command`]).
 //!
-//! Failures are events, not logs (STYLE P11): an unreachable node, a duplicate GUID. Log lines
-//! are events too — the SM has no logger; the daemon writes `Event::Log` lines to its log file
-//! in OpenSM's format.
+//! Failures are typed events, not log strings (STYLE P11): an unreachable node
+//! ([`Event::NodeUnreachable`]), an error status ([`Event::ErrorStatus`]), a duplicate GUID, a
+//! NodeInfo that describes no node, programming Sets that failed, a failed sweep with its
+//! [`SweepFailure`]. Progress lines are [`Event::Log`] events — the SM has no logger.
+//!
+//! **Rendering is here, in one place:** [`Event::log_line`] gives every event's log line
+//! (OpenSM-style text with its `ERR xxxx` code where it has one, without timestamp) or `None`
+//! for events that are data only. `ibsm run` writes those lines to its log file in OpenSM's
+//! format, `ibsm sim` to its output with the virtual time; neither formats an event itself.
 
 use std::collections::VecDeque;
 
 use core::fmt;
 use core::time::Duration;
 
-use ibmad::{DrPath, Guid};
+use ibmad::{DrPath, Guid, Method, SmpAttrId, Status};
+
+use crate::lid::{Guid2LidWarning, LidError};
+use crate::routing::RouteError;
 
 /// Severity of a [`Event::Log`] line (OpenSM's log levels).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -102,12 +111,31 @@ pub enum Event {
         /// Its counters.
         stats: PhaseStats,
     },
-    /// A node did not answer after all retries; it is left out of the subnet.
+    /// An SMP got no answer after all retries (the node behind that route is left out of the
+    /// subnet, or was not configured). Reported once per route and sweep.
     NodeUnreachable {
         /// The directed route that was tried.
         dr_path: DrPath,
         /// How many times the SMP was sent.
         attempts: u32,
+        /// The request's method.
+        method: Method,
+        /// The request's attribute.
+        attr: SmpAttrId,
+    },
+    /// A response came back with a non-zero status (a Set the node refused, a Get of an
+    /// attribute it lacks).
+    ErrorStatus {
+        /// The route the request went along.
+        dr_path: DrPath,
+        /// The request's method.
+        method: Method,
+        /// The request's attribute and modifier.
+        attr: SmpAttrId,
+        /// AttributeModifier.
+        attr_mod: u32,
+        /// The status in the response.
+        status: Status,
     },
     /// Two different nodes answered with the same NodeGUID; the second is ignored.
     DuplicateGuid {
@@ -118,10 +146,32 @@ pub enum Event {
         /// Route to the node that claims it too.
         second: DrPath,
     },
+    /// A NodeInfo answer describes a node the SM cannot add (bad port counts, …); ignored.
+    BadNodeInfo {
+        /// The NodeGUID it gave.
+        guid: Guid,
+        /// The route it came back on.
+        dr_path: DrPath,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A line of the GUID→LID text given with [`Command::Guid2Lid`] was not used.
+    Guid2LidWarning(Guid2LidWarning),
     /// The GUID→LID map changed; the owner should persist this text (atomically) and pass it
     /// back with [`Command::Guid2Lid`] after a restart.
     Guid2LidUpdated(String),
-    /// Every reachable linked port is Active (logged as "SUBNET UP" as well).
+    /// Programming Sets of this heavy sweep failed (error status or no answer); the ports are
+    /// armed anyway and the next sweep reprograms what is still missing.
+    SetsFailed {
+        /// How many.
+        count: usize,
+    },
+    /// A port that advertises IsSM did not answer SMInfo Get: it takes no part in the election.
+    SmSilent {
+        /// The route to it.
+        dr_path: DrPath,
+    },
+    /// Every reachable linked port is Active ("SUBNET UP").
     SubnetUp,
     /// Another SM outranks this one (IBA vol1 §14.4.1.1): this SM stays in STANDBY and does
     /// not program the subnet; it rediscovers at every sweep interval.
@@ -130,14 +180,160 @@ pub enum Event {
         master: Guid,
         /// Its priority.
         priority: u8,
+        /// This SM's priority.
+        own_priority: u8,
     },
-    /// The heavy sweep could not complete (e.g. no routing engine succeeded); the next sweep
-    /// retries.
+    /// The heavy sweep could not complete; the SM sweeps again (at once, a bounded number of
+    /// times, then at its sweep interval).
     SweepFailed {
         /// Why.
-        reason: String,
+        reason: SweepFailure,
     },
 }
+
+impl Event {
+    /// The log line of this event, with its severity: OpenSM-style text (and `ERR xxxx` code)
+    /// without timestamp; `None` for events that carry data only ([`Event::PhaseDone`],
+    /// [`Event::Guid2LidUpdated`]). The one place events become text.
+    #[must_use]
+    pub fn log_line(&self) -> Option<(Level, String)> {
+        Some(match self {
+            Event::Log { level, line } => (*level, line.clone()),
+            Event::PhaseDone { .. } | Event::Guid2LidUpdated(_) => return None,
+            Event::NodeUnreachable {
+                dr_path,
+                attempts,
+                method,
+                attr,
+            } => (
+                Level::Error,
+                format!("ERR 3120: {method} {attr} to {dr_path} timed out after {attempts} attempts"),
+            ),
+            Event::ErrorStatus {
+                dr_path,
+                method,
+                attr,
+                attr_mod,
+                status,
+            } => (
+                Level::Error,
+                format!("ERR 3108: {method} {attr} {attr_mod} at {dr_path} returned status {status}"),
+            ),
+            Event::DuplicateGuid {
+                guid,
+                first,
+                second,
+            } => (
+                Level::Error,
+                format!("duplicate NodeGUID {guid} at {first} and {second}"),
+            ),
+            Event::BadNodeInfo { guid, dr_path, why } => (
+                Level::Error,
+                format!("ERR 0D01: node {guid} at {dr_path}: {why}; ignored"),
+            ),
+            Event::Guid2LidWarning(w) => (Level::Warn, format!("guid2lid: {w}")),
+            Event::SetsFailed { count } => (
+                Level::Error,
+                format!(
+                    "ERR 3A05: {count} programming Sets failed; ports are armed anyway and the next sweep reprograms"
+                ),
+            ),
+            Event::SmSilent { dr_path } => (
+                Level::Verbose,
+                format!("SMInfo Get to {dr_path} got no answer; ignoring that SM"),
+            ),
+            Event::SubnetUp => (Level::Info, "SUBNET UP".to_string()),
+            Event::Standby {
+                master,
+                priority,
+                own_priority,
+            } => (
+                Level::Info,
+                format!(
+                    "Entering STANDBY state: SM {master} with priority {priority} outranks ours ({own_priority})"
+                ),
+            ),
+            Event::SweepFailed { reason } => (Level::Error, reason.to_string()),
+        })
+    }
+}
+
+/// Why a heavy sweep failed ([`Event::SweepFailed`]); `Display` is the log line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SweepFailure {
+    /// The SM's own node did not answer NodeInfo.
+    OwnPortSilent,
+    /// LID assignment failed.
+    LidAssignment(LidError),
+    /// No routing engine of the chain could route the fabric.
+    NoRoutingEngine(RouteError),
+    /// Ports of the state passes are not Active.
+    PortsNotActive {
+        /// How many are not.
+        not_active: usize,
+        /// Ports in the state passes (linked ports and switch ports 0).
+        ports: usize,
+        /// The first few of them: (NodeGUID, port).
+        first: Vec<(Guid, u8)>,
+    },
+    /// SMPs were lost for good (OpenSM's "ERRORS DURING INITIALIZATION"): the sweep did not
+    /// find or configure every reachable node.
+    Initialization {
+        /// Directed routes that got no answer.
+        unreachable: usize,
+        /// The nearest of them.
+        first: Option<DrPath>,
+        /// Programming Sets that failed.
+        failed_sets: usize,
+    },
+}
+
+impl fmt::Display for SweepFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepFailure::OwnPortSilent => f.write_str("ERR 3A01: the SM's own port did not answer"),
+            SweepFailure::LidAssignment(e) => write!(f, "ERR 0307: LID assignment failed: {e}"),
+            SweepFailure::NoRoutingEngine(e) => write!(
+                f,
+                "ERR 3A0A: No routing engine able to successfully configure switch tables on current fabric ({e})"
+            ),
+            SweepFailure::PortsNotActive {
+                not_active,
+                ports,
+                first,
+            } => {
+                let first = first
+                    .iter()
+                    .map(|(g, p)| format!("{g}/{p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                write!(
+                    f,
+                    "ERR 3A06: {not_active} of {ports} ports (linked ports and switch ports 0) are not Active ({first} ...)"
+                )
+            }
+            SweepFailure::Initialization {
+                unreachable,
+                first,
+                failed_sets,
+            } => {
+                let first = first.map_or(String::new(), |r| {
+                    format!(
+                        " (first at directed route {r}{})",
+                        if *unreachable > 1 { ", ..." } else { "" }
+                    )
+                });
+                write!(
+                    f,
+                    "ERR 3A07: ERRORS DURING INITIALIZATION: no answer on {unreachable} directed route(s){first}, {failed_sets} Set(s) failed; the subnet is not up"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for SweepFailure {}
 
 /// An instruction from the owner.
 #[derive(Clone, Debug, PartialEq, Eq)]

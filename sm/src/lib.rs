@@ -27,6 +27,6 @@ pub mod verify;
 
 pub use crate::config::{ConfigError, SmConfig};
 pub use crate::core::{Sm, Transmit};
-pub use crate::event::{Command, Event, Level, Phase, PhaseStats};
+pub use crate::event::{Command, Event, Level, Phase, PhaseStats, SweepFailure};
 pub use crate::role::Role;
 pub use crate::sweep::Stage;

@@ -22,7 +22,7 @@ use zerocopy::FromBytes;
 
 use crate::config::SmConfig;
 use crate::discovery::Discovery;
-use crate::event::{Event, Events, Level, Phase, PhaseStats};
+use crate::event::{Event, Events, Level, Phase, PhaseStats, SweepFailure};
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
 use crate::program::{self, Programmer};
 use crate::role::{Election, RemoteSm, SmRole};
@@ -261,27 +261,18 @@ impl Sweep {
     pub fn on_failed(&mut self, f: Failed, cx: &mut Ctx<'_>) {
         if let Purpose::SmInfo(_) = f.req.purpose {
             // The port advertises IsSM but no SM answers: it takes no part in the election.
-            cx.events.log(
-                Level::Verbose,
-                format!(
-                    "SMInfo Get to {} got no answer; ignoring that SM",
-                    f.req.path
-                ),
-            );
+            cx.events.push(Event::SmSilent {
+                dr_path: f.req.path,
+            });
             return;
         }
         if self.errors.unreachable.insert(f.req.path) {
             cx.events.push(Event::NodeUnreachable {
                 dr_path: f.req.path,
                 attempts: f.attempts,
+                method: f.req.method,
+                attr: f.req.attr,
             });
-            cx.events.log(
-                Level::Error,
-                format!(
-                    "ERR 3120: {} {} to {} timed out after {} attempts",
-                    f.req.method, f.req.attr, f.req.path, f.attempts
-                ),
-            );
         }
         match f.req.purpose {
             Purpose::LightSwitchInfo(_) => self.light_changed = true,
@@ -401,8 +392,7 @@ impl Sweep {
         cx.txn.submit(first);
     }
 
-    fn fail_sweep(&mut self, now: Time, reason: String, cx: &mut Ctx<'_>) {
-        cx.events.log(Level::Error, reason.clone());
+    fn fail_sweep(&mut self, now: Time, reason: SweepFailure, cx: &mut Ctx<'_>) {
         cx.events.push(Event::SweepFailed { reason });
         self.stage = Stage::Idle;
         self.up = false;
@@ -424,7 +414,7 @@ impl Sweep {
             ),
         );
         let Some(own) = self.disc.subnet.sm_port() else {
-            self.fail_sweep(now, "ERR 3A01: the SM's own port did not answer".into(), cx);
+            self.fail_sweep(now, SweepFailure::OwnPortSilent, cx);
             return;
         };
         cx.role
@@ -465,18 +455,10 @@ impl Sweep {
     fn finish_sm_poll(&mut self, now: Time, cx: &mut Ctx<'_>) {
         match cx.role.conclude_election(now, cx.timers) {
             Election::Standby(m) => {
-                cx.events.log(
-                    Level::Info,
-                    format!(
-                        "Entering STANDBY state: SM {} with priority {} outranks ours ({})",
-                        m.guid,
-                        m.priority,
-                        cx.role.priority()
-                    ),
-                );
                 cx.events.push(Event::Standby {
                     master: m.guid,
                     priority: m.priority,
+                    own_priority: cx.role.priority(),
                 });
                 self.stage = Stage::Idle;
                 self.up = false;
@@ -526,7 +508,7 @@ impl Sweep {
             }
             Err(e) => {
                 self.end_phase(now, cx);
-                self.fail_sweep(now, format!("ERR 0307: LID assignment failed: {e}"), cx);
+                self.fail_sweep(now, SweepFailure::LidAssignment(e), cx);
                 return;
             }
         }
@@ -566,13 +548,7 @@ impl Sweep {
                     }
                 }
                 self.end_phase(now, cx);
-                self.fail_sweep(
-                    now,
-                    format!(
-                        "ERR 3A0A: No routing engine able to successfully configure switch tables on current fabric ({e})"
-                    ),
-                    cx,
-                );
+                self.fail_sweep(now, SweepFailure::NoRoutingEngine(e), cx);
                 return;
             }
         }
@@ -602,13 +578,9 @@ impl Sweep {
 
     fn start_arming(&mut self, now: Time, cx: &mut Ctx<'_>) {
         if self.errors.set_failures > 0 {
-            cx.events.log(
-                Level::Error,
-                format!(
-                    "ERR 3A05: {} programming Sets failed; ports are armed anyway and the next sweep reprograms",
-                    self.errors.set_failures
-                ),
-            );
+            cx.events.push(Event::SetsFailed {
+                count: self.errors.set_failures,
+            });
         }
         cx.events.log(
             Level::Info,
@@ -669,19 +641,19 @@ impl Sweep {
         let failed_sets = self.errors.set_failures;
         if not_active.is_empty() && (lost > 0 || failed_sets > 0) {
             // The nearest failure first: it is usually the cause of those behind it.
-            let mut routes: Vec<DrPath> = self.errors.unreachable.iter().copied().collect();
-            routes.sort_by(|a, b| (a.len(), a.ports()).cmp(&(b.len(), b.ports())));
-            let first = routes.first().map_or(String::new(), |r| {
-                format!(
-                    " (first at directed route {r}{})",
-                    if lost > 1 { ", ..." } else { "" }
-                )
-            });
+            let first = self
+                .errors
+                .unreachable
+                .iter()
+                .copied()
+                .min_by(|a, b| (a.len(), a.ports()).cmp(&(b.len(), b.ports())));
             self.fail_sweep(
                 now,
-                format!(
-                    "ERR 3A07: ERRORS DURING INITIALIZATION: no answer on {lost} directed route(s){first}, {failed_sets} Set(s) failed; the subnet is not up"
-                ),
+                SweepFailure::Initialization {
+                    unreachable: lost,
+                    first,
+                    failed_sets,
+                },
                 cx,
             );
         } else if not_active.is_empty() {
@@ -691,23 +663,16 @@ impl Sweep {
                 Level::Info,
                 format!("{linked} linked ports and {mgmt} switch ports 0 Active"),
             );
-            cx.events.log(Level::Info, "SUBNET UP".into());
             cx.events.push(Event::SubnetUp);
             cx.arm_sweep(now);
         } else {
-            let first = not_active
-                .iter()
-                .take(4)
-                .map(|(g, p)| format!("{g}/{p}"))
-                .collect::<Vec<_>>()
-                .join(", ");
             self.fail_sweep(
                 now,
-                format!(
-                    "ERR 3A06: {} of {} ports (linked ports and switch ports 0) are not Active ({first} ...)",
-                    not_active.len(),
-                    linked + mgmt
-                ),
+                SweepFailure::PortsNotActive {
+                    not_active: not_active.len(),
+                    ports: linked + mgmt,
+                    first: not_active.iter().take(4).copied().collect(),
+                },
                 cx,
             );
         }

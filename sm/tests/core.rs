@@ -220,7 +220,9 @@ fn mute_node_is_reported_the_rest_is_active_and_the_subnet_is_not_up() {
     let unreachable: Vec<_> = ev
         .iter()
         .filter_map(|e| match e {
-            Event::NodeUnreachable { dr_path, attempts } => Some((*dr_path, *attempts)),
+            Event::NodeUnreachable {
+                dr_path, attempts, ..
+            } => Some((*dr_path, *attempts)),
             _ => None,
         })
         .collect();
@@ -230,10 +232,10 @@ fn mute_node_is_reported_the_rest_is_active_and_the_subnet_is_not_up() {
     );
     assert!(!ev.contains(&Event::SubnetUp), "{ev:#?}");
     assert!(!sm.is_up());
-    let failed: Vec<&String> = ev
+    let failed: Vec<String> = ev
         .iter()
         .filter_map(|e| match e {
-            Event::SweepFailed { reason } => Some(reason),
+            Event::SweepFailed { reason } => Some(reason.to_string()),
             _ => None,
         })
         .collect();
@@ -311,11 +313,8 @@ fn corrupt_guid2lid_warns_with_line_and_assigns_fresh() {
     let ev = bring_up(&mut sm, &mut f);
     let warn = ev
         .iter()
-        .find_map(|e| match e {
-            Event::Log {
-                level: sm::Level::Warn,
-                line,
-            } if line.contains("guid2lid") => Some(line.clone()),
+        .find_map(|e| match e.log_line() {
+            Some((sm::Level::Warn, line)) if line.contains("guid2lid") => Some(line),
             _ => None,
         })
         .expect("a guid2lid warning");
@@ -355,17 +354,15 @@ fn phase_stats_and_log_lines() {
     let (mut f, _) = f_disc();
     let mut sm = Sm::new(cfg()).unwrap();
     let ev = bring_up(&mut sm, &mut f);
-    let lines: Vec<&str> = ev
+    let lines: Vec<String> = ev
         .iter()
-        .filter_map(|e| match e {
-            Event::Log { line, .. } => Some(line.as_str()),
-            _ => None,
-        })
+        .filter_map(|e| e.log_line())
+        .map(|l| l.1)
         .collect();
     assert!(lines
         .iter()
         .any(|l| l.contains("minhop tables configured on all switches")));
-    assert_eq!(lines.last().copied(), Some("SUBNET UP"));
+    assert_eq!(lines.last().map(String::as_str), Some("SUBNET UP"));
     let phases: Vec<Phase> = sm.phase_history().iter().map(|x| x.0).collect();
     assert_eq!(
         phases,

@@ -717,7 +717,9 @@ fn ibsm_stands_by_for_a_higher_priority_opensm() {
         while let Some(e) = ibsm.poll_event() {
             events.push(e);
         }
-        if let Some(sm::Event::Standby { master, priority }) = events
+        if let Some(sm::Event::Standby {
+            master, priority, ..
+        }) = events
             .iter()
             .find(|e| matches!(e, sm::Event::Standby { .. }))
         {

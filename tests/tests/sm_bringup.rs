@@ -553,7 +553,7 @@ fn mute_node_is_reported_the_rest_is_active_and_the_subnet_is_not_up() {
     assert_eq!(routes.len(), 1, "{routes:?}");
     assert_eq!(r.sm.heavy_sweeps(), 3);
     let failed = r.count(|e| {
-        matches!(e, Event::SweepFailed { reason } if reason.contains("ERRORS DURING INITIALIZATION"))
+        matches!(e, Event::SweepFailed { reason } if reason.to_string().contains("ERRORS DURING INITIALIZATION"))
     });
     assert_eq!(failed, 3);
     let guid = t.node(victim).unwrap().guid();
@@ -603,11 +603,8 @@ fn corrupt_guid2lid_warns_and_assigns_fresh() {
     let warn = r
         .events
         .iter()
-        .find_map(|e| match e {
-            Event::Log {
-                level: sm::Level::Warn,
-                line,
-            } => Some(line.clone()),
+        .find_map(|e| match e.log_line() {
+            Some((sm::Level::Warn, line)) => Some(line),
             _ => None,
         })
         .expect("a warning");
