@@ -209,19 +209,15 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                 }
                 Event::Standby {
                     master, priority, ..
-                } => {
-                    if opts.once {
-                        println!("STANDBY: master SM {master} has priority {priority}");
-                        return Ok(ExitCode::SUCCESS);
-                    }
+                } if opts.once => {
+                    println!("STANDBY: master SM {master} has priority {priority}");
+                    return Ok(ExitCode::SUCCESS);
                 }
-                Event::SweepFailed { reason } => {
-                    // With -o, give up only once the SM does: after a sweep with errors it
-                    // re-sweeps at once a bounded number of times.
-                    if opts.once && !sm.resweep_due() {
-                        println!("subnet did NOT come up: {reason}");
-                        return Ok(ExitCode::from(1));
-                    }
+                // With -o, give up only once the SM does: after a sweep with errors it
+                // re-sweeps at once a bounded number of times.
+                Event::SweepFailed { reason } if opts.once && !sm.resweep_due() => {
+                    println!("subnet did NOT come up: {reason}");
+                    return Ok(ExitCode::from(1));
                 }
                 _ => {}
             }
