@@ -75,8 +75,8 @@ fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
 
 impl Options {
     /// The routing engines' options, with the files they name **read now** (engines do no
-    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, plus `scatter_ports` and
-    /// `port_profile_switch_nodes`. Fields the engines have but ibsm's options do not keep
+    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, plus `scatter_ports`,
+    /// `port_profile_switch_nodes` and `max_op_vls` (0 becomes 1). Fields the engines have but ibsm's options do not keep
     /// [`EngineOptions::default`]'s values.
     #[must_use]
     // The struct update keeps future EngineOptions fields at their defaults.
@@ -89,6 +89,7 @@ impl Options {
             lfts_file: option_file(self.lfts_file.as_ref()),
             cn_guid_file: option_file(self.cn_guid_file.as_ref()),
             io_guid_file: option_file(self.io_guid_file.as_ref()),
+            max_op_vls: self.max_op_vls.max(1),
             ..EngineOptions::default()
         }
     }

@@ -1,5 +1,6 @@
 //! Unicast routing: the engine interface, the engine chain with OpenSM's fallback, and what
-//! engines produce: [`Routes`], today the linear forwarding tables ([`Lfts`]).
+//! engines produce: [`Routes`] — the linear forwarding tables ([`Lfts`]) and, for engines that
+//! use virtual lanes, path SLs, SL-to-VL and VL arbitration tables ([`vl`]).
 //!
 //! Engines are pure (STYLE P7): they read a [`Subnet`] whose ports carry LIDs
 //! ([`crate::lid::assign_lids`]) and return [`Routes`]; they never touch switches. The shared
@@ -15,6 +16,7 @@ pub mod ftree;
 pub mod graph;
 pub mod minhop;
 pub mod updn;
+pub mod vl;
 
 use ibmad::{Lid, PortNum};
 use rand::SeedableRng;
@@ -193,24 +195,67 @@ pub fn max_lid(subnet: &Subnet) -> Lid {
 
 /// What a routing run decided, for [`crate::program`] to program (STYLE P7).
 ///
-/// Today: the unicast LFTs. The type is `#[non_exhaustive]` so that it grows without touching
-/// engines that do not use the new parts: engines that need virtual lanes (lash, dfsssp,
-/// torus-2QoS, nue, …) add per-path service levels (which the SA's PathRecord SL reads),
-/// SL-to-VL tables per (input, output) port and VLArb tables; multicast routing adds MFTs. A
-/// part an engine does not fill means "this engine does not decide it": the SM leaves those
-/// tables to the QoS configuration or as the ports hold them.
+/// The unicast LFTs always; the virtual-lane parts (per-path service levels, SL-to-VL tables
+/// per (input, output) port, VLArb tables) only from engines that decide them. **A part left
+/// `None` means "this engine does not decide it"**: the SM leaves those tables to the QoS
+/// configuration (`qos`, `qos_*`) or as the ports hold them. The full contract — what the SM
+/// programs, dumps and answers in the SA for each part, set or not, and the masking to
+/// OperationalVLs — is in [`vl`]'s module docs. The type is `#[non_exhaustive]` so that it
+/// grows (multicast routing adds MFTs) without touching engines that do not use the new
+/// parts: build it with [`Routes::new`] and the `with_*` methods.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Routes {
     /// Unicast linear forwarding tables, one row per switch.
     pub lfts: Lfts,
+    /// The SL of each path (SA PathRecord SL); `None`: the engine assigns no SLs.
+    pub path_sl: Option<vl::PathSls>,
+    /// SL-to-VL tables; `None`: the engine leaves SL-to-VL to the QoS configuration.
+    pub sl2vl: Option<vl::Sl2VlTables>,
+    /// VL arbitration; `None`: the engine leaves it to the QoS configuration.
+    pub vlarb: Option<vl::VlArbTables>,
 }
 
 impl Routes {
     /// Routes that consist of unicast LFTs only.
     #[must_use]
     pub fn new(lfts: Lfts) -> Routes {
-        Routes { lfts }
+        Routes {
+            lfts,
+            path_sl: None,
+            sl2vl: None,
+            vlarb: None,
+        }
+    }
+
+    /// These routes with per-path SLs.
+    #[must_use]
+    pub fn with_path_sl(mut self, sls: vl::PathSls) -> Routes {
+        self.path_sl = Some(sls);
+        self
+    }
+
+    /// These routes with SL-to-VL tables.
+    #[must_use]
+    pub fn with_sl2vl(mut self, t: vl::Sl2VlTables) -> Routes {
+        self.sl2vl = Some(t);
+        self
+    }
+
+    /// These routes with VL arbitration tables.
+    #[must_use]
+    pub fn with_vlarb(mut self, t: vl::VlArbTables) -> Routes {
+        self.vlarb = Some(t);
+        self
+    }
+
+    /// The SL of the path `slid` → `dlid`: the engine's, or 0 when it assigns none.
+    #[must_use]
+    pub fn sl(&self, slid: Lid, dlid: Lid) -> u8 {
+        self.path_sl
+            .as_ref()
+            .and_then(|t| t.get(slid, dlid))
+            .unwrap_or(0)
     }
 }
 
@@ -247,8 +292,8 @@ pub enum RouteError {
     },
 }
 
-/// Options shared by engines (OpenSM names in brackets).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Options shared by engines (OpenSM names in brackets). `Default` gives OpenSM's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
     /// Count routes to switch LIDs in the per-port balancing counters
     /// [`port_profile_switch_nodes`]; OpenSM default false.
@@ -264,6 +309,37 @@ pub struct EngineOptions {
     pub cn_guid_file: Option<OptionFile>,
     /// [`io_guid_file`] for ftree: I/O-node port GUIDs, as read by the caller.
     pub io_guid_file: Option<OptionFile>,
+    /// [`qos`]: QoS programming is on (`-Q`). Engines that need it (OpenSM's torus-2QoS,
+    /// lash, dfsssp) fail when it is off; see [`vl`] for what the SM does with VL parts either
+    /// way. Default false.
+    pub qos: bool,
+    /// [`max_op_vls`], 1..=5 (0 acts as 1): the cap on PortInfo.OperationalVLs the SM programs,
+    /// which with the ports' VLCap bounds the VLs an engine may use ([`vl::VlBudget::of`]).
+    /// Default 5 (VL0–14), as OpenSM.
+    pub max_op_vls: u8,
+}
+
+impl Default for EngineOptions {
+    fn default() -> EngineOptions {
+        EngineOptions {
+            port_profile_switch_nodes: false,
+            scatter_ports: 0,
+            root_guid_file: None,
+            lfts_file: None,
+            cn_guid_file: None,
+            io_guid_file: None,
+            qos: false,
+            max_op_vls: 5,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// The VLs this subnet lets an engine use under [`EngineOptions::max_op_vls`].
+    #[must_use]
+    pub fn vl_budget(&self, subnet: &Subnet) -> vl::VlBudget {
+        vl::VlBudget::of(subnet, self.max_op_vls)
+    }
 }
 
 /// A file named by an option, read by the front end: the path (for messages) and its text, or
