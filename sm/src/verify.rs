@@ -27,6 +27,8 @@
 //! ([`Policy::allow_credit_loops`]), and a check of zero CA pairs as a failure unless allowed
 //! ([`Policy::allow_no_pairs`]). Each [`Failure`] names what failed.
 
+pub mod vl;
+
 use std::fmt::Write as _;
 
 use ibmad::{Lid, PortNum};
