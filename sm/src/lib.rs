@@ -17,6 +17,7 @@ pub mod dump;
 pub mod event;
 pub mod lid;
 pub mod program;
+pub mod qos;
 pub mod role;
 pub mod routing;
 pub mod sminfo;
