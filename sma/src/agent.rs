@@ -870,6 +870,8 @@ impl SwitchState {
         info.set_filter_raw_inbound_cap(1);
         info.set_filter_raw_outbound_cap(1);
         info.set_enhanced_port0(u8::from(enhanced_port0));
+        // The SLtoVL handler implements the all-inputs / all-outputs modifier bits.
+        info.set_optimized_sl2vl(1);
         SwitchState {
             info,
             lft: Vec::new(),

@@ -468,6 +468,70 @@ fn sl2vl_round_trip_switch_pairs_and_all_outputs() {
 }
 
 #[test]
+fn sl2vl_optimized_programming_all_inputs_and_all_outputs() {
+    let mut a = rec_switch(0x700, 4);
+    let si = SwitchInfo::read_from_prefix(&get(&mut a, 0, SmpAttrId::SWITCH_INFO, 0).data)
+        .unwrap()
+        .0;
+    assert_eq!(
+        si.optimized_sl2vl() & 1,
+        1,
+        "SwitchInfo advertises OptimizedSLtoVLMappingProgramming"
+    );
+    let mut t = SlToVl::default();
+    t.set_vl(1, 3);
+    // 0x30000: every (input, output) pair in one Set.
+    let r = set(&mut a, 0, SmpAttrId::SL_TO_VL_TABLE, 0x3_0000, t.as_bytes());
+    assert_eq!(status(&r), Status::OK);
+    assert_eq!(&r.data[..8], t.as_bytes(), "the response carries the table");
+    for i in 0..=4 {
+        for o in 0..=4 {
+            assert_eq!(a.sl_to_vl(PortNum(i), PortNum(o), 1), Some(3));
+        }
+    }
+    // 0x20000 | out: every input to one output.
+    let mut u = SlToVl::default();
+    u.set_vl(1, 1);
+    let r = set(&mut a, 0, SmpAttrId::SL_TO_VL_TABLE, 0x2_0003, u.as_bytes());
+    assert_eq!(status(&r), Status::OK);
+    for i in 0..=4 {
+        assert_eq!(a.sl_to_vl(PortNum(i), PortNum(3), 1), Some(1));
+        assert_eq!(a.sl_to_vl(PortNum(i), PortNum(2), 1), Some(3));
+    }
+    // The all-ports bits are for Sets: a Get names one pair.
+    let g = get(&mut a, 0, SmpAttrId::SL_TO_VL_TABLE, 0x2_0003);
+    assert_eq!(status(&g), Status::INVALID_FIELD);
+    assert_eq!(
+        &get(&mut a, 0, SmpAttrId::SL_TO_VL_TABLE, 0x0203).data[..8],
+        u.as_bytes()
+    );
+}
+
+#[test]
+fn vl_arb_blocks_beyond_the_cap_do_not_exist() {
+    let mut a = rec_switch(0x700, 4);
+    let t = VlArbTable::new_zeroed();
+    // VL_ARB_CAP is 8: one block of each priority (1 low, 3 high); blocks 2 and 4 are past it.
+    for (block, ok) in [(1u32, true), (2, false), (3, true), (4, false)] {
+        let r = set(
+            &mut a,
+            0,
+            SmpAttrId::VL_ARB_TABLE,
+            (block << 16) | 1,
+            t.as_bytes(),
+        );
+        let want = if ok {
+            Status::OK
+        } else {
+            Status::INVALID_FIELD
+        };
+        assert_eq!(status(&r), want, "block {block}");
+        let g = get(&mut a, 0, SmpAttrId::VL_ARB_TABLE, (block << 16) | 1);
+        assert_eq!(status(&g), want, "Get block {block}");
+    }
+}
+
+#[test]
 fn sl2vl_on_a_ca_is_per_port() {
     let mut a = ca(0x500, 2);
     let mut t = SlToVl::default();

@@ -106,6 +106,19 @@ impl<H: Hardware> Agent<H> {
             return Err(req.bad_mod("VLArbitration block must be 1..=4"));
         }
         let port = self.modifier_port(req, req.attr_mod & 0xFFFF)?;
+        // Blocks 1-2 hold the low-priority table, 3-4 the high one, 32 entries each: a block
+        // past the port's VLArbitrationLowCap / HighCap does not exist (the table is
+        // VLArbitration*Cap entries long, IBA vol1 §14.2.5.9).
+        let pi = &self.ports[usize::from(port.0)].pi;
+        let cap = if block <= 2 {
+            pi.vl_arb_low_cap
+        } else {
+            pi.vl_arb_high_cap
+        };
+        let first_entry = if block.is_multiple_of(2) { 32 } else { 0 };
+        if usize::from(cap) <= first_entry {
+            return Err(req.bad_mod("VLArbitration block beyond the port's VLArbitration cap"));
+        }
         Ok((port, usize::try_from(block - 1).unwrap_or(0)))
     }
 
