@@ -328,6 +328,28 @@ impl HostSma {
         self.hca.wait(timeout)
     }
 
+    /// Hands `mad` to the agent as if it had arrived on `meta.port`, and transmits what the
+    /// agent answers. A management client on the host (a diagnostic, an SM behind port 0)
+    /// reaches its own switch's SMA this way: its directed route ends where it starts.
+    ///
+    /// # Errors
+    /// Posting the answer failed.
+    pub fn inject(
+        &mut self,
+        now: Time,
+        meta: &ibmad::MadMeta,
+        mad: &[u8],
+    ) -> Result<(), DriverError> {
+        self.agent.handle_mad(now, meta, mad);
+        self.drain(now)
+    }
+
+    /// The agent's next event — among them [`sma::Event::ForSm`], the responses and traps
+    /// it hands to a management client on the host.
+    pub fn poll_event(&mut self) -> Option<sma::Event> {
+        self.agent.poll_event()
+    }
+
     /// When the agent next needs [`HostSma::poll`] for a timer.
     pub fn next_timer(&self) -> Option<Time> {
         self.agent.poll_timeout()

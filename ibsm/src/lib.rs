@@ -13,6 +13,7 @@ pub mod asic_cmd;
 pub mod bench_cmd;
 pub mod config;
 pub mod daemon;
+pub mod diag;
 pub mod persist;
 pub mod progress;
 pub mod serve_cmd;

@@ -25,6 +25,10 @@ commands:
   topo TOPOLOGY [--write-net FILE]
                            load a topology (file or generator spec), print its size, and
                            write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
+  discover | query | route | dump-fts | links | trace | portstate [--transport T]
+                           the diags (ibnetdiscover, smpquery/sminfo, ibroute, dump_fts,
+                           iblinkinfo, ibtracert, ibportstate) over umad[:CA[:PORT]],
+                           vfio:BDF, vfio-user:SOCKET or sim:TOPOLOGY; `--help` on each
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
   --version, -V            the version
 
@@ -52,6 +56,9 @@ fn main() -> ExitCode {
         "bench" => ibsm::bench_cmd::main(rest),
         "sma" => ibsm::sma_cmd::main(rest),
         "asic-model" => ibsm::asic_cmd::main(rest),
+        "discover" | "query" | "route" | "dump-fts" | "links" | "trace" | "portstate" => {
+            ibsm::diag::main(cmd, rest)
+        }
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS

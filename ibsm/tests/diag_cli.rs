@@ -1,0 +1,576 @@
+//! The diagnostics (`ibsm discover | query | route | dump-fts | links | trace | portstate`)
+//! against the stock infiniband-diags on the same ibsim fabric, and over the simulator.
+//!
+//! * `umad_matches_stock_diags`: on ibsim fabrics brought up by `ibsm run -o`, every command
+//!   over umad (under `libumad2sim.so`) prints exactly what the stock tool prints — the only
+//!   difference allowed is ibnetdiscover's "generated on" date (docs/operator-guide.md) — and
+//!   its `--json` carries the same fields;
+//! * `portstate_changes_the_port`: `ibsm portstate … disable/enable` changes the port, as the
+//!   stock `ibportstate` then reads it;
+//! * `sim_transport_matches_ibsim`: `--transport sim:TOPOLOGY` on the same topology prints what
+//!   the stock tools print on ibsim (the simulator's SM attaches where ibsim's shim does and
+//!   assigns the same LIDs); links differ only in iblinkinfo's "Could be" notes (the
+//!   simulator's ports support only their active width and speed);
+//! * `dot_renders_a_k8_fat_tree`: `discover --dot --routes` of `fat-tree:3,8` renders with
+//!   Graphviz' `dot -Tpng`, one edge per link, every switch link labelled with route counts.
+//!
+//! Without ibsim/the shim/infiniband-diags/graphviz the tests print "SKIPPED: …" and pass,
+//! unless `IBSM_REQUIRE_PEERS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code may unwrap (team rule)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use fabric_sim::topo::Topology;
+use umad::testutil::{peers_or_skip, report_skip, require_peers, IbsimGuard, TempDir};
+
+const IBSM: &str = env!("CARGO_BIN_EXE_ibsm");
+
+fn have(prog: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|p| p.join(prog).is_file())
+}
+
+/// ibsim + shim, and the named programs.
+fn peers(test: &str, progs: &[(&str, &str)]) -> bool {
+    if !peers_or_skip(test) {
+        return false;
+    }
+    for (prog, pkg) in progs {
+        if !have(prog) {
+            let why = format!("{prog} not installed (apt-get install {pkg})");
+            assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+            report_skip(test, &why);
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs `c` (bounded by 120 s, killed by PID on timeout) and returns its output.
+fn run(mut c: Command) -> Output {
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output().unwrap());
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(out) => {
+            waiter.join().unwrap();
+            out
+        }
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            let out = rx.recv().unwrap();
+            waiter.join().unwrap();
+            panic!(
+                "{c:?} did not finish in 120 s\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// Runs `prog args` under the shim; panics unless it succeeds; returns stdout.
+fn shim(sim: &IbsimGuard, dir: &Path, prog: &str, args: &[&str]) -> String {
+    let mut c = sim.client(prog, dir);
+    c.args(args);
+    let out = run(c);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{prog} {args:?}: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Runs `prog args` under the shim and returns stdout whatever its exit status.
+fn shim_any(sim: &IbsimGuard, dir: &Path, prog: &str, args: &[&str]) -> String {
+    let mut c = sim.client(prog, dir);
+    c.args(args);
+    String::from_utf8_lossy(&run(c).stdout).into_owned()
+}
+
+/// ibnetdiscover's header carries the time it ran: the one difference allowed.
+fn mask_date(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            if l.starts_with("# Topology file: generated on ") {
+                "# Topology file: generated on <date>"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn example(name: &str) -> String {
+    let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric-sim/testdata/ibsim-net-examples")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Starts ibsim on `net` and brings the subnet up with `ibsm run -o` under the shim.
+fn fabric(net: &str, dir: &Path) -> IbsimGuard {
+    let sim = IbsimGuard::start_text(net, &[]).unwrap();
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut c = sim.client(IBSM, dir);
+    c.args(["run", "-o", "-f"])
+        .arg(dir.join("sm.log"))
+        .env("OSM_CACHE_DIR", &cache);
+    let out = run(c);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("SUBNET UP"),
+        "ibsm run -o: {out:?}\nibsim:\n{}",
+        sim.output()
+    );
+    sim
+}
+
+/// Starts ibsim on `net` and brings the subnet up with stock OpenSM (`opensm -o`), which
+/// leaves the links at ibsim's initial width and speed as the simulator has them.
+fn fabric_opensm(net: &str, dir: &Path) -> IbsimGuard {
+    let sim = IbsimGuard::start_text(net, &[]).unwrap();
+    let mut c = sim.client("opensm", dir);
+    c.args(["-o", "-f"])
+        .arg(dir.join("osm.log"))
+        .env("OSM_CACHE_DIR", dir)
+        .env("OSM_TMP_DIR", dir);
+    let out = run(c);
+    let log = std::fs::read_to_string(dir.join("osm.log")).unwrap_or_default();
+    assert!(log.contains("SUBNET UP"), "opensm -o: {out:?}\n{log}");
+    sim
+}
+
+/// (type, LID) of every destination in the first switch's table of the stock dump_fts.
+fn lids(dump_fts: &str) -> Vec<(String, u16)> {
+    let mut out = Vec::new();
+    for l in dump_fts.lines() {
+        if l.ends_with("lids dumped ") {
+            break;
+        }
+        let Some(lid) = l.strip_prefix("0x") else {
+            continue;
+        };
+        let lid = u16::from_str_radix(&lid[..4], 16).unwrap();
+        let t = if l.contains("(Switch ") { "sw" } else { "ca" };
+        out.push((t.to_string(), lid));
+    }
+    out
+}
+
+/// `Name:....value` lines of a libibmad listing (capability bit lines folded away).
+fn listing(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            if k.starts_with('#') || !v.starts_with('.') {
+                return None;
+            }
+            Some((k.to_string(), v.trim_start_matches('.').to_string()))
+        })
+        .collect()
+}
+
+/// Every field of the text listing is in the JSON with the same value.
+fn same_fields(text: &str, json: &str, what: &str) {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .unwrap_or_else(|e| panic!("{what} --json is not JSON ({e}):\n{json}"));
+    let obj = v.get("portinfo").unwrap_or(&v);
+    let fields = listing(text);
+    assert!(!fields.is_empty(), "{what}: no fields in\n{text}");
+    for (k, want) in fields {
+        let got = obj
+            .get(&k)
+            .unwrap_or_else(|| panic!("{what} --json lacks {k}:\n{json}"));
+        let got = match got {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Object(o) => format!("{:#x}", o["value"].as_u64().unwrap()),
+            other => other.to_string(),
+        };
+        assert_eq!(got, want, "{what}: field {k}");
+    }
+}
+
+#[test]
+fn umad_matches_stock_diags() {
+    let test = "umad_matches_stock_diags";
+    if !peers(test, &[("ibnetdiscover", "infiniband-diags")]) {
+        return;
+    }
+    let nets = [
+        ("net.2sw2path", example("net.2sw2path")),
+        ("net.2sw2path4hca2port", example("net.2sw2path4hca2port")),
+        (
+            "fat-tree:2,4",
+            Topology::generate("fat-tree:2,4").unwrap().to_net(),
+        ),
+    ];
+    for (name, net) in nets {
+        let dir = TempDir::new("diag").unwrap();
+        let sim = fabric(&net, dir.path());
+        let fts = shim(&sim, dir.path(), "dump_fts", &[]);
+        let dests = lids(&fts);
+        assert!(dests.len() >= 4, "{name}: {fts}");
+        let mut pairs: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+        let mut add = |stock: &str, ours: &str| {
+            let w = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+            pairs.push((w(stock), w(ours)));
+        };
+        add("ibnetdiscover", "discover");
+        add("iblinkinfo", "links");
+        add("dump_fts", "dump-fts");
+        add("smpquery -D nodeinfo 0", "query -D nodeinfo 0");
+        add("smpquery -D portinfo 0 1", "query -D portinfo 0 1");
+        add("ibportstate -D 0 1", "portstate -D 0 1");
+        add("ibroute -D 0", "route -D 0");
+        let cas: Vec<u16> = dests.iter().filter(|d| d.0 == "ca").map(|d| d.1).collect();
+        for (t, l) in &dests {
+            add(
+                &format!("smpquery nodeinfo {l}"),
+                &format!("query nodeinfo {l}"),
+            );
+            add(
+                &format!("smpquery nodedesc {l}"),
+                &format!("query nodedesc {l}"),
+            );
+            add(
+                &format!("smpquery sl2vl {l} 1"),
+                &format!("query sl2vl {l} 1"),
+            );
+            add(
+                &format!("smpquery vlarb {l} 1"),
+                &format!("query vlarb {l} 1"),
+            );
+            if t == "sw" {
+                add(&format!("ibroute {l}"), &format!("route {l}"));
+                add(
+                    &format!("smpquery switchinfo {l}"),
+                    &format!("query switchinfo {l}"),
+                );
+                add(
+                    &format!("smpquery portinfo {l} 1"),
+                    &format!("query portinfo {l} 1"),
+                );
+                add(
+                    &format!("smpquery pkeys {l} 1"),
+                    &format!("query pkeys {l} 1"),
+                );
+            } else {
+                add(
+                    &format!("smpquery portinfo {l}"),
+                    &format!("query portinfo {l}"),
+                );
+                add(&format!("smpquery pkeys {l}"), &format!("query pkeys {l}"));
+                add(&format!("smpquery GI {l}"), &format!("query guids {l}"));
+                add(&format!("ibportstate {l} 1"), &format!("portstate {l} 1"));
+            }
+        }
+        if let (Some(a), Some(b)) = (cas.first(), cas.last()) {
+            add(&format!("ibtracert {a} {b}"), &format!("trace {a} {b}"));
+            add(&format!("ibtracert {b} {a}"), &format!("trace {b} {a}"));
+        }
+        for (stock, ours) in &pairs {
+            let s_args: Vec<&str> = stock[1..].iter().map(String::as_str).collect();
+            let o_args: Vec<&str> = ours.iter().map(String::as_str).collect();
+            let want = shim(&sim, dir.path(), &stock[0], &s_args);
+            let got = shim(&sim, dir.path(), IBSM, &o_args);
+            assert_eq!(
+                mask_date(&got),
+                mask_date(&want),
+                "{name}: `ibsm {}` differs from `{}`",
+                ours.join(" "),
+                stock.join(" ")
+            );
+            // The JSON twin of an attribute listing carries the same fields.
+            if ours[0] == "query" && ["nodeinfo", "portinfo", "switchinfo"].contains(&o_args[1])
+                || ours[0] == "portstate"
+            {
+                let mut j = o_args.clone();
+                j.push("--json");
+                let js = shim(&sim, dir.path(), IBSM, &j);
+                let own = got.split("Peer PortInfo:").next().unwrap();
+                same_fields(own, &js, &ours.join(" "));
+            }
+        }
+        eprintln!("{test}: {name}: {} commands identical", pairs.len());
+        // --json of the scans parses and names every node.
+        let js = shim(&sim, dir.path(), IBSM, &["discover", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&js).unwrap();
+        let topo = Topology::parse_net(&net).unwrap();
+        assert_eq!(
+            v["nodes"].as_array().unwrap().len(),
+            topo.num_nodes(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn portstate_changes_the_port() {
+    let test = "portstate_changes_the_port";
+    if !peers(test, &[("ibportstate", "infiniband-diags")]) {
+        return;
+    }
+    let dir = TempDir::new("diag").unwrap();
+    let sim = fabric(&example("net.2sw2path"), dir.path());
+    let phys = |text: &str| {
+        listing(text)
+            .into_iter()
+            .filter(|(k, _)| k == "PhysLinkState")
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>()
+    };
+    // Switch1 port 5 is the second of two parallel links to Switch2.
+    let out = shim(
+        &sim,
+        dir.path(),
+        IBSM,
+        &["portstate", "-D", "0", "5", "disable"],
+    );
+    assert!(out.starts_with("Initial Switch PortInfo:\n"), "{out}");
+    assert!(
+        out.contains("Disable may be irreversible\n\nAfter PortInfo set:\n"),
+        "{out}"
+    );
+    assert_eq!(phys(&out), ["LinkUp", "Disabled"], "{out}");
+    // ibsim leaves LinkState Active on a disabled port, so ibportstate then fails to query
+    // the peer: read what it printed before that.
+    let now = shim_any(&sim, dir.path(), "ibportstate", &["-D", "0", "5"]);
+    assert_eq!(phys(&now)[0], "Disabled", "{now}");
+    let out = shim(
+        &sim,
+        dir.path(),
+        IBSM,
+        &["portstate", "-D", "0", "5", "enable"],
+    );
+    assert_eq!(phys(&out)[0], "Disabled", "{out}");
+    let now = shim_any(&sim, dir.path(), "ibportstate", &["-D", "0", "5"]);
+    assert_ne!(phys(&now)[0], "Disabled", "{now}");
+    // Speed and width Sets carry the value asked for.
+    let out = shim(
+        &sim,
+        dir.path(),
+        IBSM,
+        &["portstate", "-D", "0", "3", "speed", "1", "width", "2"],
+    );
+    let after = out.split("After PortInfo set:").nth(1).unwrap();
+    assert!(
+        after.contains("LinkSpeedEnabled:................2.5 Gbps\n"),
+        "{out}"
+    );
+    assert!(
+        after.contains("LinkWidthEnabled:................4X\n"),
+        "{out}"
+    );
+    // Bad input is refused with a message, before anything is sent.
+    let mut c = Command::new(IBSM);
+    c.args([
+        "portstate",
+        "--transport",
+        "sim:net",
+        "-D",
+        "0",
+        "5",
+        "speed",
+        "99",
+    ]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid speed value 99"));
+}
+
+/// iblinkinfo's "(Could be …)" notes depend on what the ports support, which differs between
+/// ibsim and the simulator.
+fn strip_could_be(s: &str) -> String {
+    s.lines()
+        .map(|l| match l.rfind("\" (") {
+            Some(i) if l.ends_with(')') => l[..i + 1].to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn sim_transport_matches_ibsim() {
+    let test = "sim_transport_matches_ibsim";
+    if !peers(
+        test,
+        &[("ibnetdiscover", "infiniband-diags"), ("opensm", "opensm")],
+    ) {
+        return;
+    }
+    let dir = TempDir::new("diag").unwrap();
+    let file = dir.path().join("net.2sw2path");
+    let net = example("net.2sw2path");
+    std::fs::write(&file, &net).unwrap();
+    let sim = fabric_opensm(&net, dir.path());
+    let spec = format!("sim:{}", file.display());
+    // Exact: the scans, tables, routes and node attributes. PortInfo contents differ between
+    // ibsim's switch model and our SMA (capability masks, supported widths), and so do
+    // NodeInfo's PartitionCap and Revision, SwitchInfo's capacities and the SL2VL tables, so those are compared by their header line only.
+    let cases: [(&str, &[&str], &[&str], bool); 11] = [
+        ("ibnetdiscover", &[], &["discover"], true),
+        ("dump_fts", &[], &["dump-fts"], true),
+        ("iblinkinfo", &[], &["links"], true),
+        ("ibroute", &["3"], &["route", "3"], true),
+        ("ibtracert", &["2", "4"], &["trace", "2", "4"], true),
+        (
+            "smpquery",
+            &["-D", "nodeinfo", "0,3"],
+            &["query", "-D", "nodeinfo", "0,3"],
+            false,
+        ),
+        (
+            "smpquery",
+            &["nodedesc", "4"],
+            &["query", "nodedesc", "4"],
+            true,
+        ),
+        (
+            "smpquery",
+            &["-D", "switchinfo", "0,3"],
+            &["query", "-D", "switchinfo", "0,3"],
+            false,
+        ),
+        ("smpquery", &["sl2vl", "2"], &["query", "sl2vl", "2"], false),
+        (
+            "smpquery",
+            &["-D", "portinfo", "0,3", "1"],
+            &["query", "-D", "portinfo", "0,3", "1"],
+            false,
+        ),
+        (
+            "ibportstate",
+            &["-D", "0", "3"],
+            &["portstate", "-D", "0", "3"],
+            false,
+        ),
+    ];
+    for (prog, s_args, o_args, exact) in cases {
+        let want = shim(&sim, dir.path(), prog, s_args);
+        let mut c = Command::new(IBSM);
+        c.args(o_args).args(["--transport", &spec]);
+        let out = run(c);
+        let got = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "ibsm {o_args:?} over {spec}: {out:?}");
+        let (got, want) = if exact {
+            (
+                strip_could_be(&mask_date(&got)),
+                strip_could_be(&mask_date(&want)),
+            )
+        } else {
+            let head = |t: &str| t.lines().next().unwrap_or_default().to_string();
+            (head(&got), head(&want))
+        };
+        assert_eq!(
+            got,
+            want,
+            "`ibsm {}` over {spec} differs from `{prog} {}` on ibsim",
+            o_args.join(" "),
+            s_args.join(" ")
+        );
+    }
+}
+
+#[test]
+fn dot_renders_a_k8_fat_tree() {
+    let test = "dot_renders_a_k8_fat_tree";
+    if !have("dot") {
+        let why = "dot not installed (apt-get install graphviz)";
+        assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+        report_skip(test, why);
+        return;
+    }
+    let spec = "fat-tree:3,8";
+    let mut c = Command::new(IBSM);
+    c.args([
+        "discover",
+        "--dot",
+        "--routes",
+        "--transport",
+        &format!("sim:{spec}"),
+    ]);
+    let out = run(c);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let topo = Topology::generate(spec).unwrap();
+    let edges = text.lines().filter(|l| l.contains(" -- ")).count();
+    assert_eq!(edges, topo.num_links(), "one edge per link");
+    let nodes = text.lines().filter(|l| l.contains("[shape=")).count();
+    assert_eq!(nodes, topo.num_nodes());
+    // Every link is labelled with its width and speed; switch ends with route counts.
+    assert!(text
+        .lines()
+        .filter(|l| l.contains(" -- "))
+        .all(|l| l.contains("label=\"4X ") && l.contains("\\nroutes ")));
+    assert!(
+        !text.contains("routes -/-"),
+        "a link between two switches without counts"
+    );
+    let dir = TempDir::new("dot").unwrap();
+    let png = dir.path().join("k8.png");
+    let dotfile = dir.path().join("k8.dot");
+    std::fs::write(&dotfile, &text).unwrap();
+    let mut c = Command::new("dot");
+    c.arg("-Tpng").arg("-o").arg(&png).arg(&dotfile);
+    let out = run(c);
+    assert!(out.status.success(), "dot -Tpng: {out:?}");
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(bytes.len() > 10_000, "PNG of {} bytes", bytes.len());
+}
+
+#[test]
+fn bad_transport_and_arguments_are_named() {
+    for (args, code, needle) in [
+        (
+            &["discover", "--transport", "rdma"][..],
+            1,
+            "unknown transport",
+        ),
+        (
+            &["query", "nodeinfo", "--transport", "sim:net.none"],
+            1,
+            "net.none",
+        ),
+        (
+            &["query", "bogus", "1", "--transport", "sim:fat-tree:2,4"],
+            1,
+            "unknown query",
+        ),
+        (
+            &[
+                "query",
+                "nodeinfo",
+                "0xc001",
+                "--transport",
+                "sim:fat-tree:2,4",
+            ],
+            1,
+            "unicast LID",
+        ),
+        (&["route", "--frobnicate"], 2, "--frobnicate"),
+        (&["trace", "1"], 2, "DST"),
+    ] {
+        let mut c = Command::new(IBSM);
+        c.args(args);
+        let out = run(c);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
