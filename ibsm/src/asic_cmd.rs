@@ -131,8 +131,9 @@ pub fn main(args: &[String]) -> ExitCode {
         if start.elapsed() >= limit {
             return fail(format!("time limit reached ({ups} SUBNET UP)"));
         }
-        // New hosts.
-        for s in switches.iter_mut().filter(|s| s.served.is_none()) {
+        // New hosts; a switch whose host went away takes the next one (its model starts
+        // again from reset, as a device does when a new host brings it up).
+        for s in switches.iter_mut().filter(|s| s.served.is_none() || s.gone) {
             if let Ok((sock, _)) = s.listener.accept() {
                 if sock.set_nonblocking(false).is_err() {
                     continue;
@@ -149,6 +150,7 @@ pub fn main(args: &[String]) -> ExitCode {
                 }
                 println!("asic-model: host connected for {:?}", s.name);
                 s.served = Some(served);
+                s.gone = false;
             }
         }
         // Requests from hosts.
