@@ -388,7 +388,7 @@ fn portstate_changes_the_port() {
         "99",
     ]);
     let out = run(c);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid speed value 99"));
 }
 
@@ -539,17 +539,17 @@ fn bad_transport_and_arguments_are_named() {
     for (args, code, needle) in [
         (
             &["discover", "--transport", "rdma"][..],
-            1,
+            2,
             "unknown transport",
         ),
         (
             &["query", "nodeinfo", "--transport", "sim:net.none"],
-            1,
+            2,
             "net.none",
         ),
         (
             &["query", "bogus", "1", "--transport", "sim:fat-tree:2,4"],
-            1,
+            2,
             "unknown query",
         ),
         (
@@ -560,8 +560,19 @@ fn bad_transport_and_arguments_are_named() {
                 "--transport",
                 "sim:fat-tree:2,4",
             ],
-            1,
+            2,
             "unicast LID",
+        ),
+        (
+            &[
+                "query",
+                "nodeinfo",
+                "999",
+                "--transport",
+                "sim:fat-tree:2,4",
+            ],
+            1,
+            "no response",
         ),
         (&["route", "--frobnicate"], 2, "--frobnicate"),
         (&["trace", "1"], 2, "DST"),

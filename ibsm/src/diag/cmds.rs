@@ -54,6 +54,10 @@ pub struct Common {
     pub json: bool,
 }
 
+fn parse_num(s: &str) -> Result<u64, DiagError> {
+    parse_u64(s).map_err(DiagError::bad)
+}
+
 fn parse_u64(s: &str) -> Result<u64, String> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
@@ -62,23 +66,39 @@ fn parse_u64(s: &str) -> Result<u64, String> {
     r.map_err(|_| format!("{s:?} is not a number (decimal or 0x-hex)"))
 }
 
-/// A failure with the message the user sees.
+/// A failure with the message the user sees and the exit status it gives: 1 when the fabric
+/// did not answer as asked, 2 for bad usage or input (ibsm's convention).
 #[derive(Debug)]
-pub struct DiagError(pub String);
+pub struct DiagError(pub String, pub u8);
+
+impl DiagError {
+    /// Bad usage or input (exit status 2).
+    fn bad(msg: impl Into<String>) -> DiagError {
+        DiagError(msg.into(), 2)
+    }
+}
 
 impl From<SmpError> for DiagError {
     fn from(e: SmpError) -> Self {
-        DiagError(e.to_string())
+        DiagError(e.to_string(), 1)
     }
 }
 impl From<String> for DiagError {
     fn from(e: String) -> Self {
-        DiagError(e)
+        DiagError(e, 1)
     }
 }
 impl From<&str> for DiagError {
     fn from(e: &str) -> Self {
-        DiagError(e.to_string())
+        DiagError(e.to_string(), 1)
+    }
+}
+impl From<port::OpenError> for DiagError {
+    fn from(e: port::OpenError) -> Self {
+        match e {
+            port::OpenError::BadInput(m) => DiagError(m, 2),
+            port::OpenError::Failed(m) => DiagError(m, 1),
+        }
     }
 }
 
@@ -98,7 +118,7 @@ impl Session {
     /// # Errors
     /// The transport did not open.
     pub fn open(common: &Common, window: usize) -> R<Session> {
-        let mut spec = TransportSpec::parse(&common.transport)?;
+        let mut spec = TransportSpec::parse(&common.transport).map_err(DiagError::bad)?;
         if let TransportSpec::Umad { ca, port } = &mut spec {
             if common.ca.is_some() {
                 ca.clone_from(&common.ca);
@@ -145,10 +165,10 @@ impl Session {
         if self.common.direct {
             return DrPath::parse(text)
                 .map(Addr::Dr)
-                .map_err(|e| DiagError(e.to_string()));
+                .map_err(|e| DiagError::bad(e.to_string()));
         }
         if self.common.guid {
-            let g = parse_u64(text)?;
+            let g = parse_num(text)?;
             let scan = Scan::run(&mut self.client(), 0)?;
             for n in &scan.nodes {
                 let hit = n.ports.iter().any(|p| p.guid.0 == g) || n.guid().0 == g;
@@ -156,12 +176,14 @@ impl Session {
                     return Ok(Addr::Dr(n.path));
                 }
             }
-            return Err(DiagError(format!("GUID {text} not found in the fabric")));
+            return Err(DiagError::bad(format!(
+                "GUID {text} not found in the fabric"
+            )));
         }
-        let v = parse_u64(text)?;
+        let v = parse_num(text)?;
         match u16::try_from(v) {
             Ok(l) if l != 0 && Lid(l).is_unicast() => Ok(Addr::Lid(Lid(l))),
-            _ => Err(DiagError(format!(
+            _ => Err(DiagError::bad(format!(
                 "{text:?} is not a unicast LID (1..=0xbfff); use -D for a directed route"
             ))),
         }
@@ -169,10 +191,10 @@ impl Session {
 
     fn get(&mut self, addr: Addr, attr: SmpAttrId, am: u32) -> R<[u8; 64]> {
         self.client().get(addr, attr, am).map_err(|e| {
-            DiagError(format!(
-                "{attr:?} query via {} failed: {e}",
-                addr.describe()
-            ))
+            DiagError(
+                format!("{attr:?} query via {} failed: {e}", addr.describe()),
+                1,
+            )
         })
     }
 }
@@ -223,9 +245,9 @@ pub fn main(cmd: &str, args: &[String]) -> ExitCode {
     match r {
         Err(code) => code,
         Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(DiagError(msg))) => {
+        Ok(Err(DiagError(msg, code))) => {
             eprintln!("ibsm {cmd}: {msg}");
-            ExitCode::from(1)
+            ExitCode::from(code)
         }
     }
 }
@@ -484,7 +506,7 @@ fn query(a: &QueryArgs) -> R<()> {
         "vlarb" | "vlarbitration" => "vlarb",
         "sminfo" => "sminfo",
         other => {
-            return Err(DiagError(format!(
+            return Err(DiagError::bad(format!(
                 "unknown query {other:?} (nodeinfo, nodedesc, portinfo, switchinfo, pkeys, \
                  guids, sl2vl, vlarb, sminfo)"
             )))
@@ -492,17 +514,17 @@ fn query(a: &QueryArgs) -> R<()> {
     };
     let port: u32 = match &a.port {
         None => 0,
-        Some(p) => u32::try_from(parse_u64(p)?)
+        Some(p) => u32::try_from(parse_num(p)?)
             .ok()
             .filter(|&v| v <= 255)
-            .ok_or_else(|| DiagError(format!("port {p:?} is not 0..=255")))?,
+            .ok_or_else(|| DiagError::bad(format!("port {p:?} is not 0..=255")))?,
     };
     let mut s = Session::open(&a.common, 8)?;
     if op == "sminfo" {
         return sminfo(&mut s, a);
     }
     let Some(dest) = &a.dest else {
-        return Err(format!("query {op}: missing destination").into());
+        return Err(DiagError::bad(format!("query {op}: missing destination")));
     };
     let addr = s.resolve(dest)?;
     let who = addr.describe();
@@ -842,11 +864,15 @@ fn route(a: &RouteArgs) -> R<()> {
     let sw = si(&s.get(addr, SmpAttrId::SWITCH_INFO, 0)?);
     let top = u32::from(sw.linear_fdb_top.get());
     let start = match &a.start {
-        Some(v) => u32::try_from(parse_u64(v)?).map_err(|_| "start LID out of range")?,
+        Some(v) => {
+            u32::try_from(parse_num(v)?).map_err(|_| DiagError::bad("start LID out of range"))?
+        }
         None => 0,
     };
     let mut end = match &a.end {
-        Some(v) => u32::try_from(parse_u64(v)?).map_err(|_| "end LID out of range")?,
+        Some(v) => {
+            u32::try_from(parse_num(v)?).map_err(|_| DiagError::bad("end LID out of range"))?
+        }
         None => 0,
     };
     if end == 0 || end > top {
@@ -977,11 +1003,15 @@ fn dump_fts(a: &DumpFtsArgs) -> R<()> {
     }
     let lfts = read_lfts(&mut s.client(), &scan);
     let start = match &a.start {
-        Some(v) => u32::try_from(parse_u64(v)?).map_err(|_| "start LID out of range")?,
+        Some(v) => {
+            u32::try_from(parse_num(v)?).map_err(|_| DiagError::bad("start LID out of range"))?
+        }
         None => 0,
     };
     let end_arg = match &a.end {
-        Some(v) => u32::try_from(parse_u64(v)?).map_err(|_| "end LID out of range")?,
+        Some(v) => {
+            u32::try_from(parse_num(v)?).map_err(|_| DiagError::bad("end LID out of range"))?
+        }
         None => 0,
     };
     let mut text = String::new();
@@ -1414,10 +1444,13 @@ fn find_route(s: &mut Session, mut from: DrPath, to: &TNode) -> R<(TNode, Vec<Ho
 }
 
 fn bad_table(n: &TNode, lid: u16, out: u8) -> DiagError {
-    DiagError(format!(
-        "Bad forwarding table entry found at: node \"{}\" lid entry {lid} is {out}",
-        n.desc
-    ))
+    DiagError(
+        format!(
+            "Bad forwarding table entry found at: node \"{}\" lid entry {lid} is {out}",
+            n.desc
+        ),
+        1,
+    )
 }
 
 fn trace(a: &TraceArgs) -> R<()> {
@@ -1433,12 +1466,12 @@ fn trace(a: &TraceArgs) -> R<()> {
         Addr::Lid(_) => {
             let src_node = tnode(&mut s, src)?;
             find_route(&mut s, DrPath::local(), &src_node)
-                .map_err(|e| DiagError(format!("can't find a route to the src port: {}", e.0)))?
+                .map_err(|e| DiagError(format!("can't find a route to the src port: {}", e.0), 1))?
                 .2
         }
     };
     let (start, hops, _) = find_route(&mut s, from_path, &to)
-        .map_err(|e| DiagError(format!("can't find a route from src to dest: {}", e.0)))?;
+        .map_err(|e| DiagError(format!("can't find a route from src to dest: {}", e.0), 1))?;
     let mut text = endnode("From", &start);
     let mut js_hops = Vec::new();
     for h in &hops {
@@ -1547,12 +1580,12 @@ fn portstate(a: &PortStateArgs) -> R<()> {
     let mut it = a.op.iter();
     while let Some(w) = it.next() {
         let mut val = |name: &str, max: u64| -> R<u8> {
-            let v = it
-                .next()
-                .ok_or_else(|| DiagError(format!("{name} requires an additional parameter")))?;
-            let n = parse_u64(v)?;
+            let v = it.next().ok_or_else(|| {
+                DiagError::bad(format!("{name} requires an additional parameter"))
+            })?;
+            let n = parse_num(v)?;
             if n > max && !(name == "width" && n == 255) {
-                return Err(DiagError(format!("invalid {name} value {n}")));
+                return Err(DiagError::bad(format!("invalid {name} value {n}")));
             }
             Ok(n as u8)
         };
@@ -1563,7 +1596,7 @@ fn portstate(a: &PortStateArgs) -> R<()> {
             "speed" => speed = Some(val("speed", 15)?),
             "espeed" => espeed = Some(val("espeed", 31)?),
             "width" => width = Some(val("width", 31)?),
-            other => return Err(DiagError(format!("invalid operation: {other}"))),
+            other => return Err(DiagError::bad(format!("invalid operation: {other}"))),
         }
     }
     let changing = op != Op::Query || speed.is_some() || espeed.is_some() || width.is_some();
@@ -1622,7 +1655,7 @@ fn portstate(a: &PortStateArgs) -> R<()> {
         let back = s
             .client()
             .request(Req::set(addr, SmpAttrId::PORT_INFO, am, data))
-            .map_err(|e| DiagError(format!("smp set portinfo failed: {e}")))?;
+            .map_err(|e| DiagError(format!("smp set portinfo failed: {e}"), 1))?;
         text.push_str("\nAfter PortInfo set:\n");
         let (t, f) = show_port(&who, &pi(&back), port, ecap, is_switch, a.common.show_keys);
         text.push_str(&t);

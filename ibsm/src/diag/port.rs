@@ -213,10 +213,15 @@ impl SimDiag {
     ///
     /// # Errors
     /// A bad topology, or a subnet that did not come up within a minute of virtual time.
-    pub fn open(topology: &str) -> Result<SimDiag, String> {
-        let topo = Topology::from_spec_or_file(topology).map_err(|e| format!("{topology}: {e}"))?;
-        let (node, port) = first_node(&topo)?;
-        let mut fabric = Fabric::new(&topo, SimConfig::default()).map_err(|e| e.to_string())?;
+    pub fn open(topology: &str) -> Result<SimDiag, OpenError> {
+        let topo = Topology::from_spec_or_file(topology)
+            .map_err(|e| OpenError::BadInput(format!("{topology}: {e}")))?;
+        Self::bring_up(&topo, topology).map_err(OpenError::Failed)
+    }
+
+    fn bring_up(topo: &Topology, topology: &str) -> Result<SimDiag, String> {
+        let (node, port) = first_node(topo)?;
+        let mut fabric = Fabric::new(topo, SimConfig::default()).map_err(|e| e.to_string())?;
         let att = fabric.attach_sm(node, port).map_err(|e| e.to_string())?;
         let cfg = sm::SmConfig {
             port,
@@ -307,22 +312,29 @@ impl DiagPort for SimDiag {
     }
 }
 
+/// Why a transport did not open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenError {
+    /// The argument names nothing usable (a topology that does not load).
+    BadInput(String),
+    /// The transport failed to open or come up.
+    Failed(String),
+}
+
 /// Opens the transport a `--transport` value names.
 ///
 /// # Errors
 /// A message naming the transport and what failed.
-pub fn open(spec: &TransportSpec) -> Result<Box<dyn DiagPort>, String> {
+pub fn open(spec: &TransportSpec) -> Result<Box<dyn DiagPort>, OpenError> {
+    let failed = |e: String| OpenError::Failed(format!("{spec}: {e}"));
     match spec {
-        TransportSpec::Umad { ca, port } => Ok(Box::new(
-            UmadDiag::open(ca.clone(), *port).map_err(|e| format!("{spec}: {e}"))?,
-        )),
+        TransportSpec::Umad { ca, port } => {
+            Ok(Box::new(UmadDiag::open(ca.clone(), *port).map_err(failed)?))
+        }
         TransportSpec::Sim(t) => Ok(Box::new(SimDiag::open(t)?)),
-        TransportSpec::Vfio(dev) => Ok(Box::new(
-            super::host::HostDiag::open(dev).map_err(|e| format!("{spec}: {e}"))?,
-        )),
+        TransportSpec::Vfio(dev) => Ok(Box::new(super::host::HostDiag::open(dev).map_err(failed)?)),
         TransportSpec::VfioUser(sock) => Ok(Box::new(
-            super::host::HostDiag::open(&format!("vfio-user:{sock}"))
-                .map_err(|e| format!("{spec}: {e}"))?,
+            super::host::HostDiag::open(&format!("vfio-user:{sock}")).map_err(failed)?,
         )),
     }
 }
