@@ -51,5 +51,5 @@ pub use file::{
 };
 pub use options::{
     Options, RoutingEngineId, RoutingEngines, Transport, CACHE_DIR_ENV, DEFAULT_CACHE_DIR,
-    DEFAULT_CONFIG_FILE,
+    DEFAULT_CONFIG_FILE, IBSM_CONFIG_FILE,
 };

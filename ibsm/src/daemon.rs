@@ -17,12 +17,16 @@ use sm::{Command, Event, Level, Sm};
 use umad::{UmadConfig, UmadPort};
 
 use crate::config::{Options, Transport};
+use crate::ctl::{CtlServer, Request};
 use crate::persist::{write_atomic, write_dump_files};
+use crate::service::Signals;
 
 /// Where log lines go: OpenSM's `log_file` (or standard output for `stdout`/`-`).
 struct Log {
     out: Box<dyn Write>,
     verbose: bool,
+    /// The file, to reopen after logrotate moved it (`None` for standard output).
+    path: Option<PathBuf>,
 }
 
 /// `YYYY-MM-DD HH:MM:SS.uuuuuu` in UTC, from the system clock (log timestamps only).
@@ -59,6 +63,7 @@ impl Log {
             return Ok(Log {
                 out: Box::new(std::io::stdout()),
                 verbose,
+                path: None,
             });
         }
         let f = OpenOptions::new()
@@ -69,7 +74,25 @@ impl Log {
         Ok(Log {
             out: Box::new(f),
             verbose,
+            path: Some(p.clone()),
         })
+    }
+
+    /// Reopens the log file (SIGUSR1, after logrotate); standard output stays.
+    fn reopen(&mut self) -> Result<(), String> {
+        let Some(p) = &self.path else { return Ok(()) };
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .map_err(|e| format!("log file {}: {e}", p.display()))?;
+        self.out = Box::new(f);
+        Ok(())
+    }
+
+    /// OpenSM's log flags: 0x04 and above adds the verbose lines.
+    fn set_flags(&mut self, flags: u8) {
+        self.verbose = flags & 0x04 != 0;
     }
 
     fn line(&mut self, level: Level, text: &str) {
@@ -86,9 +109,25 @@ impl Log {
     }
 }
 
+/// How `ibsm run` is steered while it runs (see [`crate::ctl`], [`crate::service`]).
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    /// The command line, parsed again (with the config file) on SIGHUP.
+    pub args: Vec<String>,
+    /// The control socket to listen on; `None`: no socket.
+    pub socket: Option<PathBuf>,
+    /// The socket was asked for explicitly: failing to bind it is an error, not a warning.
+    pub socket_required: bool,
+}
+
 /// Runs the daemon with `opts`; returns the process exit status.
 pub fn run(opts: &Options) -> ExitCode {
-    match run_inner(opts) {
+    run_controlled(opts, &Control::default())
+}
+
+/// [`run`] with a control socket and SIGHUP's command line.
+pub fn run_controlled(opts: &Options, control: &Control) -> ExitCode {
+    match run_inner(opts, control) {
         Ok(code) => code,
         Err(msg) => {
             eprintln!("ibsm: {msg}");
@@ -97,7 +136,32 @@ pub fn run(opts: &Options) -> ExitCode {
     }
 }
 
-fn run_inner(opts: &Options) -> Result<ExitCode, String> {
+/// Counters the loop keeps, for `status`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    sent: u64,
+    received: u64,
+}
+
+fn status_text(sm: &Sm, opts: &Options, c: Counts) -> String {
+    let subnet = sm.subnet();
+    let switches = subnet.switches().count();
+    format!(
+        "SM state: {:?}{}\nsweep stage: {:?}\nSM priority: {}\nSM LID: {}\nheavy sweeps: {}\nSMPs sent: {}\nMADs received: {}\nnodes: {} (switches {switches}, CAs {})\n",
+        sm.role(),
+        if sm.is_up() { " (SUBNET UP)" } else { "" },
+        sm.stage(),
+        opts.sm_priority,
+        sm.sm_lid().0,
+        sm.heavy_sweeps(),
+        c.sent,
+        c.received,
+        subnet.nodes.len(),
+        subnet.nodes.len() - switches,
+    )
+}
+
+fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     if opts.transport == Transport::Sim {
         return Err(
             "transport `sim` is driven by `ibsm sim TOPOLOGY`; `ibsm run` supports `umad`".into(),
@@ -111,6 +175,21 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         }
     }
     let mut log = Log::open(opts)?;
+    let signals = Signals::install().map_err(|e| format!("signal handlers: {e}"))?;
+    let mut ctl = match &control.socket {
+        None => None,
+        Some(p) => match CtlServer::bind(p) {
+            Ok(c) => Some(c),
+            Err(e) if !control.socket_required => {
+                log.line(
+                    Level::Warn,
+                    &format!("no control socket ({}: {e})", p.display()),
+                );
+                None
+            }
+            Err(e) => return Err(format!("control socket {}: {e}", p.display())),
+        },
+    };
     // Before the port is opened, as OpenSM's first line: time-to-SUBNET-UP measurements from
     // the log (`ibsm bench opensm`) then include opening the port for both SMs.
     log.line(
@@ -166,8 +245,92 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
     let now = || Time(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
     let mut buf = [0u8; 256];
     let (mut sent, mut received) = (0u64, 0u64);
+    let mut ready = false;
+    let mut opts = opts.clone();
     loop {
         let t = now();
+        // Signals and the control socket, between two turns of the SM.
+        let sig = signals.take();
+        if sig.terminate {
+            log.line(Level::Info, "exiting on SIGTERM");
+            crate::service::notify_stopping();
+            return Ok(ExitCode::SUCCESS);
+        }
+        if sig.reopen_log {
+            match log.reopen() {
+                Ok(()) => log.line(Level::Info, "log file reopened (SIGUSR1)"),
+                Err(e) => eprintln!("ibsm: SIGUSR1: {e}"),
+            }
+        }
+        if sig.reload {
+            match crate::config::parse_run_args(&control.args) {
+                Ok(new) => {
+                    log.set_flags(new.options.log_flags);
+                    let restart = new.options.to_sm_config() != opts.to_sm_config();
+                    log.line(
+                        Level::Info,
+                        &format!(
+                            "SIGHUP: re-read {}; heavy sweep{}",
+                            new.config_file
+                                .as_ref()
+                                .map_or("the command line".to_string(), |f| f
+                                    .display()
+                                    .to_string()),
+                            if restart {
+                                " (changed SM options take effect at restart)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                    opts.log_flags = new.options.log_flags;
+                }
+                Err(e) => log.line(
+                    Level::Error,
+                    &format!("SIGHUP: configuration not re-read: {e}"),
+                ),
+            }
+            sm.handle_command(t, Command::HeavySweep);
+        }
+        if let Some(c) = ctl.as_mut() {
+            let counts = Counts { sent, received };
+            c.poll(|req| match req {
+                Request::Status => Ok(status_text(&sm, &opts, counts)),
+                Request::Sweep { heavy } => {
+                    let cmd = if heavy {
+                        Command::HeavySweep
+                    } else {
+                        Command::Sweep
+                    };
+                    sm.handle_command(t, cmd);
+                    log.line(
+                        Level::Info,
+                        &format!(
+                            "{} sweep requested on the control socket",
+                            if heavy { "heavy" } else { "light" }
+                        ),
+                    );
+                    Ok(String::new())
+                }
+                Request::Reroute => {
+                    sm.handle_command(t, Command::HeavySweep);
+                    log.line(Level::Info, "reroute requested on the control socket");
+                    Ok("rerouting (heavy sweep)".into())
+                }
+                Request::LogLevel(n) => {
+                    log.set_flags(n);
+                    opts.log_flags = n;
+                    Ok(format!("log flags 0x{n:02x}"))
+                }
+                Request::Perfmgr(_) => Err("the performance manager is not implemented yet".into()),
+                Request::Dump => {
+                    let dir = opts.dump_files_dir.clone();
+                    write_dump_files(&dir, &sm)
+                        .map(|()| format!("dump files written to {}", dir.display()))
+                        .map_err(|e| e.to_string())
+                }
+            });
+        }
         if sm.poll_timeout().is_some_and(|d| d <= t) {
             sm.handle_timeout(t);
         }
@@ -202,6 +365,10 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
                             log.line(Level::Error, &format!("dump files: {e}"));
                         }
                     }
+                    if !ready {
+                        ready = true;
+                        crate::service::notify_ready("SUBNET UP");
+                    }
                     if opts.once {
                         println!("SUBNET UP");
                         return Ok(ExitCode::SUCCESS);
@@ -226,7 +393,8 @@ fn run_inner(opts: &Options) -> Result<ExitCode, String> {
         let wait = sm
             .poll_timeout()
             .map_or(Duration::from_secs(1), |d| d.saturating_since(t))
-            .min(Duration::from_secs(1));
+            // Signals and control requests are looked at between waits.
+            .min(Duration::from_millis(100));
         match port.recv_wait(&mut buf, wait) {
             Ok(Some((meta, len))) => {
                 sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);

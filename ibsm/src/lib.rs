@@ -12,11 +12,13 @@
 pub mod asic_cmd;
 pub mod bench_cmd;
 pub mod config;
+pub mod ctl;
 pub mod daemon;
 pub mod diag;
 pub mod persist;
 pub mod progress;
 pub mod serve_cmd;
+pub mod service;
 pub mod simrun;
 pub mod sma_cmd;
 pub mod verify_cmd;

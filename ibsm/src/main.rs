@@ -25,6 +25,8 @@ commands:
   topo TOPOLOGY [--write-net FILE]
                            load a topology (file or generator spec), print its size, and
                            write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
+  ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | dump
+                           steer a running `ibsm run` (its control socket)
   discover | query | route | dump-fts | links | trace | portstate [--transport T]
                            the diags (ibnetdiscover, smpquery/sminfo, ibroute, dump_fts,
                            iblinkinfo, ibtracert, ibportstate) over umad[:CA[:PORT]],
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         "bench" => ibsm::bench_cmd::main(rest),
         "sma" => ibsm::sma_cmd::main(rest),
         "asic-model" => ibsm::asic_cmd::main(rest),
+        "ctl" => ibsm::ctl::client_main(rest),
         "discover" | "query" | "route" | "dump-fts" | "links" | "trace" | "portstate" => {
             ibsm::diag::main(cmd, rest)
         }
@@ -140,7 +143,29 @@ fn cmd_topo(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Takes `--ctl-socket PATH` (not an OpenSM option) out of `ibsm run`'s arguments.
+fn take_ctl_socket(args: &[String]) -> Result<(Vec<String>, Option<String>), String> {
+    let mut rest = Vec::new();
+    let mut socket = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--ctl-socket" {
+            socket = Some(it.next().ok_or("--ctl-socket needs a PATH")?.clone());
+        } else if let Some(v) = a.strip_prefix("--ctl-socket=") {
+            socket = Some(v.to_string());
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((rest, socket))
+}
+
 fn cmd_run(args: &[String]) -> ExitCode {
+    let (args, ctl_socket) = match take_ctl_socket(args) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let args = args.as_slice();
     let parsed = match config::parse_run_args(args) {
         Ok(p) => p,
         Err(e) => return fail(e),
@@ -150,7 +175,11 @@ fn cmd_run(args: &[String]) -> ExitCode {
     }
     match parsed.action {
         Action::Help => {
-            println!("usage: ibsm run [options]\n\n{}", config::usage(&[]));
+            println!(
+                "usage: ibsm run [options]\n\n{}\n  --ctl-socket PATH         control socket for `ibsm ctl` (default {}, not with -o)",
+                config::usage(&[]),
+                ibsm::ctl::DEFAULT_SOCKET
+            );
             ExitCode::SUCCESS
         }
         Action::Version => {
@@ -164,6 +193,19 @@ fn cmd_run(args: &[String]) -> ExitCode {
             }
             Err(e) => fail(e),
         },
-        Action::Run => ibsm::daemon::run(&parsed.options),
+        Action::Run => {
+            let required = ctl_socket.is_some();
+            let socket = match ctl_socket {
+                Some(p) => Some(p.into()),
+                None if parsed.options.once => None,
+                None => Some(ibsm::ctl::DEFAULT_SOCKET.into()),
+            };
+            let control = ibsm::daemon::Control {
+                args: args.to_vec(),
+                socket,
+                socket_required: required,
+            };
+            ibsm::daemon::run_controlled(&parsed.options, &control)
+        }
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::error::{ConfigError, ConfigWarning, Origin};
 use super::file::{clean_value, load_config_file};
 use super::keys::{self, parse_c_uint, parse_hex};
-use super::options::{Options, CACHE_DIR_ENV, DEFAULT_CONFIG_FILE};
+use super::options::{Options, CACHE_DIR_ENV, DEFAULT_CONFIG_FILE, IBSM_CONFIG_FILE};
 
 /// What a command-line option does.
 #[derive(Clone, Copy)]
@@ -198,11 +198,17 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// The real environment: [`DEFAULT_CONFIG_FILE`] and `$OSM_CACHE_DIR`.
+    /// The real environment: [`IBSM_CONFIG_FILE`] if it exists, else [`DEFAULT_CONFIG_FILE`];
+    /// and `$OSM_CACHE_DIR`.
     #[must_use]
     pub fn system() -> Self {
+        let ours = PathBuf::from(IBSM_CONFIG_FILE);
         Self {
-            default_config: Some(PathBuf::from(DEFAULT_CONFIG_FILE)),
+            default_config: Some(if ours.exists() {
+                ours
+            } else {
+                PathBuf::from(DEFAULT_CONFIG_FILE)
+            }),
             cache_dir: std::env::var_os(CACHE_DIR_ENV)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),

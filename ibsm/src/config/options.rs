@@ -8,6 +8,10 @@ use ibmad::{Guid, MKey};
 /// The default config file, as in OpenSM: read when no `-F` is given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "/etc/opensm/opensm.conf";
 
+/// ibsm's own default config file (installed by the Debian package): read in preference to
+/// [`DEFAULT_CONFIG_FILE`] when it exists.
+pub const IBSM_CONFIG_FILE: &str = "/etc/ibsm/ibsm.conf";
+
 /// OpenSM's default cache directory (guid2lid and friends), overridden by `OSM_CACHE_DIR`.
 pub const DEFAULT_CACHE_DIR: &str = "/var/cache/opensm";
 

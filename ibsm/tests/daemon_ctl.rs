@@ -1,0 +1,203 @@
+//! `ibsm run` as a service on an ibsim fabric (under `libumad2sim.so`): readiness through
+//! `$NOTIFY_SOCKET` at SUBNET UP, the control socket (`ibsm ctl status | sweep | reroute |
+//! loglevel | dump | perfmgr`), SIGHUP (config re-read + heavy sweep), SIGUSR1 (log reopened
+//! after a rename, as logrotate does) and SIGTERM (clean exit, socket removed).
+//!
+//! Without ibsim/the shim the test prints "SKIPPED: …" and passes, unless
+//! `IBSM_REQUIRE_PEERS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code may unwrap (team rule)
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use umad::testutil::{peers_or_skip, IbsimGuard, TempDir};
+
+const IBSM: &str = env!("CARGO_BIN_EXE_ibsm");
+
+fn ctl(sock: &Path, req: &[&str]) -> Output {
+    Command::new(IBSM)
+        .arg("ctl")
+        .arg("--socket")
+        .arg(sock)
+        .args(req)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn ctl_ok(sock: &Path, req: &[&str]) -> String {
+    let out = ctl(sock, req);
+    assert!(out.status.success(), "ibsm ctl {req:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<String>) -> String {
+    let t = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn heavy_sweeps(status: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("heavy sweeps: "))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args(["-s", sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -s {sig} {pid}");
+}
+
+/// Kills the daemon (by PID) if the test ends early.
+struct Daemon(Option<std::process::Child>);
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn daemon_is_a_controllable_service() {
+    let test = "daemon_is_a_controllable_service";
+    if !peers_or_skip(test) {
+        return;
+    }
+    let net: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric-sim/testdata/ibsim-net-examples/net.2sw2path");
+    let sim = IbsimGuard::start(&net).unwrap();
+    let dir = TempDir::new("ctl").unwrap();
+    let d = dir.path();
+    let (sock, log, conf, dumps) = (
+        d.join("run/ibsm.sock"),
+        d.join("ibsm.log"),
+        d.join("ibsm.conf"),
+        d.join("dumps"),
+    );
+    std::fs::write(&conf, "sm_priority 3\nforce_log_flush TRUE\n").unwrap();
+    let notify = UnixDatagram::bind(d.join("notify")).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let child = sim
+        .client(IBSM, d)
+        .args(["run", "-F"])
+        .arg(&conf)
+        .arg("-f")
+        .arg(&log)
+        .arg("--ctl-socket")
+        .arg(&sock)
+        .arg("--dump-dir")
+        .arg(&dumps)
+        .env("OSM_CACHE_DIR", d)
+        .env("NOTIFY_SOCKET", d.join("notify"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut daemon = Daemon(Some(child));
+    // READY=1 arrives once the subnet is up.
+    let mut buf = [0u8; 512];
+    let n = notify.recv(&mut buf).expect("no READY=1 within 60 s");
+    let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert!(
+        msg.contains("READY=1") && msg.contains("STATUS=SUBNET UP"),
+        "{msg}"
+    );
+    let mode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "control socket mode");
+
+    let status = ctl_ok(&sock, &["status"]);
+    assert!(status.contains("(SUBNET UP)"), "{status}");
+    assert!(status.contains("SM priority: 3\n"), "{status}");
+    assert!(status.contains("nodes: 4 (switches 2, CAs 2)"), "{status}");
+    let h0 = heavy_sweeps(&status);
+
+    // sweep heavy / reroute: heavy sweeps happen.
+    ctl_ok(&sock, &["sweep", "heavy"]);
+    wait_for("a heavy sweep", Duration::from_secs(30), || {
+        let s = ctl_ok(&sock, &["status"]);
+        (heavy_sweeps(&s) > h0 && s.contains("(SUBNET UP)")).then_some(s)
+    });
+    let h1 = heavy_sweeps(&ctl_ok(&sock, &["status"]));
+    assert!(ctl_ok(&sock, &["reroute"]).contains("rerouting"));
+    wait_for("a reroute", Duration::from_secs(30), || {
+        let s = ctl_ok(&sock, &["status"]);
+        (heavy_sweeps(&s) > h1 && s.contains("(SUBNET UP)")).then_some(s)
+    });
+    ctl_ok(&sock, &["sweep", "light"]);
+    assert_eq!(ctl_ok(&sock, &["loglevel", "0x07"]), "log flags 0x07\n");
+    let dump = ctl_ok(&sock, &["dump"]);
+    assert!(dump.contains("dump files written"), "{dump}");
+    let topo = std::fs::read_to_string(dumps.join("ibnetdiscover.topo")).unwrap();
+    assert!(topo.contains("\"Switch2\""), "{topo}");
+    // Refusals say why.
+    let out = ctl(&sock, &["perfmgr", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("performance manager"));
+    let out = ctl(&sock, &["sweep", "sideways"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = ctl(&d.join("nothing.sock"), &["status"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // SIGHUP: the config is read again and a heavy sweep follows.
+    let h2 = heavy_sweeps(&ctl_ok(&sock, &["status"]));
+    std::fs::write(
+        &conf,
+        "sm_priority 3\nforce_log_flush TRUE\nlog_flags 0x03\n",
+    )
+    .unwrap();
+    signal(pid, "HUP");
+    wait_for("the SIGHUP sweep", Duration::from_secs(30), || {
+        let s = ctl_ok(&sock, &["status"]);
+        (heavy_sweeps(&s) > h2).then_some(s)
+    });
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains(&format!("SIGHUP: re-read {}", conf.display())),
+        "{text}"
+    );
+
+    // SIGUSR1 after a rename: a new log file.
+    std::fs::rename(&log, d.join("ibsm.log.1")).unwrap();
+    signal(pid, "USR1");
+    wait_for("the reopened log", Duration::from_secs(10), || {
+        let t = std::fs::read_to_string(&log).ok()?;
+        t.contains("log file reopened (SIGUSR1)").then_some(t)
+    });
+
+    // SIGTERM: a clean exit, the socket gone.
+    signal(pid, "TERM");
+    let mut child = daemon.0.take().unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no exit on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "exit status {status}");
+    assert!(!sock.exists(), "control socket left behind");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("exiting on SIGTERM"), "{text}");
+}
