@@ -87,7 +87,7 @@ pub fn main(args: &[String]) -> ExitCode {
 }
 
 /// The error and its sources, `: `-separated (the errno is at the end of a vfio error).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut src = e.source();
     while let Some(s) = src {

@@ -292,7 +292,7 @@ fn ctime_now() -> String {
         .map_or(0, |d| d.as_secs());
     let days = secs / 86_400;
     let rem = secs % 86_400;
-    let (y, m, d) = civil(days as i64);
+    let (y, m, d) = crate::daemon::civil(days as i64);
     const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MO: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -306,19 +306,6 @@ fn ctime_now() -> String {
         (rem / 60) % 60,
         rem % 60
     )
-}
-
-/// Civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 fn type_name(t: u8) -> &'static str {
@@ -1696,8 +1683,8 @@ mod tests {
 
     #[test]
     fn civil_dates() {
-        assert_eq!(civil(0), (1970, 1, 1));
-        assert_eq!(civil(20_423), (2025, 12, 1));
+        assert_eq!(crate::daemon::civil(0), (1970, 1, 1));
+        assert_eq!(crate::daemon::civil(20_423), (2025, 12, 1));
     }
 
     #[test]

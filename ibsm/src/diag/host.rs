@@ -17,6 +17,7 @@ use ibmad::zerocopy::{FromBytes, IntoBytes};
 use ibmad::{Lid, MadMeta, MadPort, MgmtClass, PortError, PortNum, Smp, Time, SMP_LEN};
 
 use super::port::DiagPort;
+use crate::sma_cmd::chain;
 
 /// NodeDescription the host SMA answers with while a diagnostic holds the device.
 pub const HOST_DESC: &str = "ibsm host SMA";
@@ -30,16 +31,6 @@ pub struct HostDiag {
     _backend: Box<dyn DeviceBackend>,
     epoch: Instant,
     rx: VecDeque<(MadMeta, Box<[u8; SMP_LEN]>)>,
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        out.push_str(&format!(": {s}"));
-        src = s.source();
-    }
-    out
 }
 
 impl HostDiag {
