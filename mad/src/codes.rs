@@ -69,7 +69,9 @@ impl MgmtClass {
 }
 
 code_space! {
-    /// MAD method (IBA vol1 §13.4.5); bit 7 (`RESP`) marks a response.
+    /// MAD method (IBA vol1 §13.4.5 common methods, §15.2.2 the SubnAdm methods); bit 7
+    /// (`RESP_BIT`) marks a response. Which methods a class defines is
+    /// [`crate::gmp::method_defined`].
     Method(u8) {
         /// Get.
         GET = 0x01;
@@ -83,10 +85,26 @@ code_space! {
         REPORT = 0x06;
         /// TrapRepress.
         TRAP_REPRESS = 0x07;
+        /// GetTable (SubnAdm).
+        GET_TABLE = 0x12;
+        /// GetTraceTable (SubnAdm).
+        GET_TRACE_TABLE = 0x13;
+        /// GetMulti (SubnAdm).
+        GET_MULTI = 0x14;
+        /// Delete (SubnAdm).
+        DELETE = 0x15;
         /// GetResp (the answer to both Get and Set).
         GET_RESP = 0x81;
         /// ReportResp.
         REPORT_RESP = 0x86;
+        /// GetTableResp (SubnAdm).
+        GET_TABLE_RESP = 0x92;
+        /// GetTraceTableResp (SubnAdm).
+        GET_TRACE_TABLE_RESP = 0x93;
+        /// GetMultiResp (SubnAdm).
+        GET_MULTI_RESP = 0x94;
+        /// DeleteResp (SubnAdm).
+        DELETE_RESP = 0x95;
     }
 }
 
@@ -97,6 +115,22 @@ impl Method {
     #[must_use]
     pub const fn is_response(self) -> bool {
         self.0 & Self::RESP_BIT != 0
+    }
+    /// The method an agent answers this request with (IBA vol1 §13.4.5, §15.2.2): GetResp for
+    /// Get and Set, ReportResp for Report, GetTableResp / GetTraceTableResp / GetMultiResp /
+    /// DeleteResp for the SubnAdm methods. `None` for responses, for Send and Trap (which get
+    /// no response method; a Trap is acknowledged by a TrapRepress) and for unknown methods.
+    #[must_use]
+    pub const fn response(self) -> Option<Method> {
+        match self {
+            Method::GET | Method::SET => Some(Method::GET_RESP),
+            Method::REPORT => Some(Method::REPORT_RESP),
+            Method::GET_TABLE => Some(Method::GET_TABLE_RESP),
+            Method::GET_TRACE_TABLE => Some(Method::GET_TRACE_TABLE_RESP),
+            Method::GET_MULTI => Some(Method::GET_MULTI_RESP),
+            Method::DELETE => Some(Method::DELETE_RESP),
+            _ => None,
+        }
     }
 }
 
@@ -174,6 +208,100 @@ code_space! {
         CABLE_INFO = 0x0032;
         /// PortInfoExtended.
         PORT_INFO_EXT = 0x0033;
+    }
+}
+
+code_space! {
+    /// Subnet-administration attribute identifiers (IBA vol1 §15.2.5). SubnAdm (class 0x03)
+    /// ids only; the same number means another attribute in another class.
+    SaAttrId(u16) {
+        /// ClassPortInfo.
+        CLASS_PORT_INFO = 0x0001;
+        /// Notice.
+        NOTICE = 0x0002;
+        /// InformInfo.
+        INFORM_INFO = 0x0003;
+        /// NodeRecord.
+        NODE_RECORD = 0x0011;
+        /// PortInfoRecord.
+        PORT_INFO_RECORD = 0x0012;
+        /// SLtoVLMappingTableRecord.
+        SL_TO_VL_RECORD = 0x0013;
+        /// SwitchInfoRecord.
+        SWITCH_INFO_RECORD = 0x0014;
+        /// LinearForwardingTableRecord.
+        LFT_RECORD = 0x0015;
+        /// RandomForwardingTableRecord.
+        RFT_RECORD = 0x0016;
+        /// MulticastForwardingTableRecord.
+        MFT_RECORD = 0x0017;
+        /// SMInfoRecord.
+        SM_INFO_RECORD = 0x0018;
+        /// LinkSpeedWidthPairsTableRecord.
+        LINK_SPEED_WIDTH_PAIRS_RECORD = 0x0019;
+        /// LinkRecord.
+        LINK_RECORD = 0x0020;
+        /// GuidInfoRecord.
+        GUID_INFO_RECORD = 0x0030;
+        /// ServiceRecord.
+        SERVICE_RECORD = 0x0031;
+        /// P_KeyTableRecord.
+        P_KEY_TABLE_RECORD = 0x0033;
+        /// PathRecord.
+        PATH_RECORD = 0x0035;
+        /// VLArbitrationTableRecord.
+        VL_ARB_RECORD = 0x0036;
+        /// MCMemberRecord.
+        MC_MEMBER_RECORD = 0x0038;
+        /// TraceRecord.
+        TRACE_RECORD = 0x0039;
+        /// MultiPathRecord.
+        MULTI_PATH_RECORD = 0x003A;
+        /// ServiceAssociationRecord.
+        SERVICE_ASSOCIATION_RECORD = 0x003B;
+        /// InformInfoRecord.
+        INFORM_INFO_RECORD = 0x00F3;
+    }
+}
+
+code_space! {
+    /// Performance-management attribute identifiers (IBA vol1 §16.1.2, §16.1.3, §16.1.4).
+    /// PerfMgt (class 0x04) ids only.
+    PmaAttrId(u16) {
+        /// ClassPortInfo.
+        CLASS_PORT_INFO = 0x0001;
+        /// PortSamplesControl.
+        PORT_SAMPLES_CONTROL = 0x0010;
+        /// PortSamplesResult.
+        PORT_SAMPLES_RESULT = 0x0011;
+        /// PortCounters.
+        PORT_COUNTERS = 0x0012;
+        /// PortRcvErrorDetails.
+        PORT_RCV_ERROR_DETAILS = 0x0015;
+        /// PortXmitDiscardDetails.
+        PORT_XMIT_DISCARD_DETAILS = 0x0016;
+        /// PortOpRcvCounters.
+        PORT_OP_RCV_COUNTERS = 0x0017;
+        /// PortFlowCtlCounters.
+        PORT_FLOW_CTL_COUNTERS = 0x0018;
+        /// PortVLOpPackets.
+        PORT_VL_OP_PACKETS = 0x0019;
+        /// PortVLOpData.
+        PORT_VL_OP_DATA = 0x001A;
+        /// PortVLXmitFlowCtlUpdateErrors.
+        PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS = 0x001B;
+        /// PortVLXmitWaitCounters.
+        PORT_VL_XMIT_WAIT_COUNTERS = 0x001C;
+        /// PortCountersExtended.
+        PORT_COUNTERS_EXT = 0x001D;
+        /// PortSamplesResultExtended.
+        PORT_SAMPLES_RESULT_EXT = 0x001E;
+        /// PortExtendedSpeedsCounters.
+        PORT_EXT_SPEEDS_COUNTERS = 0x001F;
+        /// PortXmitDataSL.
+        PORT_XMIT_DATA_SL = 0x0036;
+        /// PortRcvDataSL.
+        PORT_RCV_DATA_SL = 0x0037;
     }
 }
 
@@ -329,9 +457,63 @@ spec_names!(Method {
     TRAP => "Trap",
     REPORT => "Report",
     TRAP_REPRESS => "TrapRepress",
+    GET_TABLE => "GetTable",
+    GET_TRACE_TABLE => "GetTraceTable",
+    GET_MULTI => "GetMulti",
+    DELETE => "Delete",
     GET_RESP => "GetResp",
     REPORT_RESP => "ReportResp",
+    GET_TABLE_RESP => "GetTableResp",
+    GET_TRACE_TABLE_RESP => "GetTraceTableResp",
+    GET_MULTI_RESP => "GetMultiResp",
+    DELETE_RESP => "DeleteResp",
 } fallback "Method({:#04x})");
+
+spec_names!(SaAttrId {
+    CLASS_PORT_INFO => "ClassPortInfo",
+    NOTICE => "Notice",
+    INFORM_INFO => "InformInfo",
+    NODE_RECORD => "NodeRecord",
+    PORT_INFO_RECORD => "PortInfoRecord",
+    SL_TO_VL_RECORD => "SLtoVLMappingTableRecord",
+    SWITCH_INFO_RECORD => "SwitchInfoRecord",
+    LFT_RECORD => "LinearForwardingTableRecord",
+    RFT_RECORD => "RandomForwardingTableRecord",
+    MFT_RECORD => "MulticastForwardingTableRecord",
+    SM_INFO_RECORD => "SMInfoRecord",
+    LINK_SPEED_WIDTH_PAIRS_RECORD => "LinkSpeedWidthPairsTableRecord",
+    LINK_RECORD => "LinkRecord",
+    GUID_INFO_RECORD => "GuidInfoRecord",
+    SERVICE_RECORD => "ServiceRecord",
+    P_KEY_TABLE_RECORD => "P_KeyTableRecord",
+    PATH_RECORD => "PathRecord",
+    VL_ARB_RECORD => "VLArbitrationTableRecord",
+    MC_MEMBER_RECORD => "MCMemberRecord",
+    TRACE_RECORD => "TraceRecord",
+    MULTI_PATH_RECORD => "MultiPathRecord",
+    SERVICE_ASSOCIATION_RECORD => "ServiceAssociationRecord",
+    INFORM_INFO_RECORD => "InformInfoRecord",
+} fallback "{:#06x}");
+
+spec_names!(PmaAttrId {
+    CLASS_PORT_INFO => "ClassPortInfo",
+    PORT_SAMPLES_CONTROL => "PortSamplesControl",
+    PORT_SAMPLES_RESULT => "PortSamplesResult",
+    PORT_COUNTERS => "PortCounters",
+    PORT_RCV_ERROR_DETAILS => "PortRcvErrorDetails",
+    PORT_XMIT_DISCARD_DETAILS => "PortXmitDiscardDetails",
+    PORT_OP_RCV_COUNTERS => "PortOpRcvCounters",
+    PORT_FLOW_CTL_COUNTERS => "PortFlowCtlCounters",
+    PORT_VL_OP_PACKETS => "PortVLOpPackets",
+    PORT_VL_OP_DATA => "PortVLOpData",
+    PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS => "PortVLXmitFlowCtlUpdateErrors",
+    PORT_VL_XMIT_WAIT_COUNTERS => "PortVLXmitWaitCounters",
+    PORT_COUNTERS_EXT => "PortCountersExtended",
+    PORT_SAMPLES_RESULT_EXT => "PortSamplesResultExtended",
+    PORT_EXT_SPEEDS_COUNTERS => "PortExtendedSpeedsCounters",
+    PORT_XMIT_DATA_SL => "PortXmitDataSL",
+    PORT_RCV_DATA_SL => "PortRcvDataSL",
+} fallback "{:#06x}");
 
 spec_names!(Status {
     OK => "OK",
@@ -405,11 +587,50 @@ mod tests {
     }
 
     #[test]
+    fn response_methods() {
+        assert_eq!(Method::GET.response(), Some(Method::GET_RESP));
+        assert_eq!(Method::SET.response(), Some(Method::GET_RESP));
+        assert_eq!(Method::GET_TABLE.response(), Some(Method::GET_TABLE_RESP));
+        assert_eq!(
+            Method::GET_TRACE_TABLE.response(),
+            Some(Method::GET_TRACE_TABLE_RESP)
+        );
+        assert_eq!(Method::GET_MULTI.response(), Some(Method::GET_MULTI_RESP));
+        assert_eq!(Method::DELETE.response(), Some(Method::DELETE_RESP));
+        assert_eq!(Method::REPORT.response(), Some(Method::REPORT_RESP));
+        for m in [
+            Method::SEND,
+            Method::TRAP,
+            Method::TRAP_REPRESS,
+            Method::GET_RESP,
+            Method(0x7F),
+        ] {
+            assert_eq!(m.response(), None, "{m}");
+        }
+        for m in [
+            Method::GET_TABLE,
+            Method::GET_MULTI,
+            Method::DELETE,
+            Method::GET_TRACE_TABLE,
+        ] {
+            let r = m.response().unwrap();
+            assert!(r.is_response() && r.0 == m.0 | Method::RESP_BIT);
+        }
+    }
+
+    #[test]
     fn display_spec_names_and_fallback() {
         assert_eq!(SmpAttrId::NODE_INFO.to_string(), "NodeInfo");
         assert_eq!(SmpAttrId(0xff90).to_string(), "0xff90");
         assert_eq!(Method::GET_RESP.to_string(), "GetResp");
-        assert_eq!(Method(0x13).to_string(), "Method(0x13)");
+        assert_eq!(Method(0x33).to_string(), "Method(0x33)");
+        assert_eq!(Method::GET_TABLE_RESP.to_string(), "GetTableResp");
+        assert_eq!(SaAttrId::PATH_RECORD.to_string(), "PathRecord");
+        assert_eq!(
+            PmaAttrId::PORT_COUNTERS_EXT.to_string(),
+            "PortCountersExtended"
+        );
+        assert_eq!(format!("{:?}", PmaAttrId(0x99)), "PmaAttrId(0x99)");
         assert_eq!(Status(0x1C).to_string(), "InvalidField");
         assert_eq!(NodeType(2).to_string(), "Switch");
         assert_eq!(PortState(9).to_string(), "PortState(9)");

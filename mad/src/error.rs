@@ -9,10 +9,11 @@
 
 use core::fmt;
 
-use crate::codes::{Method, MgmtClass, SmpAttrId, Status};
+use crate::codes::{Method, MgmtClass, PmaAttrId, SaAttrId, SmpAttrId, Status};
 
 /// Which wire layer a length or offset refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Layer {
     /// The 24-byte common MAD header (IBA vol1 §13.4.3).
     MadHeader,
@@ -20,6 +21,19 @@ pub enum Layer {
     Smp,
     /// An attribute payload inside the 64-byte SMP data field.
     Attr(SmpAttrId),
+    /// A general-service MAD (GMP), 256 bytes or an RMPP-reassembled longer one.
+    Gmp,
+    /// The 12-byte RMPP header (IBA vol1 §13.6.2.1).
+    Rmpp,
+    /// The 20-byte SA header (IBA vol1 §15.2.1.1).
+    SaHeader,
+    /// An attribute payload of a GMP class (`attr` is that class's attribute id).
+    GmpAttr {
+        /// The management class.
+        class: MgmtClass,
+        /// The attribute id in that class.
+        attr: u16,
+    },
 }
 
 impl fmt::Display for Layer {
@@ -28,6 +42,14 @@ impl fmt::Display for Layer {
             Layer::MadHeader => f.write_str("MAD header"),
             Layer::Smp => f.write_str("SMP"),
             Layer::Attr(a) => write!(f, "{a} attribute"),
+            Layer::Gmp => f.write_str("GMP"),
+            Layer::Rmpp => f.write_str("RMPP header"),
+            Layer::SaHeader => f.write_str("SA header"),
+            Layer::GmpAttr { class, attr } => match *class {
+                MgmtClass::PERF_MGMT => write!(f, "PerfMgt {} attribute", PmaAttrId(*attr)),
+                MgmtClass::SUBN_ADM => write!(f, "SubnAdm {} attribute", SaAttrId(*attr)),
+                c => write!(f, "class {:#04x} attribute {attr:#06x}", c.0),
+            },
         }
     }
 }
@@ -132,6 +154,52 @@ pub enum ParseError {
         /// The value found.
         value: u64,
     },
+    /// The management class is not a general-service class this crate decodes (SubnAdm,
+    /// PerfMgt), or is a subnet-management class.
+    #[error("management class {got:?} is not a GMP class this crate decodes")]
+    NotGmp {
+        /// The class found.
+        got: MgmtClass,
+    },
+    /// The MAD is of another class than the layout asked for.
+    #[error("expected a {expected:?} MAD, got class {got:?}")]
+    WrongClass {
+        /// The class the caller parsed for.
+        expected: MgmtClass,
+        /// The class in the MAD.
+        got: MgmtClass,
+    },
+    /// RMPPFlags.Active is set but RMPPVersion is not 1 (IBA vol1 §13.6.2.1).
+    #[error("RMPP version {got} (expected 1)")]
+    BadRmppVersion {
+        /// The RMPPVersion found.
+        got: u8,
+    },
+    /// RMPPFlags.Active is set but RMPPType is not DATA, ACK, STOP or ABORT (IBA vol1
+    /// §13.6.2.1).
+    #[error("RMPP type {got} is not DATA, ACK, STOP or ABORT")]
+    BadRmppType {
+        /// The RMPPType found.
+        got: u8,
+    },
+    /// The attribute id has no `Repr` in this crate for that class.
+    #[error("unknown or unsupported {class:?} attribute {attr:#06x}")]
+    UnknownGmpAttr {
+        /// The class.
+        class: MgmtClass,
+        /// The attribute id.
+        attr: u16,
+    },
+    /// A GMP header or attribute field holds a value the IBA reserves or forbids.
+    #[error("{layer}: {field} = {value:#x} is not allowed")]
+    InvalidGmpField {
+        /// Where the field is.
+        layer: Layer,
+        /// The spec name of the field.
+        field: &'static str,
+        /// The value found.
+        value: u64,
+    },
 }
 
 impl From<LenError> for ParseError {
@@ -150,14 +218,19 @@ impl ParseError {
                 Status::BAD_VERSION
             }
             ParseError::UnknownMethod { .. } => Status::METHOD_NOT_SUPPORTED,
-            ParseError::UnknownAttr(_) | ParseError::WrongAttr { .. } => {
-                Status::METHOD_ATTR_NOT_SUPPORTED
-            }
+            ParseError::UnknownAttr(_)
+            | ParseError::WrongAttr { .. }
+            | ParseError::UnknownGmpAttr { .. } => Status::METHOD_ATTR_NOT_SUPPORTED,
             ParseError::Len(_)
             | ParseError::NotSmp { .. }
             | ParseError::BadHopCount { .. }
             | ParseError::BadHopPointer { .. }
-            | ParseError::InvalidValue { .. } => Status::INVALID_FIELD,
+            | ParseError::InvalidValue { .. }
+            | ParseError::NotGmp { .. }
+            | ParseError::WrongClass { .. }
+            | ParseError::BadRmppVersion { .. }
+            | ParseError::BadRmppType { .. }
+            | ParseError::InvalidGmpField { .. } => Status::INVALID_FIELD,
         }
     }
 }
@@ -210,5 +283,37 @@ mod tests {
             ParseError::UnknownAttr(SmpAttrId(0x99)).status(),
             Status::METHOD_ATTR_NOT_SUPPORTED
         );
+        assert_eq!(
+            ParseError::UnknownGmpAttr {
+                class: MgmtClass::PERF_MGMT,
+                attr: 0x99
+            }
+            .status(),
+            Status::METHOD_ATTR_NOT_SUPPORTED
+        );
+        assert_eq!(
+            ParseError::BadRmppVersion { got: 0 }.status(),
+            Status::INVALID_FIELD
+        );
+    }
+
+    #[test]
+    fn gmp_layers_display() {
+        let pc = Layer::GmpAttr {
+            class: MgmtClass::PERF_MGMT,
+            attr: PmaAttrId::PORT_COUNTERS.0,
+        };
+        assert_eq!(pc.to_string(), "PerfMgt PortCounters attribute");
+        let nr = Layer::GmpAttr {
+            class: MgmtClass::SUBN_ADM,
+            attr: SaAttrId::NODE_RECORD.0,
+        };
+        assert_eq!(nr.to_string(), "SubnAdm NodeRecord attribute");
+        let other = Layer::GmpAttr {
+            class: MgmtClass::COMM_MGMT,
+            attr: 0x10,
+        };
+        assert_eq!(other.to_string(), "class 0x07 attribute 0x0010");
+        assert_eq!(Layer::Rmpp.to_string(), "RMPP header");
     }
 }

@@ -166,6 +166,74 @@ impl fmt::Debug for MKey {
     }
 }
 
+/// A queue key (IBA vol1 §10.2.4): a datagram's Q_Key must match the receiving QP's.
+///
+/// QP0 ignores Q_Keys; QP1 (the GSI) uses the well-known [`QKey::GSI`] (IBA vol1 §13.5.3.1).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct QKey(pub u32);
+
+impl QKey {
+    /// The well-known Q_Key of QP1, 0x8001_0000 (IBA vol1 §13.5.3.1).
+    pub const GSI: QKey = QKey(0x8001_0000);
+    /// The raw value.
+    #[must_use]
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+}
+impl fmt::Debug for QKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "QKey({:#010x})", self.0)
+    }
+}
+
+/// A 128-bit global identifier (IBA vol1 §4.1.1): a 64-bit subnet prefix and a 64-bit
+/// interface id (the port GUID for the default GID), in wire (big-endian) byte order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Gid(pub [u8; 16]);
+
+impl Gid {
+    /// The GID made of `prefix` and `guid`.
+    #[must_use]
+    pub fn new(prefix: u64, guid: Guid) -> Gid {
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&prefix.to_be_bytes());
+        g[8..].copy_from_slice(&guid.0.to_be_bytes());
+        Gid(g)
+    }
+    /// The subnet prefix (bytes 0..7).
+    #[must_use]
+    pub fn prefix(&self) -> u64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[..8]);
+        u64::from_be_bytes(b)
+    }
+    /// The interface id (bytes 8..15).
+    #[must_use]
+    pub fn guid(&self) -> Guid {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&self.0[8..]);
+        Guid(u64::from_be_bytes(b))
+    }
+}
+/// Formats as eight colon-separated 16-bit groups, as `saquery` prints GIDs.
+impl fmt::Display for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, pair) in self.0.chunks(2).enumerate() {
+            if i > 0 {
+                f.write_str(":")?;
+            }
+            write!(f, "{:04x}", u16::from_be_bytes([pair[0], pair[1]]))?;
+        }
+        Ok(())
+    }
+}
+impl fmt::Debug for Gid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Gid({self})")
+    }
+}
+
 /// Error building a [`DrPath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DrPathError {
@@ -303,6 +371,15 @@ mod tests {
         assert!(Lid(0xC000).is_multicast() && !Lid(0xC000).is_unicast());
         assert!(Lid(0xFFFF).is_permissive() && !Lid(0xFFFF).is_multicast());
         assert_eq!(Lid::unicast(0xC000), None);
+    }
+
+    #[test]
+    fn gid_parts_and_display() {
+        let g = Gid::new(0xfe80_0000_0000_0000, Guid(0x0002_c903_0000_1234));
+        assert_eq!(g.prefix(), 0xfe80_0000_0000_0000);
+        assert_eq!(g.guid(), Guid(0x0002_c903_0000_1234));
+        assert_eq!(g.to_string(), "fe80:0000:0000:0000:0002:c903:0000:1234");
+        assert_eq!(format!("{:?}", QKey::GSI), "QKey(0x80010000)");
     }
 
     #[test]
