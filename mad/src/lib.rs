@@ -1,9 +1,13 @@
 //! # ibmad — InfiniBand management datagrams on the wire
 //!
 //! This is the bottom layer of the stack: how subnet-management packets (SMPs) and their
-//! attributes are laid out in bytes (IBA vol1 chapters 13 and 14), the scalar types that give
-//! those bytes meaning, the directed-route processing rules every SMA, switch model and SM must
-//! apply identically, and the [`MadPort`] trait through which every transport moves MADs.
+//! attributes are laid out in bytes (IBA vol1 chapters 13 and 14), how general-service MADs
+//! (GMPs) are (the common header in [`gmp`], RMPP in [`rmpp`], subnet administration in [`sa`],
+//! performance management in [`perf`], ClassPortInfo in [`class_port_info`]; chapters 13, 15
+//! and 16), the scalar types that give those bytes meaning, the directed-route processing
+//! rules every SMA, switch model and SM must apply identically, and the [`MadPort`] trait
+//! through which every transport moves MADs with their addressing ([`MadMeta`]: QP, Q_Key,
+//! P_Key index, SL, path bits, GRH).
 //!
 //! Guarantees:
 //! - no I/O and no `unsafe`; nothing here panics on any input bytes;
@@ -26,25 +30,36 @@
 #![deny(missing_docs)]
 
 pub mod attr;
+pub mod class_port_info;
 pub mod codes;
 pub mod error;
 pub mod field;
+pub mod gmp;
+pub mod perf;
 pub mod port;
 pub mod pretty;
+pub mod rmpp;
+pub mod sa;
 pub mod smi;
 pub mod smp;
 pub mod time;
 pub mod types;
 
 pub use attr::{AttrRepr, SmpAttr};
+pub use class_port_info::{ClassPortInfo, ClassPortInfoRepr};
 pub use codes::{
-    Method, MgmtClass, NodeType, PhysState, PortState, SmState, SmpAttrId, Status, TrapNum,
+    Method, MgmtClass, NodeType, PhysState, PmaAttrId, PortState, SaAttrId, SmState, SmpAttrId,
+    Status, TrapNum,
 };
 pub use error::{Layer, LenError, ParseError};
-pub use port::{MadMeta, MadPort, PortError};
+pub use gmp::{GmpAttrRepr, Packet as GmpPacket, Repr as GmpRepr};
+pub use perf::{PerfAttr, PerfMad, Repr as PerfRepr};
+pub use port::{Grh, MadMeta, MadPort, PortCaps, PortError, MAD_LEN};
+pub use rmpp::{Repr as RmppRepr, RmppHeader};
+pub use sa::{Packet as SaPacket, Repr as SaRepr, SaHeader, SaMad};
 pub use smp::{
     DrRoute, MadHeader, Packet as SmpPacket, Repr as SmpRepr, Route as SmpRoute, Smp, SMP_LEN,
 };
 pub use time::Time;
-pub use types::{DrPath, DrPathError, Guid, Lid, MKey, PKey, PortNum};
+pub use types::{DrPath, DrPathError, Gid, Guid, Lid, MKey, PKey, PortNum, QKey};
 pub use zerocopy;

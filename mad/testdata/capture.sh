@@ -8,20 +8,25 @@
 # For each query NAME it writes:
 #   NAME.txt   the tool's stdout, first line "$ <command>" (the field listing our tests compare to)
 #   NAME.mads  every MAD libibmad dumped at debug level 3 (-ddd): "snd <hex>" for requests (the
-#              64-byte umad header stripped) and "rcv <hex>" for responses, 256 bytes each
+#              64-byte umad header stripped) and "rcv <hex>" for responses, 256 bytes each;
+#              saquery's own "SA Request:" / "SA Response:" dumps (stdout) are read the same way
 # and fuzz seeds ../fuzz/corpus/parse_mad/NAME-<n>.bin (one per MAD).
 #
-# Usage: mad/testdata/capture.sh            (from anywhere; writes next to this script)
+# Usage: mad/testdata/capture.sh [smp|gmp|all]   (from anywhere; writes next to this script)
+#   smp: the SMP queries; gmp: the PerfMgt (perfquery) and SubnAdm (saquery) queries; all (the
+#   default): both.
 #
 # Re-running changes the TIDs, SMInfo's ActCount and the stale bytes libibmad leaves in the
 # receive buffer past HopCount; the static BYTES vectors in mad/src/attr/*.rs tests are checked
 # against these files (bytes_are_the_capture), so update them together.
 set -u
+what=${1:-all}
+case $what in smp|gmp|all) ;; *) echo "usage: $0 [smp|gmp|all]" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 corpus=$here/../fuzz/corpus/parse_mad
 net=${NET:-/usr/share/doc/ibsim-utils/net-examples/net.2sw2path}
 SO=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
-for c in ibsim opensm smpquery ibroute sminfo xxd; do
+for c in ibsim opensm smpquery ibroute sminfo perfquery saquery xxd; do
   command -v $c >/dev/null || { echo "missing $c" >&2; exit 2; }
 done
 work=$(mktemp -d)
@@ -55,18 +60,18 @@ q() {
   {
     echo "# $tool $*   (ibsim 0.10, $(basename "$net"), after opensm -o)"
     awk '
-      /^send buf$/ { mode = "snd"; n = 0; hex = ""; next }
-      /^rcv buf$/  { mode = "rcv"; n = 0; hex = ""; next }
+      /^send buf$/ { mode = "snd"; skip = 4; n = 0; hex = ""; next }
+      /^rcv buf$/  { mode = "rcv"; skip = 0; n = 0; hex = ""; next }
+      /^SA Request:$/  { mode = "snd"; skip = 0; n = 0; hex = ""; next }
+      /^SA Response:$/ { mode = "rcv"; skip = 0; n = 0; hex = ""; next }
       mode != "" && NF == 8 && /^[0-9a-f ]+$/ {
         n++; line = $0; gsub(/ /, "", line)
-        if (mode == "rcv" || n > 4) hex = hex line
-        if ((mode == "rcv" && n == 16) || (mode == "snd" && n == 20)) {
-          print mode, hex; mode = ""
-        }
+        if (n > skip) hex = hex line
+        if (n == skip + 16) { print mode, hex; mode = "" }
         next
       }
       { mode = "" }
-    ' "$work/$name.err"
+    ' "$work/$name.err" "$here/$name.txt"
   } >"$here/$name.mads"
   local i=0
   mkdir -p "$corpus"
@@ -76,6 +81,7 @@ q() {
   done
 }
 
+if [ "$what" != gmp ]; then
 q ni_sw1_dr0        smpquery -K -D nodeinfo 0
 q ni_hca1_dr1       smpquery -K -D nodeinfo 0,1
 q ni_hca2_dr3       smpquery -K -D nodeinfo 0,3,1
@@ -95,12 +101,29 @@ q guid_hca1_dr1     smpquery -K -D guidinfo 0,1
 q lft_sw1_lid1      ibroute 1
 q lft_sw2_dr3       ibroute -D 0,3
 q mft_sw1_lid1      ibroute -M 1
+fi
+
+if [ "$what" != smp ]; then
+# PerfMgt, answered by ibsim's own PMA: ClassPortInfo + PortCounters of Hca1 port 1 (LID 2),
+# PortCountersExtended, all ports of Switch1 (PortSelect 255), a bad PortSelect, a reset.
+q pma_pc_hca1_p1     perfquery 2 1
+q pma_pcx_hca1_p1    perfquery -x 2 1
+q pma_pc_sw1_all     perfquery -a 1
+q pma_pc_hca1_p9     perfquery 2 9
+q pma_reset_hca1_p1  perfquery -R 2 1
+fi
 
 # SMInfo needs a live SM: run OpenSM in the background for one query.
 (OSM_CACHE_DIR=$work OSM_TMP_DIR=$work LD_PRELOAD=$SO exec opensm -f "$work/osm2.log" >osm2.out 2>&1) &
 osm_pid=$!
 for _ in $(seq 100); do grep -q 'SUBNET UP' osm2.log 2>/dev/null && break; sleep 0.1; done
-q sminfo_lid1       sminfo
+[ "$what" != gmp ] && q sminfo_lid1       sminfo
+# SubnAdm, answered by OpenSM's SA: ClassPortInfo and a NodeRecord table (first MAD only: the
+# shim does no RMPP).
+if [ "$what" != smp ]; then
+q sa_cpi             saquery -c
+q sa_nr_gettable     saquery NR
+fi
 kill "$osm_pid" 2>/dev/null
 wait "$osm_pid" 2>/dev/null
 osm_pid=
