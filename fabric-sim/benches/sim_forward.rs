@@ -103,6 +103,7 @@ fn hops(spec: &str, hops: usize) {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     };
     let window = 4096usize;
     let target_hops: u64 = 2_000_000;

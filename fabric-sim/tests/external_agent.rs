@@ -96,6 +96,7 @@ fn meta() -> MadMeta {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     }
 }
 

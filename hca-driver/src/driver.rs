@@ -97,6 +97,7 @@ impl RxMeta {
             dlid: Lid(self.dlid),
             qp: 0,
             sl: self.sl,
+            ..Default::default()
         }
     }
 }

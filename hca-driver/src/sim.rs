@@ -134,6 +134,7 @@ impl ExternalAgent for AsicNode {
                 dlid: Lid(w.dlid),
                 qp: 0,
                 sl: w.sl,
+                ..Default::default()
             },
             len: SMP_LEN,
         })
@@ -231,6 +232,7 @@ impl ExternalAgent for RemoteAsicNode {
                 dlid: Lid(w.dlid),
                 qp: 0,
                 sl: w.sl,
+                ..Default::default()
             },
             len: SMP_LEN,
         })

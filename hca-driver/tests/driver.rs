@@ -321,6 +321,7 @@ fn madport_send_and_recv() {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     };
     hca.send(&meta, &smp(1)).unwrap();
     assert!(matches!(

@@ -326,6 +326,7 @@ impl Sm {
                     dlid,
                     qp: 0,
                     sl: 0,
+                    ..Default::default()
                 };
                 return Some(Transmit { meta, len: SMP_LEN });
             }
@@ -461,6 +462,7 @@ impl Sm {
                 dlid: meta.slid,
                 qp: 0,
                 sl: meta.sl,
+                ..Default::default()
             };
             let mut raw = [0u8; SMP_LEN];
             raw.copy_from_slice(rep.as_bytes());

@@ -74,6 +74,7 @@ pub fn answer(
             dlid: Lid::PERMISSIVE,
             qp: 0,
             sl: 0,
+            ..Default::default()
         }
     } else {
         MadMeta {
@@ -82,6 +83,7 @@ pub fn answer(
             dlid: meta.slid,
             qp: 0,
             sl: meta.sl,
+            ..Default::default()
         }
     };
     Some((out, resp))
@@ -126,6 +128,7 @@ mod tests {
             dlid: Lid(4),
             qp: 0,
             sl: 2,
+            ..Default::default()
         }
     }
 

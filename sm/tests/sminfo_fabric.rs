@@ -83,6 +83,7 @@ fn the_sm_answers_sminfo_get_directed_route_and_lid_routed() {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     };
     f.sm_send(hb, &dr, early.as_bytes()).unwrap();
     drive(&mut f, ha, &mut sm, Time::from_millis(5));
@@ -143,6 +144,7 @@ fn the_sm_answers_sminfo_get_directed_route_and_lid_routed() {
         dlid: sm_lid,
         qp: 0,
         sl: 0,
+        ..Default::default()
     };
     f.sm_send(hb, &lr, req.as_bytes()).unwrap();
     let until = f.now() + std::time::Duration::from_millis(5);

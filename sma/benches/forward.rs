@@ -55,6 +55,7 @@ fn meta(port: u8) -> MadMeta {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     }
 }
 
@@ -136,6 +137,7 @@ fn main() {
         dlid: Lid(7),
         qp: 0,
         sl: 0,
+        ..Default::default()
     };
     run("lid_answer", &mut ca, &lm, l.as_bytes(), iters);
 }

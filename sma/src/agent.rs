@@ -748,6 +748,7 @@ impl<H: Hardware> Agent<H> {
             dlid: Lid::PERMISSIVE,
             qp: 0,
             sl: 0,
+            ..Default::default()
         };
         self.push_tx(meta, smp);
     }
@@ -779,6 +780,7 @@ impl<H: Hardware> Agent<H> {
             dlid,
             qp: 0,
             sl,
+            ..Default::default()
         };
         if self.is_switch && port.0 == 0 {
             return self.hand_to_sm(meta, smp);

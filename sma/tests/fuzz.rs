@@ -30,7 +30,7 @@ proptest! {
         dlid in any::<u16>(),
     ) {
         for mut a in agents() {
-            let m = MadMeta { port: PortNum(port), slid: Lid(slid), dlid: Lid(dlid), qp: 0, sl: 0 };
+            let m = MadMeta { port: PortNum(port), slid: Lid(slid), dlid: Lid(dlid), qp: 0, sl: 0, ..Default::default() };
             a.handle_mad(Time::ZERO, &m, &bytes);
             prop_assert!(drain(&mut a).len() <= 2);
         }
@@ -55,7 +55,7 @@ proptest! {
         bytes[7] = hop_cnt;
         bytes[16..18].copy_from_slice(&attr.to_be_bytes());
         for mut a in agents() {
-            let m = MadMeta { port: PortNum(port), slid: Lid(1), dlid: Lid(2), qp: 0, sl: 0 };
+            let m = MadMeta { port: PortNum(port), slid: Lid(1), dlid: Lid(2), qp: 0, sl: 0, ..Default::default() };
             a.handle_mad(Time::ZERO, &m, &bytes);
             let n = drain(&mut a).len();
             if method == Method::GET.0 {

@@ -423,6 +423,7 @@ fn opensm_and_ibsm_answer_each_others_sminfo_and_the_higher_priority_stays_maste
         dlid: spine_lid,
         qp: 0,
         sl: 0,
+        ..Default::default()
     };
     server
         .fabric_mut()

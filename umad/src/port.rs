@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ibmad::{Lid, MadMeta, MadPort, MgmtClass, PortError, PortNum};
+use ibmad::{Gid, Grh, Lid, MadMeta, MadPort, MgmtClass, PortError, PortNum, QKey};
 
 use crate::abi::{HdrFraming, MethodMask, RegReq, RegReq2, UmadHdr, HDR_LEN_NEW, MAD_LEN};
 use crate::error::{SysError, UmadError};
@@ -171,6 +171,8 @@ fn os_to_port(e: &SysError) -> PortError {
     }
 }
 
+/// The [`MadMeta`] of a received MAD: the header's remote LID is the SLID, its QP the source
+/// QP, its path bits the DLID path bits it arrived on, its GID the source GID.
 fn meta_of(port: PortNum, hdr: &UmadHdr, mad: &[u8]) -> MadMeta {
     let dr = mad.get(1) == Some(&MgmtClass::SUBN_DIRECTED_ROUTE.0);
     MadMeta {
@@ -178,7 +180,44 @@ fn meta_of(port: PortNum, hdr: &UmadHdr, mad: &[u8]) -> MadMeta {
         slid: Lid(hdr.lid),
         dlid: if dr { Lid::PERMISSIVE } else { Lid::UNASSIGNED },
         qp: hdr.qpn,
+        qkey: QKey(hdr.qkey),
+        pkey_index: hdr.pkey_index,
         sl: hdr.sl,
+        path_bits: hdr.path_bits,
+        grh: hdr.grh_present.then_some(Grh {
+            gid: Gid(hdr.gid),
+            gid_index: hdr.gid_index,
+            hop_limit: hdr.hop_limit,
+            traffic_class: hdr.traffic_class,
+            flow_label: hdr.flow_label,
+        }),
+    }
+}
+
+/// The address part of the user_mad header for sending with `meta` to `lid`: remote QP and
+/// Q_Key (the GSI key on a QP other than 0 when `meta` names none), SL, source path bits,
+/// P_Key index (64-byte framing only) and the GRH.
+fn addr_of(meta: &MadMeta, lid: u16) -> UmadHdr {
+    let qkey = match (meta.qp, meta.qkey) {
+        (0, _) => 0,
+        (_, QKey(0)) => QKey::GSI.0,
+        (_, k) => k.0,
+    };
+    let grh = meta.grh.unwrap_or_default();
+    UmadHdr {
+        qpn: meta.qp,
+        qkey,
+        lid,
+        sl: meta.sl,
+        path_bits: meta.path_bits,
+        grh_present: meta.grh.is_some(),
+        gid_index: grh.gid_index,
+        hop_limit: grh.hop_limit,
+        traffic_class: grh.traffic_class,
+        gid: grh.gid.0,
+        flow_label: grh.flow_label,
+        pkey_index: meta.pkey_index,
+        ..UmadHdr::default()
     }
 }
 
@@ -544,11 +583,7 @@ impl MadPort for UmadPort {
         let hdr = UmadHdr {
             id,
             length: (hl + MAD_LEN) as u32,
-            qpn: meta.qp,
-            qkey: if meta.qp == 0 { 0 } else { 0x8001_0000 },
-            lid,
-            sl: meta.sl,
-            ..UmadHdr::default()
+            ..addr_of(meta, lid)
         };
         hdr.encode(self.framing, &mut self.tx)
             .map_err(|e| PortError::Other(e.to_string()))?;
@@ -748,6 +783,65 @@ mod tests {
     use crate::sys::socketpair_seqpacket;
     use ibmad::zerocopy::IntoBytes;
     use ibmad::{DrPath, Method, Smp, SmpAttrId};
+
+    /// A GMP's addressing survives MadMeta → header → MadMeta (what a responder sees is what
+    /// the requester's header said, with the remote fields in the same places).
+    #[test]
+    fn gmp_meta_maps_to_and_from_the_header() {
+        let meta = MadMeta {
+            port: PortNum(1),
+            slid: Lid(1),
+            dlid: Lid(9),
+            qp: 1,
+            qkey: QKey::GSI,
+            pkey_index: 3,
+            sl: 2,
+            path_bits: 1,
+            grh: Some(Grh {
+                gid: Gid([0xfe; 16]),
+                gid_index: 1,
+                hop_limit: 64,
+                traffic_class: 5,
+                flow_label: 0x1234,
+            }),
+        };
+        let h = addr_of(&meta, meta.dlid.0);
+        assert_eq!(
+            (h.qpn, h.qkey, h.lid, h.sl, h.path_bits),
+            (1, 0x8001_0000, 9, 2, 1)
+        );
+        assert_eq!((h.pkey_index, h.grh_present, h.hop_limit), (3, true, 64));
+        let mut b = [0u8; 64];
+        h.encode(HdrFraming::New, &mut b).unwrap();
+        let back = meta_of(
+            PortNum(1),
+            &UmadHdr::decode(HdrFraming::New, &b).unwrap(),
+            &[1, 4],
+        );
+        assert_eq!(
+            back,
+            MadMeta {
+                slid: Lid(9),
+                dlid: Lid(0),
+                ..meta
+            }
+        );
+        // QP1 without a Q_Key gets the GSI key; QP0 never carries one.
+        let bare = MadMeta::gmp(PortNum(1), Lid(1), Lid(2));
+        assert_eq!(
+            addr_of(
+                &MadMeta {
+                    qkey: QKey(0),
+                    ..bare
+                },
+                2
+            )
+            .qkey,
+            QKey::GSI.0
+        );
+        assert_eq!(addr_of(&MadMeta::smp_dr(PortNum(1)), 0xFFFF).qkey, 0);
+        assert!(!addr_of(&bare, 2).grh_present);
+    }
 
     fn fake_dev() -> UmadDevice {
         UmadDevice {

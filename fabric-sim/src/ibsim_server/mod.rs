@@ -630,6 +630,7 @@ impl IbsimServer {
             dlid: Lid::PERMISSIVE,
             qp: 0,
             sl: 0,
+            ..Default::default()
         };
         self.local_answer = None;
         self.fabric.sm_send(c.handle, &meta, smp.as_bytes()).ok()?;

@@ -29,7 +29,7 @@
 //! let sm = fabric.attach_sm(host, PortNum(1)).unwrap().handle;
 //!
 //! let req = Smp::dr_request(Method::GET, SmpAttrId::NODE_INFO, 0, 1, &DrPath::parse("0,1").unwrap());
-//! let meta = MadMeta { port: PortNum(1), slid: Lid::PERMISSIVE, dlid: Lid::PERMISSIVE, qp: 0, sl: 0 };
+//! let meta = MadMeta::smp_dr(PortNum(1));
 //! fabric.sm_port(sm).send(&meta, req.as_bytes()).unwrap();
 //! fabric.run_until(Time::from_millis(1));
 //!

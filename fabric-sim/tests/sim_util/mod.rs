@@ -37,6 +37,7 @@ pub fn dr_meta() -> MadMeta {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     }
 }
 
@@ -48,6 +49,7 @@ pub fn lid_meta(dlid: Lid) -> MadMeta {
         dlid,
         qp: 0,
         sl: 0,
+        ..Default::default()
     }
 }
 

@@ -66,6 +66,7 @@ pub fn meta(port: u8) -> MadMeta {
         dlid: Lid::PERMISSIVE,
         qp: 0,
         sl: 0,
+        ..Default::default()
     }
 }
 
@@ -76,6 +77,7 @@ pub fn lid_meta(port: u8, slid: u16, dlid: u16) -> MadMeta {
         dlid: Lid(dlid),
         qp: 0,
         sl: 0,
+        ..Default::default()
     }
 }
 

@@ -425,6 +425,7 @@ impl Fabric {
             dlid: Lid(slot.dlid),
             qp: 0,
             sl: slot.sl,
+            ..Default::default()
         };
         match self.external[n as usize].as_mut() {
             Some(ext) => ext.deliver(self.now, &meta, &slot.data),
