@@ -41,6 +41,7 @@ impl Fabric {
                 dlid: Lid(s.dlid),
                 qp: s.sqp,
                 sl: s.sl,
+                ..Default::default()
             };
             (meta, s.dqp, MgmtClass(s.data[1]), Method(s.data[3]))
         };
