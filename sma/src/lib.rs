@@ -19,6 +19,11 @@
 //! - the forwarding path (receive, on_receive, advance, queue) does not allocate once the
 //!   transmit queue has warmed up.
 //!
+//! The performance-management agent is beside it: [`Pma`] ([`pma`]) answers PerfMgt GMPs
+//! (ClassPortInfo, PortCounters, PortCountersExtended) from counters its owner keeps and hands
+//! over through a [`CounterSource`] ([`CounterTable`] is the ready-made one). It is a separate
+//! value because GMPs arrive on QP1, not through the SMA's SMP path.
+//!
 //! Accepted Sets reach the device through the [`Hardware`] trait ([`NoHardware`] ignores them).
 //! A co-located SM receives its MADs as [`Event::ForSm`]; SMInfo requests go to it when the
 //! port's CapabilityMask has IsSM ([`Agent::set_capability_mask`]), and are answered
@@ -57,6 +62,7 @@ pub mod config;
 pub mod error;
 pub mod event;
 pub mod hw;
+pub mod pma;
 pub mod rules;
 pub mod timer;
 pub mod trap;
@@ -69,4 +75,8 @@ pub use config::{ConfigError, NodeConfig, PortConfig};
 pub use error::SmaError;
 pub use event::{Discard, Event};
 pub use hw::{Hardware, LinkRequest, NoHardware};
+pub use pma::{
+    Counter, CounterSet, CounterSource, CounterTable, Counters, Pma, PmaConfig, PmaError, PmaStats,
+    Reply,
+};
 pub use timer::{Timer, TimerTable};
