@@ -102,6 +102,13 @@ impl MethodMask {
     pub const SM: MethodMask = MethodMask((1 << 0x01) | (1 << 0x02) | (1 << 0x05) | (1 << 0x07));
     /// No unsolicited methods: only responses to our own requests.
     pub const NONE: MethodMask = MethodMask(0);
+    /// What an SA receives unsolicited (IBA vol1 §15.2.2): Get (0x01), Set (0x02), GetTable
+    /// (0x12), GetTraceTable (0x13), GetMulti (0x14), Delete (0x15).
+    pub const SA: MethodMask = MethodMask(
+        (1 << 0x01) | (1 << 0x02) | (1 << 0x12) | (1 << 0x13) | (1 << 0x14) | (1 << 0x15),
+    );
+    /// What a PMA receives unsolicited: Get (0x01), Set (0x02).
+    pub const PMA: MethodMask = MethodMask((1 << 0x01) | (1 << 0x02));
 
     /// The mask as the kernel's array of 32-bit longs (little-endian bit order per word).
     #[must_use]

@@ -1,8 +1,11 @@
 //! # umad — the kernel user_mad transport
 //!
 //! This crate is the OS boundary between the SM/SMA cores and a Linux RDMA stack: it moves
-//! 256-byte MADs through `/dev/infiniband/umadN` (the `ib_umad` character device) and implements
-//! [`ibmad::MadPort`] for them as [`UmadPort`].
+//! MADs through `/dev/infiniband/umadN` (the `ib_umad` character device) and implements
+//! [`ibmad::MadPort`] for them as [`UmadPort`]. Agents ([`AgentSpec`]) can be of any class and
+//! version, on QP0 (SMPs) or QP1 (GMPs, Q_Key 0x80010000); an agent registered with an RMPP
+//! version (the SA's, [`AgentSpec::sa`]) has the kernel segment and reassemble RMPP, so it
+//! sends and receives MADs longer than 256 bytes ([`ibmad::MadPort::caps`] says so).
 //!
 //! Layers, bottom up:
 //! * [`abi`] — the user_mad ABI: the 56/64-byte per-MAD header ([`abi::UmadHdr`]), the agent
@@ -11,7 +14,8 @@
 //!   `write`, `poll`, `ioctl`, `close`, `opendir`/`readdir`, `fstat`) plus the io_uring engine;
 //!   every failure is a [`SysError`] naming the operation with its errno;
 //! * [`sysfs`] — CA/port discovery from `/sys/class/infiniband*`;
-//! * [`port`] — [`UmadPort`]: open, register QP0 agents, send/receive, IsSM.
+//! * [`port`] — [`UmadPort`]: open, register agents, send/receive (RMPP-reassembled MADs
+//!   included), IsSM.
 //! * [`testutil`] — start/stop ibsim for tests ([`testutil::IbsimGuard`]).
 //!
 //! Guarantees: no panics on any input; every syscall goes through the libc symbols (never
@@ -56,6 +60,8 @@ pub mod sysfs;
 pub mod testutil;
 
 pub use error::{SysError, UmadError};
-pub use port::{Agent, IoMode, PortStats, Received, UmadConfig, UmadPort};
+pub use port::{
+    Agent, AgentSpec, IoMode, PortStats, Received, UmadConfig, UmadPort, DEFAULT_MAX_MAD_LEN,
+};
 pub use sys::uring::UringStats;
 pub use sysfs::{CaInfo, PortAttrs, SysPaths, UmadDevice};

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ibmad::{Gid, Grh, Lid, MadMeta, MadPort, MgmtClass, PortError, PortNum, QKey};
+use ibmad::{Gid, Grh, Lid, MadMeta, MadPort, MgmtClass, PortCaps, PortError, PortNum, QKey};
 
 use crate::abi::{HdrFraming, MethodMask, RegReq, RegReq2, UmadHdr, HDR_LEN_NEW, MAD_LEN};
 use crate::error::{SysError, UmadError};
@@ -62,10 +62,11 @@ pub struct UmadConfig {
     pub port: Option<u8>,
     /// I/O mode.
     pub mode: IoMode,
-    /// Management classes to register on QP0.
-    pub classes: Vec<MgmtClass>,
-    /// Unsolicited methods to receive.
-    pub method_mask: MethodMask,
+    /// The agents to register: class, version, QP, unsolicited methods, RMPP.
+    pub agents: Vec<AgentSpec>,
+    /// The longest RMPP-reassembled MAD to accept from the kernel (agents with an RMPP
+    /// version only; longer ones are read and dropped, counted in [`PortStats::oversize`]).
+    pub max_mad_len: usize,
     /// Try `REGISTER_AGENT2` (64-byte header) first.
     pub try_agent2: bool,
     /// Receive queue depth (channel capacity, or io_uring read slots).
@@ -82,13 +83,73 @@ impl Default for UmadConfig {
             ca: None,
             port: None,
             mode: IoMode::Auto,
-            classes: vec![MgmtClass::SUBN_DIRECTED_ROUTE, MgmtClass::SUBN_LID_ROUTED],
-            method_mask: MethodMask::SM,
+            agents: vec![
+                AgentSpec::smp(MgmtClass::SUBN_DIRECTED_ROUTE, MethodMask::SM),
+                AgentSpec::smp(MgmtClass::SUBN_LID_ROUTED, MethodMask::SM),
+            ],
+            max_mad_len: DEFAULT_MAX_MAD_LEN,
             try_agent2: true,
             rx_depth: 1024,
             tx_depth: 256,
             paths: SysPaths::default(),
         }
+    }
+}
+
+/// [`UmadConfig::max_mad_len`] by default: 16 MiB, an SA table of ~150 000 NodeRecords.
+pub const DEFAULT_MAX_MAD_LEN: usize = 16 << 20;
+
+/// One agent to register with the kernel (`ib_user_mad_reg_req`): a management class and
+/// version on QP0 or QP1, the request methods it receives unsolicited (responses to its own
+/// requests always come back to it by TID) and its RMPP version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentSpec {
+    /// Management class.
+    pub class: MgmtClass,
+    /// Class version.
+    pub class_version: u8,
+    /// 0 = QP0 (SMI, subnet-management classes), 1 = QP1 (GSI, every other class).
+    pub qpn: u8,
+    /// Request methods received unsolicited.
+    pub method_mask: MethodMask,
+    /// RMPP version: 1 lets the kernel segment and reassemble RMPP transfers of this agent
+    /// (IBA vol1 §13.6); 0 for classes without RMPP.
+    pub rmpp_version: u8,
+}
+
+impl AgentSpec {
+    /// A QP0 agent for a subnet-management class (version 1, no RMPP).
+    #[must_use]
+    pub const fn smp(class: MgmtClass, method_mask: MethodMask) -> AgentSpec {
+        AgentSpec {
+            class,
+            class_version: 1,
+            qpn: 0,
+            method_mask,
+            rmpp_version: 0,
+        }
+    }
+    /// A QP1 agent for a GMP class at `class_version`, with RMPP version 1 where the class
+    /// uses RMPP ([`ibmad::gmp::class_uses_rmpp`]: SubnAdm).
+    #[must_use]
+    pub const fn gsi(class: MgmtClass, class_version: u8, method_mask: MethodMask) -> AgentSpec {
+        AgentSpec {
+            class,
+            class_version,
+            qpn: 1,
+            method_mask,
+            rmpp_version: if ibmad::gmp::class_uses_rmpp(class) {
+                1
+            } else {
+                0
+            },
+        }
+    }
+    /// The SA class agent of a master SM: SubnAdm version 2 on QP1 with RMPP, receiving the
+    /// requests an SA serves ([`MethodMask::SA`]).
+    #[must_use]
+    pub const fn sa() -> AgentSpec {
+        AgentSpec::gsi(MgmtClass::SUBN_ADM, 2, MethodMask::SA)
     }
 }
 
@@ -103,6 +164,8 @@ pub struct PortStats {
     pub send_failures: AtomicU64,
     /// Reads too short to hold a header.
     pub runts: AtomicU64,
+    /// RMPP-reassembled MADs longer than [`UmadConfig::max_mad_len`], read and dropped.
+    pub oversize: AtomicU64,
 }
 
 /// One received MAD with its full user_mad header.
@@ -125,12 +188,40 @@ pub struct Agent {
     pub class: MgmtClass,
     /// Kernel agent id.
     pub id: u32,
+    /// 0 = QP0, 1 = QP1.
+    pub qpn: u8,
+    /// RMPP version it was registered with (0 = none).
+    pub rmpp_version: u8,
+}
+
+impl Agent {
+    /// The agent registered for `spec` under kernel id `id`.
+    #[must_use]
+    pub fn registered(spec: &AgentSpec, id: u32) -> Agent {
+        Agent {
+            class: spec.class,
+            id,
+            qpn: spec.qpn,
+            rmpp_version: spec.rmpp_version,
+        }
+    }
 }
 
 struct RxMad {
     hdr: UmadHdr,
     len: usize,
     mad: [u8; MAD_LEN],
+    /// The whole MAD when it is longer than 256 bytes (RMPP reassembled by the kernel).
+    long: Option<Vec<u8>>,
+}
+
+impl RxMad {
+    fn bytes(&self) -> &[u8] {
+        match &self.long {
+            Some(v) => v,
+            None => &self.mad[..self.len.min(MAD_LEN)],
+        }
+    }
 }
 
 enum RxMsg {
@@ -150,12 +241,17 @@ enum Backend {
     Inline,
 }
 
-/// An open user_mad port with its QP0 agents. Dropping it stops the receive thread, unregisters
+/// An open user_mad port with its agents. Dropping it stops the receive thread, unregisters
 /// the agents, clears IsSM (if set) and closes the device.
 pub struct UmadPort {
     dev: UmadDevice,
     framing: HdrFraming,
     agents: Vec<Agent>,
+    max_mad_len: usize,
+    /// A received MAD the caller's buffer was too short for, returned by the next receive.
+    pending: Option<Box<RxMad>>,
+    /// Growable buffer for RMPP-reassembled MADs read on this thread.
+    big: Vec<u8>,
     backend: Backend,
     stats: Arc<PortStats>,
     tx: Vec<u8>,
@@ -281,7 +377,7 @@ impl UmadPort {
                         reason: format!("{e}: {}", e.source),
                     })
                 }
-                Err(_) => spawn_rx(&fd, dev.port, framing, cfg.rx_depth, &stats)?,
+                Err(_) => spawn_rx(&fd, dev.port, framing, cfg, &stats)?,
             }
         } else if cfg.mode == IoMode::Uring {
             return Err(UmadError::UringUnavailable {
@@ -294,12 +390,15 @@ impl UmadPort {
             // Not a kernel fd (umad2sim's fake descriptors): read on the caller's thread.
             Backend::Inline
         } else {
-            spawn_rx(&fd, dev.port, framing, cfg.rx_depth, &stats)?
+            spawn_rx(&fd, dev.port, framing, cfg, &stats)?
         };
         Ok(UmadPort {
             dev,
             framing,
             agents,
+            max_mad_len: cfg.max_mad_len.max(MAD_LEN),
+            pending: None,
+            big: Vec::new(),
             backend,
             stats,
             tx: vec![0; rec],
@@ -394,6 +493,9 @@ impl UmadPort {
     /// Receives one MAD with its header status, waiting up to `timeout` (`None` = don't wait).
     /// Unlike [`MadPort::recv`] this also returns failed-send reports (`status != 0`).
     ///
+    /// A MAD longer than 256 bytes (RMPP reassembled by the kernel) that does not fit `buf` is
+    /// kept and [`PortError::BadLength`] names the length needed; the next call returns it.
+    ///
     /// # Errors
     /// [`PortError::Closed`] when the receive side has stopped; OS errors.
     pub fn recv_timeout(
@@ -402,6 +504,13 @@ impl UmadPort {
         timeout: Option<Duration>,
     ) -> Result<Option<Received>, PortError> {
         let port = self.dev.port;
+        if let Some(m) = self.pending.take() {
+            return hand_over(port, &m.hdr, m.bytes(), buf, &mut self.pending).map(Some);
+        }
+        let hl = self.framing.hdr_len();
+        let framing = self.framing;
+        let max = self.max_mad_len;
+        let fd = self.fd.raw();
         match &mut self.backend {
             Backend::Thread(t) => {
                 let msg = match timeout {
@@ -419,23 +528,21 @@ impl UmadPort {
                 match msg {
                     RxMsg::Failed(e) => Err(os_to_port(&e)),
                     RxMsg::Mad(m) => {
-                        let n = m.len.min(buf.len());
-                        buf[..n].copy_from_slice(&m.mad[..n]);
-                        Ok(Some(Received {
-                            meta: meta_of(port, &m.hdr, &m.mad),
-                            len: n,
-                            status: m.hdr.status,
-                            agent: m.hdr.id,
-                        }))
+                        hand_over(port, &m.hdr, m.bytes(), buf, &mut self.pending).map(Some)
                     }
                 }
             }
             Backend::Inline => {
-                let hl = self.framing.hdr_len();
                 let deadline = timeout.map(|d| std::time::Instant::now() + d);
                 loop {
-                    let got = sys::read(self.fd.raw(), &mut self.rx).map_err(|e| os_to_port(&e))?;
-                    let Some(n) = got else {
+                    let got = read_record(
+                        &mut |b| sys::read(fd, b),
+                        framing,
+                        &mut self.rx,
+                        &mut self.big,
+                    )
+                    .map_err(|e| os_to_port(&e))?;
+                    let Some(rec) = got else {
                         let Some(dl) = deadline else {
                             return Ok(None);
                         };
@@ -445,26 +552,16 @@ impl UmadPort {
                         }
                         let ms = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
                         // Readable or not, the loop reads again; the deadline bounds it.
-                        let _ = sys::poll_in(self.fd.raw(), ms).map_err(|e| os_to_port(&e))?;
+                        let _ = sys::poll_in(fd, ms).map_err(|e| os_to_port(&e))?;
                         continue;
                     };
-                    if n < hl {
-                        self.stats.runts.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    let Ok(hdr) = UmadHdr::decode(self.framing, &self.rx) else {
+                    let Some((hdr, mad)) =
+                        record_mad(rec, framing, &self.rx, &self.big, max, &self.stats)
+                    else {
                         continue;
                     };
-                    let mad = &self.rx[hl..n.min(self.rx.len())];
-                    let len = mad.len().min(buf.len());
-                    buf[..len].copy_from_slice(&mad[..len]);
                     count_rx(&self.stats, hdr.status);
-                    return Ok(Some(Received {
-                        meta: meta_of(port, &hdr, mad),
-                        len,
-                        status: hdr.status,
-                        agent: hdr.id,
-                    }));
+                    return hand_over(port, &hdr, mad, buf, &mut self.pending).map(Some);
                 }
             }
             Backend::Uring(e) => {
@@ -472,8 +569,27 @@ impl UmadPort {
                     return Err(os_to_port(&err));
                 }
                 let deadline = timeout.map(|d| std::time::Instant::now() + d);
-                let hl = self.framing.hdr_len();
                 loop {
+                    if e.take_oversize() {
+                        // An RMPP-reassembled MAD too long for the ring's slots is waiting in
+                        // the kernel's queue: read it here with a buffer of its length.
+                        if let Some(rec) = read_record(
+                            &mut |b| sys::read(fd, b),
+                            framing,
+                            &mut self.rx,
+                            &mut self.big,
+                        )
+                        .map_err(|e| os_to_port(&e))?
+                        {
+                            if let Some((hdr, mad)) =
+                                record_mad(rec, framing, &self.rx, &self.big, max, &self.stats)
+                            {
+                                count_rx(&self.stats, hdr.status);
+                                return hand_over(port, &hdr, mad, buf, &mut self.pending)
+                                    .map(Some);
+                            }
+                        }
+                    }
                     if !e.has_ready() {
                         // A pump may only re-arm the poll or queue reads: keep waiting until a
                         // record is ready or the deadline passes (bounded by the deadline).
@@ -482,10 +598,13 @@ impl UmadPort {
                             Some(dl) => loop {
                                 let left = dl.saturating_duration_since(std::time::Instant::now());
                                 e.pump(Some(left)).map_err(|e| os_to_port(&e))?;
-                                if e.has_ready() || left.is_zero() {
+                                if e.has_ready() || e.oversize_waiting() || left.is_zero() {
                                     break;
                                 }
                             },
+                        }
+                        if e.oversize_waiting() {
+                            continue;
                         }
                     }
                     let Some(n) = e.take(&mut self.rx).map_err(|e| os_to_port(&e))? else {
@@ -499,15 +618,8 @@ impl UmadPort {
                         continue;
                     };
                     let mad = &self.rx[hl..n.min(self.rx.len())];
-                    let len = mad.len().min(buf.len());
-                    buf[..len].copy_from_slice(&mad[..len]);
                     count_rx(&self.stats, hdr.status);
-                    return Ok(Some(Received {
-                        meta: meta_of(port, &hdr, mad),
-                        len,
-                        status: hdr.status,
-                        agent: hdr.id,
-                    }));
+                    return hand_over(port, &hdr, mad, buf, &mut self.pending).map(Some);
                 }
             }
         }
@@ -532,13 +644,114 @@ impl UmadPort {
             }
         }
     }
+}
 
-    fn agent_for(&self, class: u8) -> Option<u32> {
-        self.agents
-            .iter()
-            .find(|a| a.class.0 == class)
-            .map(|a| a.id)
+/// Copies a received MAD into the caller's buffer. A 256-byte MAD is truncated to a shorter
+/// buffer (as before RMPP); a longer one that does not fit is kept in `pending` for the next
+/// receive and reported as [`PortError::BadLength`].
+fn hand_over(
+    port: PortNum,
+    hdr: &UmadHdr,
+    mad: &[u8],
+    buf: &mut [u8],
+    pending: &mut Option<Box<RxMad>>,
+) -> Result<Received, PortError> {
+    if mad.len() > MAD_LEN && mad.len() > buf.len() {
+        *pending = Some(Box::new(RxMad {
+            hdr: *hdr,
+            len: mad.len(),
+            mad: [0; MAD_LEN],
+            long: Some(mad.to_vec()),
+        }));
+        return Err(PortError::BadLength {
+            len: buf.len(),
+            expected: mad.len(),
+        });
     }
+    let n = mad.len().min(buf.len());
+    buf[..n].copy_from_slice(&mad[..n]);
+    Ok(Received {
+        meta: meta_of(port, hdr, mad),
+        len: n,
+        status: hdr.status,
+        agent: hdr.id,
+    })
+}
+
+/// Where [`read_record`] put a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Record {
+    /// `n` bytes in the regular (header + 256) buffer.
+    Small(usize),
+    /// `n` bytes in the growable buffer: an RMPP-reassembled MAD.
+    Big(usize),
+}
+
+/// Reads one record (header + MAD) with `read`: into `small` normally; when the kernel answers
+/// ENOSPC — an RMPP-reassembled MAD longer than `small`, which it leaves queued after copying
+/// its header (with the full length) into `small` — grows `big` to that length and reads
+/// again. Bounded: a few retries if another record got in between.
+fn read_record(
+    read: &mut impl FnMut(&mut [u8]) -> Result<Option<usize>, SysError>,
+    framing: HdrFraming,
+    small: &mut [u8],
+    big: &mut Vec<u8>,
+) -> Result<Option<Record>, SysError> {
+    let e = match read(small) {
+        Ok(Some(n)) => return Ok(Some(Record::Small(n))),
+        Ok(None) => return Ok(None),
+        Err(e) if e.errno() == Some(libc::ENOSPC) => e,
+        Err(e) => return Err(e),
+    };
+    let mut last = e;
+    for _ in 0..4 {
+        let need = match UmadHdr::decode(framing, small) {
+            Ok(h) => usize::try_from(h.length).unwrap_or(usize::MAX),
+            Err(_) => return Err(last),
+        };
+        let need = need.max(framing.hdr_len() + MAD_LEN).max(big.len());
+        big.resize(need, 0);
+        match read(big) {
+            Ok(Some(n)) => return Ok(Some(Record::Big(n))),
+            Ok(None) => return Ok(None),
+            Err(e) if e.errno() == Some(libc::ENOSPC) => {
+                // Still too short: the header the kernel copied is in `big` now.
+                let hl = framing.hdr_len();
+                small[..hl].copy_from_slice(&big[..hl]);
+                last = e;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+/// The header and MAD bytes of a record, or `None` for a runt, an undecodable header or an
+/// oversize MAD (counted).
+fn record_mad<'a>(
+    rec: Record,
+    framing: HdrFraming,
+    small: &'a [u8],
+    big: &'a [u8],
+    max: usize,
+    stats: &PortStats,
+) -> Option<(UmadHdr, &'a [u8])> {
+    let (b, n) = match rec {
+        Record::Small(n) => (small, n),
+        Record::Big(n) => (big, n),
+    };
+    let hl = framing.hdr_len();
+    if n < hl {
+        stats.runts.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    let hdr = UmadHdr::decode(framing, b).ok()?;
+    let mad = b.get(hl..n.min(b.len()))?;
+    if mad.len() > max {
+        stats.oversize.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    Some((hdr, mad))
 }
 
 fn count_rx(stats: &PortStats, status: u32) {
@@ -551,18 +764,30 @@ fn count_rx(stats: &PortStats, status: u32) {
 
 impl MadPort for UmadPort {
     fn send(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), PortError> {
-        if mad.len() != MAD_LEN {
+        let Some(&class) = mad.get(1) else {
             return Err(PortError::BadLength {
                 len: mad.len(),
                 expected: MAD_LEN,
             });
-        }
-        let class = mad[1];
-        let Some(id) = self.agent_for(class) else {
+        };
+        let Some(agent) = self.agents.iter().find(|a| a.class.0 == class).copied() else {
             return Err(PortError::Other(format!(
                 "no agent registered for management class {class:#04x}"
             )));
         };
+        // 256 bytes, or longer for an RMPP agent on a kernel that does the segmentation.
+        let max = if agent.rmpp_version != 0 && self.caps().rmpp {
+            self.max_mad_len
+        } else {
+            MAD_LEN
+        };
+        if mad.len() < MAD_LEN || mad.len() > max {
+            return Err(PortError::BadLength {
+                len: mad.len(),
+                expected: if mad.len() < MAD_LEN { MAD_LEN } else { max },
+            });
+        }
+        let id = agent.id;
         let lid = if class == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
             // Pure directed route: permissive DLID; a unicast DLID selects a LID-routed first
             // segment (DrSLID/DrDLID then describe the directed part).
@@ -580,30 +805,47 @@ impl MadPort for UmadPort {
             )));
         };
         let hl = self.framing.hdr_len();
+        let total = hl + mad.len();
         let hdr = UmadHdr {
             id,
-            length: (hl + MAD_LEN) as u32,
+            length: u32::try_from(total).unwrap_or(u32::MAX),
             ..addr_of(meta, lid)
         };
+        if self.tx.len() < total {
+            self.tx.resize(total, 0);
+        }
         hdr.encode(self.framing, &mut self.tx)
             .map_err(|e| PortError::Other(e.to_string()))?;
-        self.tx[hl..hl + MAD_LEN].copy_from_slice(mad);
+        self.tx[hl..total].copy_from_slice(mad);
+        let long = total > hl + MAD_LEN;
         match &mut self.backend {
-            Backend::Thread(_) | Backend::Inline => {
-                match sys::write(self.fd.raw(), &self.tx[..hl + MAD_LEN]) {
+            Backend::Uring(e) if !long => match e.queue_send(&self.tx[..total]) {
+                Ok(true) => {}
+                Ok(false) => return Err(PortError::WouldBlock),
+                Err(e) => return Err(os_to_port(&e)),
+            },
+            // The ring's send slots hold 256-byte MADs; a long (RMPP) send is one write.
+            Backend::Thread(_) | Backend::Inline | Backend::Uring(_) => {
+                match sys::write(self.fd.raw(), &self.tx[..total]) {
                     Ok(Some(_)) => {}
                     Ok(None) => return Err(PortError::WouldBlock),
                     Err(e) => return Err(os_to_port(&e)),
                 }
             }
-            Backend::Uring(e) => match e.queue_send(&self.tx[..hl + MAD_LEN]) {
-                Ok(true) => {}
-                Ok(false) => return Err(PortError::WouldBlock),
-                Err(e) => return Err(os_to_port(&e)),
-            },
         }
         self.stats.sent.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// QP1 if a GSI agent is registered; RMPP (MADs up to [`UmadConfig::max_mad_len`]) if an
+    /// agent has an RMPP version and the device is the kernel's (ibsim's shim does no RMPP).
+    fn caps(&self) -> PortCaps {
+        let rmpp = self.is_kernel_device() && self.agents.iter().any(|a| a.rmpp_version != 0);
+        PortCaps {
+            max_mad_len: if rmpp { self.max_mad_len } else { MAD_LEN },
+            rmpp,
+            gmp: self.agents.iter().any(|a| a.qpn == 1),
+        }
     }
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<Option<(MadMeta, usize)>, PortError> {
@@ -638,27 +880,30 @@ impl Drop for UmadPort {
     }
 }
 
-/// Registers one agent per class: REGISTER_AGENT2 first (if enabled), else REGISTER_AGENT.
+/// Registers the agents of `cfg`: REGISTER_AGENT2 first (if enabled), else REGISTER_AGENT.
 fn register(fd: &Fd, cfg: &UmadConfig) -> Result<(HdrFraming, Vec<Agent>), UmadError> {
     let mut framing = HdrFraming::Old;
     let mut agents = Vec::new();
     let mut use2 = cfg.try_agent2;
-    for class in &cfg.classes {
+    for spec in &cfg.agents {
+        let refused = |source| UmadError::RegistrationRefused {
+            class: spec.class.0,
+            qpn: spec.qpn,
+            source,
+        };
         if use2 {
             let mut r2 = RegReq2 {
-                qpn: 0,
-                mgmt_class: class.0,
-                mgmt_class_version: 1,
-                method_mask: cfg.method_mask.as_u64s(),
+                qpn: spec.qpn.into(),
+                mgmt_class: spec.class.0,
+                mgmt_class_version: spec.class_version,
+                method_mask: spec.method_mask.as_u64s(),
+                rmpp_version: spec.rmpp_version,
                 ..RegReq2::default()
             };
             match sys::register_agent2(fd.raw(), &mut r2) {
                 Ok(()) => {
                     framing = HdrFraming::New;
-                    agents.push(Agent {
-                        class: *class,
-                        id: r2.id,
-                    });
+                    agents.push(Agent::registered(spec, r2.id));
                     continue;
                 }
                 // Not supported (old kernel: ENOTTY; umad2sim: EINVAL): use v1 from now on.
@@ -668,31 +913,19 @@ fn register(fd: &Fd, cfg: &UmadConfig) -> Result<(HdrFraming, Vec<Agent>), UmadE
                 {
                     use2 = false;
                 }
-                Err(e) => {
-                    return Err(UmadError::RegistrationRefused {
-                        class: class.0,
-                        qpn: 0,
-                        source: e,
-                    })
-                }
+                Err(e) => return Err(refused(e)),
             }
         }
         let mut r = RegReq {
-            method_mask: cfg.method_mask.as_u32s(),
-            qpn: 0,
-            mgmt_class: class.0,
-            mgmt_class_version: 1,
+            method_mask: spec.method_mask.as_u32s(),
+            qpn: spec.qpn,
+            mgmt_class: spec.class.0,
+            mgmt_class_version: spec.class_version,
+            rmpp_version: spec.rmpp_version,
             ..RegReq::default()
         };
-        sys::register_agent(fd.raw(), &mut r).map_err(|e| UmadError::RegistrationRefused {
-            class: class.0,
-            qpn: 0,
-            source: e,
-        })?;
-        agents.push(Agent {
-            class: *class,
-            id: r.id,
-        });
+        sys::register_agent(fd.raw(), &mut r).map_err(refused)?;
+        agents.push(Agent::registered(spec, r.id));
     }
     debug_assert!(framing.hdr_len() <= HDR_LEN_NEW);
     Ok((framing, agents))
@@ -702,17 +935,18 @@ fn spawn_rx(
     fd: &Arc<Fd>,
     port: PortNum,
     framing: HdrFraming,
-    depth: usize,
+    cfg: &UmadConfig,
     stats: &Arc<PortStats>,
 ) -> Result<Backend, UmadError> {
-    let (tx, rx) = mpsc::sync_channel(depth.max(1));
+    let (tx, rx) = mpsc::sync_channel(cfg.rx_depth.max(1));
+    let max = cfg.max_mad_len.max(MAD_LEN);
     let stop = Arc::new(AtomicBool::new(false));
     let fd2 = Arc::clone(fd);
     let stop2 = Arc::clone(&stop);
     let stats2 = Arc::clone(stats);
     let handle = std::thread::Builder::new()
         .name(format!("umad-rx-p{}", port.0))
-        .spawn(move || rx_loop(&fd2, framing, &tx, &stop2, &stats2))
+        .spawn(move || rx_loop(&fd2, framing, max, &tx, &stop2, &stats2))
         .map_err(UmadError::Thread)?;
     Ok(Backend::Thread(RxThread {
         rx,
@@ -727,12 +961,14 @@ fn spawn_rx(
 fn rx_loop(
     fd: &Fd,
     framing: HdrFraming,
+    max: usize,
     tx: &SyncSender<RxMsg>,
     stop: &AtomicBool,
     stats: &PortStats,
 ) {
     let hl = framing.hdr_len();
     let mut buf = vec![0u8; hl + MAD_LEN];
+    let mut big = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         match sys::poll_in(fd.raw(), 100) {
             Ok(false) => continue,
@@ -743,28 +979,28 @@ fn rx_loop(
             }
         }
         loop {
-            let n = match sys::read(fd.raw(), &mut buf) {
-                Ok(Some(n)) => n,
-                Ok(None) => break,
-                Err(e) => {
-                    let _ = tx.send(RxMsg::Failed(e));
-                    return;
-                }
-            };
-            if n < hl {
-                stats.runts.fetch_add(1, Ordering::Relaxed);
-                continue;
-            }
-            let Ok(hdr) = UmadHdr::decode(framing, &buf) else {
+            let rec =
+                match read_record(&mut |b| sys::read(fd.raw(), b), framing, &mut buf, &mut big) {
+                    Ok(Some(r)) => r,
+                    Ok(None) => break,
+                    Err(e) => {
+                        let _ = tx.send(RxMsg::Failed(e));
+                        return;
+                    }
+                };
+            let Some((hdr, mad)) = record_mad(rec, framing, &buf, &big, max, stats) else {
                 continue;
             };
-            let len = (n - hl).min(MAD_LEN);
+            let len = mad.len();
             let mut m = Box::new(RxMad {
                 hdr,
                 len,
                 mad: [0; MAD_LEN],
+                long: (len > MAD_LEN).then(|| mad.to_vec()),
             });
-            m.mad[..len].copy_from_slice(&buf[hl..hl + len]);
+            if len <= MAD_LEN {
+                m.mad[..len].copy_from_slice(mad);
+            }
             count_rx(stats, hdr.status);
             // Blocks when the consumer is behind: back-pressure instead of dropping.
             if tx.send(RxMsg::Mad(m)).is_err() {
@@ -843,6 +1079,82 @@ mod tests {
         assert!(!addr_of(&bare, 2).grh_present);
     }
 
+    /// The kernel answers a read too short for an RMPP-reassembled MAD with ENOSPC, leaving the
+    /// MAD queued and its header (with the full length) in the buffer: umad re-reads it whole,
+    /// drops one longer than `max_mad_len`, and keeps one the caller's buffer cannot hold.
+    #[test]
+    fn rmpp_reassembled_mads_are_read_whole() {
+        let framing = HdrFraming::New;
+        let hl = framing.hdr_len();
+        let mut rec = vec![0u8; hl + 600];
+        UmadHdr {
+            id: 5,
+            length: (hl + 600) as u32,
+            qpn: 1,
+            lid: 3,
+            ..UmadHdr::default()
+        }
+        .encode(framing, &mut rec)
+        .unwrap();
+        for (i, b) in rec[hl..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        rec[hl + 1] = MgmtClass::SUBN_ADM.0;
+        let mut queued = Some(rec.clone());
+        let reads = std::cell::Cell::new(0);
+        let mut read = |b: &mut [u8]| -> Result<Option<usize>, SysError> {
+            reads.set(reads.get() + 1);
+            let Some(r) = &queued else { return Ok(None) };
+            if b.len() < r.len() {
+                b[..hl].copy_from_slice(&r[..hl]);
+                return Err(SysError {
+                    op: "read",
+                    target: "fake kernel".into(),
+                    source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+                });
+            }
+            let n = r.len();
+            b[..n].copy_from_slice(r);
+            queued = None;
+            Ok(Some(n))
+        };
+        let mut small = vec![0u8; hl + MAD_LEN];
+        let mut big = Vec::new();
+        let got = read_record(&mut read, framing, &mut small, &mut big)
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, Record::Big(hl + 600));
+        assert_eq!(reads.get(), 2, "one short read, one whole");
+        let stats = PortStats::default();
+        let (hdr, mad) = record_mad(got, framing, &small, &big, 1 << 20, &stats).unwrap();
+        assert_eq!((hdr.id, mad.len()), (5, 600));
+        assert_eq!(mad, &rec[hl..]);
+        assert!(record_mad(got, framing, &small, &big, 512, &stats).is_none());
+        assert_eq!(stats.oversize.load(Ordering::Relaxed), 1);
+        // A buffer too short for it: kept, and the length needed is named.
+        let mut pending = None;
+        let mut buf = [0u8; MAD_LEN];
+        let e = hand_over(PortNum(1), &hdr, mad, &mut buf, &mut pending).unwrap_err();
+        assert_eq!(
+            e,
+            PortError::BadLength {
+                len: 256,
+                expected: 600
+            }
+        );
+        let m = pending.take().unwrap();
+        let mut whole = vec![0u8; 1024];
+        let r = hand_over(PortNum(1), &m.hdr, m.bytes(), &mut whole, &mut pending).unwrap();
+        assert_eq!((r.len, r.meta.slid, r.meta.qp), (600, Lid(3), 1));
+        assert_eq!(&whole[..600], &rec[hl..]);
+        assert!(pending.is_none());
+        // Nothing queued: nothing read.
+        assert_eq!(
+            read_record(&mut read, framing, &mut small, &mut big).unwrap(),
+            None
+        );
+    }
+
     fn fake_dev() -> UmadDevice {
         UmadDevice {
             ca: "fake0".into(),
@@ -894,10 +1206,14 @@ mod tests {
             Agent {
                 class: MgmtClass::SUBN_DIRECTED_ROUTE,
                 id: 4,
+                qpn: 0,
+                rmpp_version: 0,
             },
             Agent {
                 class: MgmtClass::SUBN_LID_ROUTED,
                 id: 5,
+                qpn: 0,
+                rmpp_version: 0,
             },
         ];
         let mut p = match UmadPort::with_registered(fake_dev(), a, framing, agents, &cfg) {
@@ -977,6 +1293,8 @@ mod tests {
         let agents = vec![Agent {
             class: MgmtClass::SUBN_DIRECTED_ROUTE,
             id: 0,
+            qpn: 0,
+            rmpp_version: 0,
         }];
         let cfg = UmadConfig {
             mode: IoMode::Syscall,
@@ -1012,6 +1330,8 @@ mod tests {
         let agents = vec![Agent {
             class: MgmtClass::SUBN_DIRECTED_ROUTE,
             id: 0,
+            qpn: 0,
+            rmpp_version: 0,
         }];
         let cfg = UmadConfig {
             mode: IoMode::Syscall,
@@ -1072,7 +1392,7 @@ mod tests {
         assert!(e.to_string().contains("0x81"), "{e}");
         let cfg = UmadConfig {
             try_agent2: false,
-            classes: vec![MgmtClass::SUBN_LID_ROUTED],
+            agents: vec![AgentSpec::smp(MgmtClass::SUBN_LID_ROUTED, MethodMask::SM)],
             ..UmadConfig::default()
         };
         let e = register(&null, &cfg).unwrap_err();
@@ -1080,6 +1400,28 @@ mod tests {
             e,
             UmadError::RegistrationRefused { class: 0x01, .. }
         ));
+        // A GSI agent's failure names its class and QP 1.
+        let cfg = UmadConfig {
+            try_agent2: false,
+            agents: vec![AgentSpec::sa()],
+            ..UmadConfig::default()
+        };
+        let e = register(&null, &cfg).unwrap_err();
+        assert!(matches!(
+            e,
+            UmadError::RegistrationRefused {
+                class: 0x03,
+                qpn: 1,
+                ..
+            }
+        ));
+        assert_eq!(
+            (AgentSpec::sa().class_version, AgentSpec::sa().rmpp_version),
+            (2, 1),
+            "SubnAdm: version 2 with RMPP"
+        );
+        let pma = AgentSpec::gsi(MgmtClass::PERF_MGMT, 1, MethodMask::PMA);
+        assert_eq!((pma.qpn, pma.rmpp_version), (1, 0), "PerfMgt: no RMPP");
     }
 
     #[test]
@@ -1088,6 +1430,8 @@ mod tests {
         let agents = vec![Agent {
             class: MgmtClass::SUBN_LID_ROUTED,
             id: 0,
+            qpn: 0,
+            rmpp_version: 0,
         }];
         let cfg = UmadConfig {
             mode: IoMode::Syscall,

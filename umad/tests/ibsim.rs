@@ -268,3 +268,190 @@ fn shim_child() {
     );
     drop(port);
 }
+
+/// A PerfMgt Get round trip through user_mad under ibsim's shim (issue 9): one OpenSM sweep
+/// gives the fabric its LIDs, then a child registers a PerfMgt agent on QP1 next to the SMP
+/// agents, asks ibsim's PMA on Switch1 and on Hca2 for ClassPortInfo and PortCounters
+/// (LID-routed, QP1, Q_Key 0x80010000) and decodes the answers with ibmad's PerfMgt types.
+#[test]
+fn pma_get_through_umad2sim() {
+    if !peers_or_skip("umad pma_get_through_umad2sim") {
+        return;
+    }
+    let have_opensm = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("opensm").is_file()));
+    if !have_opensm {
+        assert!(
+            !umad::testutil::require_peers(),
+            "IBSM_REQUIRE_PEERS=1 but opensm is not installed"
+        );
+        umad::testutil::report_skip("umad pma_get_through_umad2sim", "opensm not installed");
+        return;
+    }
+    let sim = IbsimGuard::start(&net_file()).unwrap();
+    let dir = TempDir::new("pma").unwrap();
+    let osm_log = dir.path().join("osm.log");
+    let mut osm = sim
+        .client("opensm", dir.path())
+        .arg("-o")
+        .arg("-f")
+        .arg(&osm_log)
+        .env("OSM_CACHE_DIR", dir.path())
+        .env("OSM_TMP_DIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while osm.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = osm.kill();
+            let _ = osm.wait();
+            panic!("opensm -o did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = std::fs::read_to_string(&osm_log).unwrap_or_default();
+    assert!(
+        log.contains("SUBNET UP"),
+        "OpenSM did not bring the subnet up:\n{log}"
+    );
+
+    let exe = std::env::current_exe().unwrap();
+    let child = sim
+        .client(&exe, dir.path())
+        .args(["--exact", "pma_child", "--ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = std::process::Command::new("kill")
+                .arg("-9")
+                .arg(pid.to_string())
+                .status();
+            panic!("pma child timed out");
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("--- pma child stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert!(
+        out.status.success(),
+        "pma child failed: {:?}\nibsim output:\n{}",
+        out.status,
+        sim.output()
+    );
+    assert!(stdout.contains("1 passed"), "child did not run pma_child");
+    assert_eq!(stdout.matches("PMA-OK").count(), 2, "{stdout}");
+    sim.stop();
+}
+
+/// Sends one PerfMgt Get to `dlid` and returns the decoded answer.
+fn perf_get(
+    port: &mut UmadPort,
+    me: Lid,
+    dlid: Lid,
+    attr: ibmad::PmaAttrId,
+    port_select: u8,
+    tid: u64,
+) -> ibmad::PerfRepr {
+    let mut req = ibmad::PerfMad::request(Method::GET, attr, 0, tid);
+    req.data[1] = port_select;
+    let meta = MadMeta::gmp(ibmad::PortNum(1), me, dlid);
+    port.send(&meta, req.as_bytes()).unwrap();
+    let mut buf = [0u8; 256];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no PerfMgt answer from LID {dlid}");
+        let Some((meta, n)) = port.recv_wait(&mut buf, left).unwrap() else {
+            continue;
+        };
+        let r = ibmad::PerfRepr::parse_bytes(&buf[..n]).unwrap();
+        if r.header.tid & 0xFFFF_FFFF != tid & 0xFFFF_FFFF {
+            continue;
+        }
+        assert_eq!(r.header.method, Method::GET_RESP);
+        assert_eq!(r.header.status, ibmad::Status::OK, "{r}");
+        assert_eq!(meta.slid, dlid, "answered from the LID asked");
+        assert_eq!(meta.qp, 1, "from the PMA's QP1");
+        return r;
+    }
+}
+
+/// Runs inside the LD_PRELOAD child of `pma_get_through_umad2sim` only.
+#[test]
+#[ignore = "runs only as the child process of pma_get_through_umad2sim"]
+fn pma_child() {
+    use ibmad::perf::{cap, PortCountersRepr};
+    use ibmad::{ClassPortInfoRepr, MgmtClass, PmaAttrId};
+    use umad::{abi::MethodMask, AgentSpec};
+    if std::env::var_os(CHILD_ENV).is_none() {
+        eprintln!("pma_child: not under {CHILD_ENV}, nothing to do");
+        return;
+    }
+    let mut cfg = UmadConfig::default();
+    cfg.agents
+        .push(AgentSpec::gsi(MgmtClass::PERF_MGMT, 1, MethodMask::NONE));
+    let mut port = UmadPort::open(&cfg).unwrap();
+    assert_eq!(port.agents().len(), 3);
+    assert_eq!(port.agents()[2].qpn, 1);
+    let caps = port.caps();
+    assert!(caps.gmp, "a QP1 agent is registered");
+    assert!(!caps.rmpp, "no RMPP agent, and the shim does none");
+    assert_eq!(caps.max_mad_len, 256);
+
+    // LIDs by directed route: ours (Hca1 port 1), Switch1 (port 0), Hca2 (port 1).
+    let lid_at = |port: &mut UmadPort, path: &[u8], p: u32, tid| {
+        let smp = get_at(port, path, SmpAttrId::PORT_INFO, p, tid);
+        let (pi, _) = PortInfo::read_from_prefix(&smp.data).unwrap();
+        Lid(pi.lid.get())
+    };
+    let me = lid_at(&mut port, &[], 0, 0x3001);
+    let sw = lid_at(&mut port, &[1], 0, 0x3002);
+    let hca2 = lid_at(&mut port, &[1, 2], 1, 0x3003);
+    assert!(me.is_unicast() && sw.is_unicast() && hca2.is_unicast());
+    println!("LIDs: me {me} switch {sw} hca2 {hca2}");
+
+    for (dlid, is_switch, tid) in [(sw, true, 0x4000u64), (hca2, false, 0x5000)] {
+        let cpi = perf_get(&mut port, me, dlid, PmaAttrId::CLASS_PORT_INFO, 0, tid);
+        let cpi: ClassPortInfoRepr = cpi.attr().unwrap();
+        assert_eq!((cpi.base_version, cpi.class_version), (1, 1));
+        assert_eq!(
+            cpi.capability_mask & cap::ALL_PORT_SELECT != 0,
+            is_switch,
+            "ibsim: AllPortSelect on switches only"
+        );
+        // Switch1 port 1 faces us; Hca2's port 1 faces the switch. Both carried OpenSM's SMPs.
+        let r = perf_get(&mut port, me, dlid, PmaAttrId::PORT_COUNTERS, 1, tid + 1);
+        let pc: PortCountersRepr = r.attr().unwrap();
+        assert_eq!(pc.port_select, 1);
+        assert!(pc.port_xmit_pkts > 0 && pc.port_rcv_pkts > 0, "{pc:?}");
+        assert_eq!(
+            pc.port_xmit_data % 72,
+            0,
+            "ibsim counts 72 words per MAD: {pc:?}"
+        );
+        if is_switch {
+            let all = perf_get(&mut port, me, dlid, PmaAttrId::PORT_COUNTERS, 0xFF, tid + 2);
+            let all: PortCountersRepr = all.attr().unwrap();
+            assert_eq!(all.port_select, 0xFF);
+            assert!(all.port_xmit_pkts >= pc.port_xmit_pkts, "{all:?} vs {pc:?}");
+        }
+        println!(
+            "PMA-OK lid {dlid} xmit {} rcv {} pkts",
+            pc.port_xmit_pkts, pc.port_rcv_pkts
+        );
+    }
+}

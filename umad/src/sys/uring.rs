@@ -57,6 +57,9 @@ pub struct UringStats {
     pub reads: u64,
     /// Read SQEs that found nothing (-EAGAIN).
     pub empty_reads: u64,
+    /// Read SQEs refused with -ENOSPC: an RMPP-reassembled MAD longer than a ring slot, left
+    /// queued by the kernel for a read with a larger buffer.
+    pub oversize_reads: u64,
 }
 
 /// A batched user_mad engine over one non-blocking device fd.
@@ -77,6 +80,8 @@ pub(crate) struct UringEngine {
     closing: bool,
     queued: usize,
     errors: VecDeque<SysError>,
+    /// A read saw -ENOSPC: a record longer than a slot waits in the kernel's queue.
+    oversize: bool,
     stats: UringStats,
 }
 
@@ -140,6 +145,7 @@ impl UringEngine {
             closing: false,
             queued: 0,
             errors: VecDeque::new(),
+            oversize: false,
             stats: UringStats::default(),
         };
         e.arm_poll()?;
@@ -312,6 +318,9 @@ impl UringEngine {
                         self.rx_free.push(slot);
                         if res == -libc::EAGAIN || res == -libc::EINTR || res == 0 {
                             self.stats.empty_reads += 1;
+                        } else if res == -libc::ENOSPC {
+                            self.stats.oversize_reads += 1;
+                            self.oversize = true;
                         } else if res != -libc::ECANCELED {
                             self.errors.push_back(SysError {
                                 op: "io_uring read",
@@ -390,6 +399,17 @@ impl UringEngine {
     /// True if a received record is waiting.
     pub(crate) fn has_ready(&self) -> bool {
         !self.ready.is_empty()
+    }
+
+    /// True if a record too long for the ring waits in the kernel (see [`UringStats`]).
+    pub(crate) fn oversize_waiting(&self) -> bool {
+        self.oversize
+    }
+
+    /// Returns and clears [`UringEngine::oversize_waiting`]; the caller then reads the record
+    /// itself with a buffer of its length.
+    pub(crate) fn take_oversize(&mut self) -> bool {
+        std::mem::take(&mut self.oversize)
     }
 }
 
