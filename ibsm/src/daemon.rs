@@ -5,6 +5,13 @@
 //! moves MADs between the [`UmadPort`] and the [`Sm`], sleeps in the port's receive until the
 //! core's next timeout, writes log lines, persists guid2lid atomically after each assignment,
 //! and with `-o` writes the dump files and exits once the subnet is up.
+//!
+//! Besides the SM's QP0 agents the port registers the SA class agent (SubnAdm version 2 on
+//! QP1, with RMPP): the master SM hosts the SA, and every SubnAdm request to its port goes to
+//! [`sm::sa::Sa`], which until the SA exists answers it with the IBA status for an unsupported
+//! method/attribute. Registering the class also keeps ibsim's shim alive: it forwards every
+//! request ibsim does not answer itself to the SM's process and dereferences a null agent for
+//! a class nobody registered.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -12,9 +19,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ibmad::{MadPort, PortError, Time};
+use ibmad::{MadPort, MgmtClass, PortError, Time};
 use sm::{Command, Event, Level, Sm};
-use umad::{UmadConfig, UmadPort};
+use umad::{AgentSpec, UmadConfig, UmadPort};
 
 use crate::config::{Options, Transport};
 use crate::ctl::{CtlServer, Request};
@@ -200,11 +207,12 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         Level::Info,
         &format!("ibsm {} starting", env!("CARGO_PKG_VERSION")),
     );
-    let ucfg = UmadConfig {
+    let mut ucfg = UmadConfig {
         ca: opts.ca_name.clone(),
         port: (opts.ca_port != 0).then_some(opts.ca_port),
         ..UmadConfig::default()
     };
+    ucfg.agents.push(AgentSpec::sa());
     let mut port = UmadPort::open(&ucfg).map_err(|e| e.to_string())?;
     let dev = port.device().clone();
     if let Err(e) = port.set_issm(true) {
@@ -247,7 +255,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
 
     let epoch = Instant::now();
     let now = || Time(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
-    let mut buf = [0u8; 256];
+    // Large enough for an RMPP-reassembled SA request where the kernel does RMPP.
+    let mut buf = vec![0u8; port.caps().max_mad_len];
+    let mut sa = sm::sa::Sa::new();
     let (mut sent, mut received) = (0u64, 0u64);
     let mut ready = false;
     let mut opts = opts.clone();
@@ -401,15 +411,26 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             .min(Duration::from_millis(100));
         match port.recv_wait(&mut buf, wait) {
             Ok(Some((meta, len))) => {
-                sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);
-                received += 1;
+                let mut next = Some((meta, len));
                 // Take everything already queued before the next transmit round.
-                while let Ok(Some((meta, len))) = port.recv(&mut buf) {
-                    sm.handle_mad(now(), &meta, &buf[..len.min(buf.len())]);
+                while let Some((meta, len)) = next {
+                    let mad = &buf[..len.min(buf.len())];
+                    if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
+                        if let Some(r) = sa.handle_mad(&meta, mad) {
+                            if let Err(e) = port.send(&r.meta, &r.mad) {
+                                log.line(Level::Verbose, &format!("SA answer not sent: {e}"));
+                            }
+                        }
+                    } else {
+                        sm.handle_mad(now(), &meta, mad);
+                    }
                     received += 1;
+                    next = port.recv(&mut buf).ok().flatten();
                 }
             }
             Ok(None) => {}
+            // A MAD longer than the buffer (cannot happen with max_mad_len) is dropped.
+            Err(PortError::BadLength { .. }) => {}
             Err(e) => return Err(format!("receive on {} port {}: {e}", dev.ca, dev.port)),
         }
     }

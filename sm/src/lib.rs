@@ -20,6 +20,7 @@ pub mod program;
 pub mod qos;
 pub mod role;
 pub mod routing;
+pub mod sa;
 pub mod sminfo;
 pub mod sweep;
 pub mod timer;

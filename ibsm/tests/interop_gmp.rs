@@ -1,0 +1,183 @@
+//! GMPs against `ibsm run` under ibsim's shim (issue 9).
+//!
+//! ibsim hands every request it does not answer itself (everything but SMPs and PerfMgt) to
+//! the SM's process on the destination port, and the shim's receiver dereferences a null
+//! agent for a class nobody registered there: before the daemon registered SubnAdm, one
+//! `saquery` killed `ibsm run` with SIGSEGV. Now the daemon registers the SA class agent and
+//! answers every SA request with the IBA status for an unsupported method/attribute (0x000C):
+//!
+//! * `saquery` (GetTable NodeRecord, Get ClassPortInfo, GetTable PathRecord) and
+//!   `osmtest -f c` (the inventory flow: GetTable of every record type) against the ibsm master
+//!   fail with an error naming the status, quickly (an answer, not a timeout);
+//! * `ibsm run` is still running afterwards, still answers SMInfo (`sminfo`), and is stopped
+//!   by its PID.
+//!
+//! Without ibsim, the shim, infiniband-diags or opensm's osmtest the test prints "SKIPPED: …"
+//! and passes, unless `IBSM_REQUIRE_PEERS=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code may unwrap (team rule)
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use umad::testutil::{peers_or_skip, report_skip, require_peers, IbsimGuard, TempDir};
+
+const TOOLS: [&str; 3] = ["saquery", "osmtest", "sminfo"];
+
+fn peers(test: &str) -> bool {
+    if !peers_or_skip(test) {
+        return false;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for t in TOOLS {
+        if !std::env::split_paths(&path).any(|p| p.join(t).is_file()) {
+            let why = format!("{t} not installed (apt-get install infiniband-diags opensm)");
+            assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+            report_skip(test, &why);
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs a shim client to completion, at most `limit` (killed by PID after that); returns its
+/// output, whether it finished in time, and how long it took.
+fn run_bounded(mut cmd: Command, limit: Duration) -> (Output, bool, Duration) {
+    let t0 = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output().unwrap());
+    });
+    let (out, in_time) = match rx.recv_timeout(limit) {
+        Ok(out) => (out, true),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            (rx.recv().unwrap(), false)
+        }
+    };
+    waiter.join().unwrap();
+    (out, in_time, t0.elapsed())
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Stops `ibsm run` (by PID) when dropped, also when an assertion fails.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn net_2sw2path() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric-sim/testdata/ibsim-net-examples/net.2sw2path");
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn sa_requests_to_an_ibsm_master_get_an_error_status_and_ibsm_keeps_running() {
+    let test = "sa_requests_to_an_ibsm_master_get_an_error_status_and_ibsm_keeps_running";
+    if !peers(test) {
+        return;
+    }
+    let sim = IbsimGuard::start_text(&net_2sw2path(), &[]).unwrap();
+    let dir = TempDir::new("gmp").unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let log = dir.path().join("ibsm.log");
+    let mut daemon = Daemon(
+        sim.client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+            .args(["run", "-f"])
+            .arg(&log)
+            .env("OSM_CACHE_DIR", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let t0 = Instant::now();
+    loop {
+        let l = std::fs::read_to_string(&log).unwrap_or_default();
+        if l.contains("SUBNET UP") {
+            break;
+        }
+        assert!(
+            daemon.0.try_wait().unwrap().is_none(),
+            "ibsm run exited before SUBNET UP\nlog:\n{l}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no SUBNET UP in 60 s\nlog:\n{l}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Clients on the other CA (the daemon runs on the first one, Hca1).
+    let client = |prog: &str| {
+        let mut c = sim.client(prog, dir.path());
+        c.env("SIM_HOST", "Hca2");
+        c
+    };
+
+    for args in [&["NR"][..], &["-c"], &["PR"]] {
+        let mut c = client("saquery");
+        c.args(args);
+        let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));
+        let t = text(&out);
+        assert!(in_time, "saquery {args:?} hung\n{t}");
+        assert!(!out.status.success(), "saquery {args:?} succeeded?\n{t}");
+        assert!(
+            t.contains("0x0c") || t.contains("0xc") || t.contains("0x000c") || t.contains("0x000C"),
+            "saquery {args:?} should report status 0x000c\n{t}"
+        );
+        assert!(
+            took < Duration::from_secs(5),
+            "saquery {args:?} took {took:?}: a timeout, not an answer\n{t}"
+        );
+        assert!(
+            daemon.0.try_wait().unwrap().is_none(),
+            "ibsm died on saquery {args:?}\n{t}"
+        );
+    }
+
+    let inv = dir.path().join("inventory.dat");
+    let mut c = client("osmtest");
+    c.arg("-f").arg("c").arg("-i").arg(&inv);
+    let (out, in_time, _) = run_bounded(c, Duration::from_secs(60));
+    let t = text(&out);
+    assert!(in_time, "osmtest -f c hung\n{t}");
+    assert!(
+        !out.status.success(),
+        "osmtest -f c passed against a stub SA?\n{t}"
+    );
+    assert!(
+        daemon.0.try_wait().unwrap().is_none(),
+        "ibsm died on osmtest -f c\n{t}"
+    );
+
+    // Still the master: answers SMInfo.
+    let (out, in_time, _) = run_bounded(client("sminfo"), Duration::from_secs(30));
+    let t = text(&out);
+    assert!(in_time && out.status.success(), "sminfo failed\n{t}");
+    assert!(t.contains("state 3"), "ibsm is not MASTER any more\n{t}");
+    assert!(daemon.0.try_wait().unwrap().is_none(), "ibsm died");
+    drop(daemon);
+    sim.stop();
+}
