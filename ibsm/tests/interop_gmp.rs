@@ -20,7 +20,9 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use umad::testutil::{peers_or_skip, report_skip, require_peers, IbsimGuard, TempDir};
+use umad::testutil::{
+    peers_or_skip, report_skip, require_peers, wait_bounded, IbsimGuard, TempDir,
+};
 
 const TOOLS: [&str; 3] = ["saquery", "osmtest", "sminfo"];
 
@@ -50,19 +52,7 @@ fn run_bounded(mut cmd: Command, limit: Duration) -> (Output, bool, Duration) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output().unwrap());
-    });
-    let (out, in_time) = match rx.recv_timeout(limit) {
-        Ok(out) => (out, true),
-        Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            (rx.recv().unwrap(), false)
-        }
-    };
-    waiter.join().unwrap();
+    let (out, in_time) = wait_bounded(child, limit).unwrap();
     (out, in_time, t0.elapsed())
 }
 

@@ -276,9 +276,55 @@ impl Drop for IbsimGuard {
     }
 }
 
+/// Waits for `child` at most `limit` while draining its pipes (a child blocked on a full pipe
+/// would never exit); kills it by its PID (SIGKILL) once the limit passes. Returns its output
+/// and whether it finished in time.
+///
+/// # Errors
+/// The failed `wait`.
+pub fn wait_bounded(
+    child: std::process::Child,
+    limit: Duration,
+) -> std::io::Result<(std::process::Output, bool)> {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let (out, in_time) = match rx.recv_timeout(limit) {
+        Ok(out) => (out, true),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            match rx.recv() {
+                Ok(out) => (out, false),
+                Err(_) => (Err(std::io::Error::other("waiter thread gone")), false),
+            }
+        }
+    };
+    let _ = waiter.join();
+    Ok((out?, in_time))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_bounded_returns_output_or_kills() {
+        let c = Command::new("sh")
+            .args(["-c", "echo hi"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(c, Duration::from_secs(10)).unwrap();
+        assert!(in_time && out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+        let c = Command::new("sleep").arg("30").spawn().unwrap();
+        let t0 = std::time::Instant::now();
+        let (out, in_time) = wait_bounded(c, Duration::from_millis(200)).unwrap();
+        assert!(!in_time && !out.status.success());
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
 
     #[test]
     fn guard_starts_and_stops_ibsim_from_text() {

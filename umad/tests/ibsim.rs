@@ -54,6 +54,35 @@ fn expected_nodes() -> Vec<(String, NodeType, u64)> {
     out
 }
 
+/// Re-executes this test binary under the shim in `dir`, running only the ignored test `name`,
+/// and waits for it (at most 60 s, then killed by PID). Checks that it passed and really ran
+/// (was not filtered out by the harness); returns its stdout.
+fn run_shim_child(sim: &IbsimGuard, dir: &Path, name: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let child = sim
+        .client(&exe, dir)
+        .args(["--exact", name, "--ignored", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, in_time) = umad::testutil::wait_bounded(child, Duration::from_secs(60)).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("--- {name} stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert!(in_time, "{name} timed out");
+    assert!(
+        out.status.success(),
+        "{name} failed: {:?}\nibsim output:\n{}",
+        out.status,
+        sim.output()
+    );
+    assert!(stdout.contains("1 passed"), "child did not run {name}");
+    stdout
+}
+
 #[test]
 fn dr_nodeinfo_through_umad2sim() {
     if !peers_or_skip("umad dr_nodeinfo_through_umad2sim") {
@@ -61,40 +90,7 @@ fn dr_nodeinfo_through_umad2sim() {
     }
     let sim = IbsimGuard::start(&net_file()).unwrap();
     let dir = TempDir::new("shim").unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut child = sim
-        .client(&exe, dir.path())
-        .args(["--exact", "shim_child", "--ignored", "--nocapture"])
-        .args(["--test-threads", "1"])
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("--- shim child stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
-    assert!(status.is_some(), "shim child timed out");
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "shim child failed: {status:?}\nibsim output:\n{}",
-        sim.output()
-    );
-    // The child really ran the probe (not filtered out by the harness).
-    assert!(stdout.contains("1 passed"), "child did not run shim_child");
+    let stdout = run_shim_child(&sim, dir.path(), "shim_child");
     assert!(stdout.contains("NODEINFO-OK hops=2"), "{stdout}");
     // The shim wrote its fake sysfs tree into the child's cwd and removed it at exit.
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
@@ -291,7 +287,7 @@ fn pma_get_through_umad2sim() {
     let sim = IbsimGuard::start(&net_file()).unwrap();
     let dir = TempDir::new("pma").unwrap();
     let osm_log = dir.path().join("osm.log");
-    let mut osm = sim
+    let osm = sim
         .client("opensm", dir.path())
         .arg("-o")
         .arg("-f")
@@ -303,56 +299,15 @@ fn pma_get_through_umad2sim() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while osm.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = osm.kill();
-            let _ = osm.wait();
-            panic!("opensm -o did not finish in 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (_, in_time) = umad::testutil::wait_bounded(osm, Duration::from_secs(60)).unwrap();
+    assert!(in_time, "opensm -o did not finish in 60 s");
     let log = std::fs::read_to_string(&osm_log).unwrap_or_default();
     assert!(
         log.contains("SUBNET UP"),
         "OpenSM did not bring the subnet up:\n{log}"
     );
 
-    let exe = std::env::current_exe().unwrap();
-    let child = sim
-        .client(&exe, dir.path())
-        .args(["--exact", "pma_child", "--ignored", "--nocapture"])
-        .args(["--test-threads", "1"])
-        .env(CHILD_ENV, "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = std::process::Command::new("kill")
-                .arg("-9")
-                .arg(pid.to_string())
-                .status();
-            panic!("pma child timed out");
-        }
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("--- pma child stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
-    assert!(
-        out.status.success(),
-        "pma child failed: {:?}\nibsim output:\n{}",
-        out.status,
-        sim.output()
-    );
-    assert!(stdout.contains("1 passed"), "child did not run pma_child");
+    let stdout = run_shim_child(&sim, dir.path(), "pma_child");
     assert_eq!(stdout.matches("PMA-OK").count(), 2, "{stdout}");
     sim.stop();
 }
