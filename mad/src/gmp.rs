@@ -454,34 +454,13 @@ pub trait GmpAttrRepr: Sized {
     }
     /// Parses the attribute from the front of `data`.
     fn parse(data: &[u8]) -> Result<Self, ParseError> {
-        let raw = Self::Raw::ref_from_prefix(data)
-            .map(|(r, _)| r)
-            .map_err(|_| LenError {
-                required: size_of::<Self::Raw>(),
-                got: data.len(),
-                layer: Self::layer(),
-                offset: 0,
-            })?;
+        let raw = crate::attr::view_at::<Self::Raw>(data, Self::layer())?;
         Self::from_raw(raw)
     }
     /// Writes the attribute into the front of `data` (at least [`GmpAttrRepr::buffer_len`]
     /// bytes).
     fn emit(&self, data: &mut [u8]) -> Result<(), LenError> {
-        let raw = self.to_raw();
-        let bytes = zerocopy::IntoBytes::as_bytes(&raw);
-        let got = data.len();
-        match data.get_mut(..bytes.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(bytes);
-                Ok(())
-            }
-            None => Err(LenError {
-                required: bytes.len(),
-                got,
-                layer: Self::layer(),
-                offset: 0,
-            }),
-        }
+        crate::attr::write_at(&self.to_raw(), data, Self::layer())
     }
     /// Bytes [`GmpAttrRepr::emit`] writes: the size of the wire struct.
     fn buffer_len(&self) -> usize {

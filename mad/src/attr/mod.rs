@@ -96,12 +96,20 @@ pub(crate) fn view<T: FromBytes + KnownLayout + Immutable>(
     data: &[u8],
     id: SmpAttrId,
 ) -> Result<&T, LenError> {
+    view_at(data, Layer::Attr(id))
+}
+
+/// Casts the front of `data` to a view of `layer`, or says how short it was.
+pub(crate) fn view_at<T: FromBytes + KnownLayout + Immutable>(
+    data: &[u8],
+    layer: Layer,
+) -> Result<&T, LenError> {
     T::ref_from_prefix(data)
         .map(|(t, _)| t)
         .map_err(|_| LenError {
             required: size_of::<T>(),
             got: data.len(),
-            layer: Layer::Attr(id),
+            layer,
             offset: 0,
         })
 }
@@ -111,6 +119,15 @@ pub(crate) fn write<T: IntoBytes + Immutable>(
     v: &T,
     data: &mut [u8],
     id: SmpAttrId,
+) -> Result<(), LenError> {
+    write_at(v, data, Layer::Attr(id))
+}
+
+/// Copies a wire struct of `layer` into the front of `data`.
+pub(crate) fn write_at<T: IntoBytes + Immutable>(
+    v: &T,
+    data: &mut [u8],
+    layer: Layer,
 ) -> Result<(), LenError> {
     let bytes = v.as_bytes();
     let got = data.len();
@@ -122,7 +139,7 @@ pub(crate) fn write<T: IntoBytes + Immutable>(
         None => Err(LenError {
             required: bytes.len(),
             got,
-            layer: Layer::Attr(id),
+            layer,
             offset: 0,
         }),
     }
