@@ -764,12 +764,14 @@ fn count_rx(stats: &PortStats, status: u32) {
 
 impl MadPort for UmadPort {
     fn send(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), PortError> {
-        let Some(&class) = mad.get(1) else {
+        // A MAD shorter than 256 bytes is refused for its length before anything else.
+        if mad.len() < MAD_LEN {
             return Err(PortError::BadLength {
                 len: mad.len(),
                 expected: MAD_LEN,
             });
-        };
+        }
+        let class = mad[1];
         let Some(agent) = self.agents.iter().find(|a| a.class.0 == class).copied() else {
             return Err(PortError::Other(format!(
                 "no agent registered for management class {class:#04x}"
@@ -781,10 +783,10 @@ impl MadPort for UmadPort {
         } else {
             MAD_LEN
         };
-        if mad.len() < MAD_LEN || mad.len() > max {
+        if mad.len() > max {
             return Err(PortError::BadLength {
                 len: mad.len(),
-                expected: if mad.len() < MAD_LEN { MAD_LEN } else { max },
+                expected: max,
             });
         }
         let id = agent.id;
