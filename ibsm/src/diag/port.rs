@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId as TopoNode, Topology};
-use ibmad::{Lid, MadMeta, MadPort, NodeType, PortError, PortNum, Time};
+use ibmad::{Lid, MadMeta, MadPort, MgmtClass, NodeType, PortError, PortNum, Time};
 use umad::abi::MethodMask;
-use umad::{UmadConfig, UmadPort};
+use umad::{AgentSpec, UmadConfig, UmadPort};
 
 /// A `--transport` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,7 +150,10 @@ impl UmadDiag {
         let cfg = UmadConfig {
             ca,
             port,
-            method_mask: MethodMask::NONE,
+            agents: vec![
+                AgentSpec::smp(MgmtClass::SUBN_DIRECTED_ROUTE, MethodMask::NONE),
+                AgentSpec::smp(MgmtClass::SUBN_LID_ROUTED, MethodMask::NONE),
+            ],
             ..UmadConfig::default()
         };
         let port = UmadPort::open(&cfg).map_err(|e| e.to_string())?;
