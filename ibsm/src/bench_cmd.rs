@@ -187,7 +187,8 @@ fn run(a: &Args) -> Result<(), String> {
     if !Path::new("/usr/bin/time").is_file() {
         return Err("/usr/bin/time not installed (apt-get install time)".into());
     }
-    let topo = crate::simrun::load_topology(&a.topology, &crate::progress::Progress::new(true))
+    let progress = crate::progress::Progress::new(true);
+    let topo = crate::simrun::load_topology(&a.topology, &progress)
         .map_err(|e| format!("{}: {e}", a.topology))?;
     let host = topo
         .nodes()
@@ -231,20 +232,29 @@ fn run(a: &Args) -> Result<(), String> {
             let dir = work.join(format!("run{r}-{}", which.name()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            let s = one_run(a, which, &net, &host, &dir, &self_exe)?;
-            println!(
-                "{r:<4} {:<7} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>11.3} {:>10.2}",
+            progress.message(&format!(
+                "run {r}/{}: {} bringing up {}",
+                a.runs,
                 which.name(),
-                s.up,
-                s.wall,
-                s.cpu,
-                s.smps,
-                s.ibsim_cpu,
-                ratio(s.cpu, s.ibsim_cpu)
-            );
+                a.topology
+            ));
+            let s = one_run(a, which, &net, &host, &dir, &self_exe)?;
+            progress.suspend(|| {
+                println!(
+                    "{r:<4} {:<7} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>11.3} {:>10.2}",
+                    which.name(),
+                    s.up,
+                    s.wall,
+                    s.cpu,
+                    s.smps,
+                    s.ibsim_cpu,
+                    ratio(s.cpu, s.ibsim_cpu)
+                );
+            });
             samples.push(s);
         }
     }
+    progress.finish();
     print!("{}", summary(&samples));
     if a.keep.is_some() {
         println!("# logs kept in {}", work.display());

@@ -41,6 +41,23 @@ impl Progress {
         }
     }
 
+    /// Runs `f` with the spinner hidden (for output to the same terminal).
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(b) => b.suspend(f),
+            None => f(),
+        }
+    }
+
+    /// `out`, with the spinner hidden while each write is made, so lines printed to the
+    /// terminal do not mix with it.
+    pub fn writer<'a>(&'a self, out: &'a mut dyn std::io::Write) -> Suspending<'a> {
+        Suspending {
+            progress: self,
+            out,
+        }
+    }
+
     /// Removes the spinner.
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
@@ -52,5 +69,22 @@ impl Progress {
 impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// A writer that hides the spinner while it writes ([`Progress::writer`]).
+pub struct Suspending<'a> {
+    progress: &'a Progress,
+    out: &'a mut dyn std::io::Write,
+}
+
+impl std::io::Write for Suspending<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let out = &mut self.out;
+        self.progress.suspend(|| out.write(buf))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let out = &mut self.out;
+        self.progress.suspend(|| out.flush())
     }
 }

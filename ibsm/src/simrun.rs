@@ -433,6 +433,8 @@ pub fn load_topology(spec: &str, progress: &Progress) -> Result<Topology, String
 /// Bad topology, configuration or attachment; unreadable guid2lid; unwritable dump files.
 pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunError> {
     let progress = Progress::new(args.progress);
+    let mut out = progress.writer(out);
+    let out: &mut dyn Write = &mut out;
     let topo_err = |reason: String| SimRunError::Topology {
         spec: args.topology.clone(),
         reason,

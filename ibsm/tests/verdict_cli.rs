@@ -678,3 +678,22 @@ fn bench_opensm_on_ibsim_runs_from_the_repository() {
     assert_eq!(code, 0, "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// On a terminal (`script` gives the command one) the long work shows a spinner with what it
+/// is doing, and the report still comes out whole.
+#[test]
+fn progress_shows_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: progress_shows_on_a_terminal: no `script` (bsdutils)");
+        return;
+    }
+    let cmd = format!("{} sim fat-tree:3,8", env!("CARGO_BIN_EXE_ibsm"));
+    let out = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("loading fat-tree:3,8"), "{text}");
+    assert!(text.contains("verdict          PASSED"), "{text}");
+}
