@@ -35,6 +35,7 @@ pub mod codes;
 pub mod error;
 pub mod field;
 pub mod gmp;
+pub mod ibsim;
 pub mod perf;
 pub mod port;
 pub mod pretty;

@@ -83,7 +83,9 @@
 //! and receives on its own handle, and calls [`IbsimServer::service`] after sending so the
 //! fabric carries its MADs (and forwards what reaches the clients).
 
-pub mod wire;
+/// The protocol's datagram layouts; they live in [`ibmad::ibsim`] so the client side (the
+/// `umad-shim` LD_PRELOAD library) shares them without depending on the simulator.
+pub use ibmad::ibsim as wire;
 
 use std::collections::VecDeque;
 use std::io;

@@ -1,7 +1,11 @@
-//! The two datagram layouts of ibsim's client protocol (`include/ibsim.h` of ibsim 0.10–0.12,
-//! described in `shared/reference/ibsim-protocol.md`): the 80-byte control message
-//! [`SimCtl`] (host byte order) and the 288-byte data frame [`SimRequest`] (network byte order,
-//! except that each LID is a big-endian `u16` in the low-address half of a `u32`).
+//! The two datagram layouts of ibsim's client protocol (`include/ibsim.h` of ibsim 0.10–0.12):
+//! the 80-byte control message [`SimCtl`] (host byte order) and the 288-byte data frame
+//! [`SimRequest`] (network byte order, except that each LID is a big-endian `u16` in the
+//! low-address half of a `u32`).
+//!
+//! Not an IBA layout, but the transport every simulated fabric here speaks: the server side is
+//! `fabric_sim::ibsim_server` (re-exported there as `wire`), the client side the `umad-shim`
+//! LD_PRELOAD library. Both use these types, so the layout is pinned in one place.
 
 use zerocopy::byteorder::{BigEndian, NativeEndian, U16, U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
