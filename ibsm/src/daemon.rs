@@ -207,9 +207,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         Level::Info,
         &format!("ibsm {} starting", env!("CARGO_PKG_VERSION")),
     );
+    // The kernel must stop waiting for a response before the SM core resends the request with
+    // the same TID (see umad::port): half the transaction timeout.
     let mut ucfg = UmadConfig {
         ca: opts.ca_name.clone(),
         port: (opts.ca_port != 0).then_some(opts.ca_port),
+        response_timeout: (opts.to_sm_config().transaction_timeout / 2)
+            .max(std::time::Duration::from_millis(1)),
         ..UmadConfig::default()
     };
     ucfg.agents.push(AgentSpec::sa());

@@ -15,7 +15,8 @@
 //!   every failure is a [`SysError`] naming the operation with its errno;
 //! * [`sysfs`] — CA/port discovery from `/sys/class/infiniband*`;
 //! * [`port`] — [`UmadPort`]: open, register agents, send/receive (RMPP-reassembled MADs
-//!   included), IsSM.
+//!   included), IsSM;
+//! * [`raw`] — [`raw::RawUmad`]: the bare user_mad calls on one file (any class, any length).
 //! * [`testutil`] — start/stop ibsim for tests ([`testutil::IbsimGuard`]).
 //!
 //! Guarantees: no panics on any input; every syscall goes through the libc symbols (never
@@ -55,6 +56,7 @@
 pub mod abi;
 pub mod error;
 pub mod port;
+pub mod raw;
 mod sys;
 pub mod sysfs;
 pub mod testutil;

@@ -17,9 +17,15 @@
 //! [`IoMode::Auto`] takes io_uring when the fd is a kernel character device and a ring can be set
 //! up, else the syscall mode.
 //!
-//! Sends use `timeout_ms = 0` and `retries = 0`: the SM core runs its own timers. The kernel (and
-//! umad2sim) overwrite the upper 32 bits of the TID with the agent id, so match responses on the
-//! low 32 bits. Received MADs whose header status is nonzero (a send the kernel or ibsim reports
+//! Requests are sent with `timeout_ms` = [`UmadConfig::response_timeout`] and `retries = 0`,
+//! responses with `timeout_ms = 0`. The kernel's ib_mad delivers a response only to a request
+//! still waiting for it (`timeout_ms > 0`) and drops every other one, so a request sent with
+//! `timeout_ms = 0` never sees its answer on a real kernel (ibsim's `libumad2sim.so` does not
+//! care; `libibsm_umad.so` does, as the kernel). The SM core runs its own timers and resends
+//! with the same TID, which the kernel refuses (`EINVAL`) while the first send still waits, so
+//! the response timeout must be shorter than the core's: the kernel then reports the send
+//! failed (status `ETIMEDOUT`) before the core resends. The kernel (and the shims) overwrite
+//! the upper 32 bits of the TID with the agent id, so match responses on the low 32 bits. Received MADs whose header status is nonzero (a send the kernel or ibsim reports
 //! as timed out / undeliverable, status 110) are not returned by [`MadPort::recv`]; they are
 //! counted in [`PortStats::send_failures`] and visible through [`UmadPort::recv_timeout`].
 
@@ -29,12 +35,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ibmad::{Gid, Grh, Lid, MadMeta, MadPort, MgmtClass, PortCaps, PortError, PortNum, QKey};
+use ibmad::{
+    Gid, Grh, Lid, MadMeta, MadPort, Method, MgmtClass, PortCaps, PortError, PortNum, QKey,
+};
 
 use crate::abi::{HdrFraming, MethodMask, RegReq, RegReq2, UmadHdr, HDR_LEN_NEW, MAD_LEN};
 use crate::error::{SysError, UmadError};
 use crate::sys::uring::{UringEngine, UringStats};
-use crate::sys::{self, Fd};
+use crate::sys::{self, Fd, FdKind};
 use crate::sysfs::{find_device_in, SysPaths, UmadDevice};
 
 /// How MADs are moved.
@@ -75,6 +83,9 @@ pub struct UmadConfig {
     pub tx_depth: usize,
     /// Where to discover devices (the real sysfs by default).
     pub paths: SysPaths,
+    /// How long the kernel waits for the response to a request (its `timeout_ms`); keep it
+    /// below the caller's own retry timer (see the module doc).
+    pub response_timeout: Duration,
 }
 
 impl Default for UmadConfig {
@@ -92,6 +103,7 @@ impl Default for UmadConfig {
             rx_depth: 1024,
             tx_depth: 256,
             paths: SysPaths::default(),
+            response_timeout: Duration::from_millis(100),
         }
     }
 }
@@ -258,6 +270,7 @@ pub struct UmadPort {
     rx: Vec<u8>,
     issm: Option<Fd>,
     fd: Arc<Fd>,
+    response_timeout_ms: u32,
 }
 
 fn os_to_port(e: &SysError) -> PortError {
@@ -360,9 +373,10 @@ impl UmadPort {
         let kind = sys::kernel_fd_kind(fd.raw());
         let want_uring = match cfg.mode {
             IoMode::Syscall | IoMode::Inline => false,
-            // Any kernel fd will do when asked explicitly (tests use socketpairs).
-            IoMode::Uring => kind.is_some(),
-            IoMode::Auto => kind == Some(true),
+            // A socket will do when asked explicitly (tests use socketpairs); not an
+            // LD_PRELOAD shim's descriptor, whose reads io_uring would bypass.
+            IoMode::Uring => matches!(kind, Some(FdKind::CharDev | FdKind::Socket)),
+            IoMode::Auto => kind == Some(FdKind::CharDev),
         };
         let backend = if want_uring {
             match UringEngine::new(
@@ -380,11 +394,13 @@ impl UmadPort {
                 Err(_) => spawn_rx(&fd, dev.port, framing, cfg, &stats)?,
             }
         } else if cfg.mode == IoMode::Uring {
+            let what = if kind.is_none() {
+                "is not a kernel file descriptor (ibsim's umad2sim fake fd?)"
+            } else {
+                "is not the kernel's character device (an LD_PRELOAD shim such as libibsm_umad.so, whose read/write io_uring would bypass?)"
+            };
             return Err(UmadError::UringUnavailable {
-                reason: format!(
-                    "{} is not a kernel file descriptor (ibsim's umad2sim fake fd?)",
-                    fd.what()
-                ),
+                reason: format!("{} {what}", fd.what()),
             });
         } else if cfg.mode == IoMode::Inline || (cfg.mode == IoMode::Auto && kind.is_none()) {
             // Not a kernel fd (umad2sim's fake descriptors): read on the caller's thread.
@@ -405,6 +421,9 @@ impl UmadPort {
             rx: vec![0; rec],
             issm: None,
             fd,
+            response_timeout_ms: u32::try_from(cfg.response_timeout.as_millis())
+                .unwrap_or(u32::MAX)
+                .max(1),
         })
     }
 
@@ -423,11 +442,12 @@ impl UmadPort {
     pub fn agents(&self) -> &[Agent] {
         &self.agents
     }
-    /// True when the device is a real kernel character device; false under ibsim's
-    /// `libumad2sim.so`, whose descriptors are fake, and for test sockets.
+    /// True when the device is a real kernel character device; false under an LD_PRELOAD shim
+    /// (ibsim's `libumad2sim.so`, whose descriptors are fake, or `libibsm_umad.so`, whose are
+    /// eventfds) and for test sockets.
     #[must_use]
     pub fn is_kernel_device(&self) -> bool {
-        sys::kernel_fd_kind(self.fd.raw()) == Some(true)
+        sys::kernel_fd_kind(self.fd.raw()) == Some(FdKind::CharDev)
     }
     /// Which I/O mode is in use (never [`IoMode::Auto`]).
     #[must_use]
@@ -808,8 +828,11 @@ impl MadPort for UmadPort {
         };
         let hl = self.framing.hdr_len();
         let total = hl + mad.len();
+        // A request (not a response, not TrapRepress) waits for its answer in the kernel.
+        let request = mad[3] & Method::RESP_BIT == 0 && mad[3] != Method::TRAP_REPRESS.0;
         let hdr = UmadHdr {
             id,
+            timeout_ms: if request { self.response_timeout_ms } else { 0 },
             length: u32::try_from(total).unwrap_or(u32::MAX),
             ..addr_of(meta, lid)
         };
@@ -1241,7 +1264,11 @@ mod tests {
         assert_eq!(seen.len(), 2);
         let dr = seen.iter().find(|h| h.id == 4).unwrap();
         assert_eq!(dr.lid, 0xFFFF);
-        assert_eq!((dr.qpn, dr.timeout_ms, dr.retries), (0, 0, 0));
+        assert_eq!(
+            (dr.qpn, dr.timeout_ms, dr.retries),
+            (0, 100, 0),
+            "requests wait 100 ms"
+        );
         let lr_h = seen.iter().find(|h| h.id == 5).unwrap();
         assert_eq!(lr_h.lid, 0x42);
         let mut out = [0u8; 256];

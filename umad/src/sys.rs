@@ -22,8 +22,8 @@ use std::io;
 use std::os::fd::RawFd;
 
 use crate::abi::{
-    RegReq, RegReq2, IB_USER_MAD_REGISTER_AGENT, IB_USER_MAD_REGISTER_AGENT2,
-    IB_USER_MAD_UNREGISTER_AGENT,
+    RegReq, RegReq2, IB_USER_MAD_ENABLE_PKEY, IB_USER_MAD_REGISTER_AGENT,
+    IB_USER_MAD_REGISTER_AGENT2, IB_USER_MAD_UNREGISTER_AGENT,
 };
 use crate::error::SysError;
 
@@ -69,6 +69,15 @@ impl Fd {
     /// What was opened (for error messages).
     pub(crate) fn what(&self) -> &str {
         &self.what
+    }
+}
+
+impl std::os::fd::AsFd for Fd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        // SAFETY: `BorrowedFd::borrow_raw` requires the descriptor to stay open for the borrow's
+        // lifetime; `self` owns `raw` and closes it only in `Drop`, which cannot run while
+        // `self` is borrowed.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(self.raw) }
     }
 }
 
@@ -189,6 +198,17 @@ pub(crate) fn register_agent2(fd: RawFd, req: &mut RegReq2) -> Result<(), SysErr
     Ok(())
 }
 
+/// `ioctl(fd, IB_USER_MAD_ENABLE_PKEY)`: switches the fd to the 64-byte header.
+pub(crate) fn enable_pkey(fd: RawFd) -> Result<(), SysError> {
+    // SAFETY: IB_USER_MAD_ENABLE_PKEY is an `_IO` request: it takes no argument, so no memory
+    // is passed to the kernel.
+    let r = unsafe { libc::ioctl(fd, IB_USER_MAD_ENABLE_PKEY) };
+    if r < 0 {
+        return Err(last("ioctl(IB_USER_MAD_ENABLE_PKEY)", fd_name(fd)));
+    }
+    Ok(())
+}
+
 /// `ioctl(fd, IB_USER_MAD_UNREGISTER_AGENT, &id)`.
 pub(crate) fn unregister_agent(fd: RawFd, id: u32) -> Result<(), SysError> {
     let mut v = id;
@@ -202,9 +222,20 @@ pub(crate) fn unregister_agent(fd: RawFd, id: u32) -> Result<(), SysError> {
     Ok(())
 }
 
+/// What kind of kernel object a descriptor is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FdKind {
+    /// A character device (the real `ib_umad`).
+    CharDev,
+    /// A socket (the tests' socketpairs).
+    Socket,
+    /// Anything else (an LD_PRELOAD shim's eventfd, say).
+    Other,
+}
+
 /// `fstat(2)`: `None` if the kernel does not know `fd` (umad2sim's fake descriptors give EBADF),
-/// else `Some(true)` for a character device and `Some(false)` for anything else.
-pub(crate) fn kernel_fd_kind(fd: RawFd) -> Option<bool> {
+/// else what it is.
+pub(crate) fn kernel_fd_kind(fd: RawFd) -> Option<FdKind> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
     // SAFETY: `st` is a properly sized, writable `struct stat` on the stack; fstat(2) writes it
     // and reads nothing else.
@@ -215,7 +246,11 @@ pub(crate) fn kernel_fd_kind(fd: RawFd) -> Option<bool> {
     // SAFETY: fstat returned 0, so it fully initialised `st` (and it was zeroed before anyway,
     // which is a valid bit pattern for this plain-integer C struct).
     let st = unsafe { st.assume_init() };
-    Some(st.st_mode & libc::S_IFMT == libc::S_IFCHR)
+    Some(match st.st_mode & libc::S_IFMT {
+        libc::S_IFCHR => FdKind::CharDev,
+        libc::S_IFSOCK => FdKind::Socket,
+        _ => FdKind::Other,
+    })
 }
 
 /// A directory stream from `opendir(3)`, closed on drop.
@@ -343,9 +378,11 @@ mod tests {
         let mut buf = [0u8; 16];
         assert_eq!(read(b.raw(), &mut buf).unwrap(), Some(5));
         assert_eq!(&buf[..5], b"hello");
-        assert_eq!(kernel_fd_kind(a.raw()), Some(false));
+        assert_eq!(kernel_fd_kind(a.raw()), Some(FdKind::Socket));
         let null = open("/dev/null", libc::O_RDWR).unwrap();
-        assert_eq!(kernel_fd_kind(null.raw()), Some(true));
+        assert_eq!(kernel_fd_kind(null.raw()), Some(FdKind::CharDev));
+        let dir = open("/", libc::O_RDONLY).unwrap();
+        assert_eq!(kernel_fd_kind(dir.raw()), Some(FdKind::Other));
         assert_eq!(kernel_fd_kind(1500), None);
     }
 
