@@ -191,6 +191,21 @@ const _: () = assert!(core::mem::offset_of!(SimRequest, status) == 16);
 const _: () = assert!(core::mem::offset_of!(SimRequest, length) == 24);
 const _: () = assert!(core::mem::offset_of!(SimRequest, mad) == 32);
 
+impl core::fmt::Debug for SimRequest {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimRequest")
+            .field("dlid", &self.dlid.get())
+            .field("slid", &self.slid.get())
+            .field("dqp", &self.dqp.get())
+            .field("sqp", &self.sqp.get())
+            .field("status", &self.status.get())
+            .field("class", &format_args!("{:#04x}", self.mgmt_class()))
+            .field("method", &format_args!("{:#04x}", self.method()))
+            .field("tid", &format_args!("{:#018x}", self.tid()))
+            .finish_non_exhaustive()
+    }
+}
+
 impl SimRequest {
     /// A frame carrying `mad` with these LIDs and QPs, status 0, length 256.
     #[must_use]
