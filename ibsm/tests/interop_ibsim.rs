@@ -1,6 +1,7 @@
 //! Our SM on ibsim (issue 5, "Our SM on ibsim"): `ibsm run -o` manages an ibsim fabric through
-//! the same umad code path it uses on a real kernel (`LD_PRELOAD=libumad2sim.so`), and stock
-//! infiniband-diags, under the same shim, confirm what it did:
+//! the same umad code path it uses on a real kernel (under an LD_PRELOAD shim), and stock
+//! infiniband-diags, under the same shim, confirm what it did. Each case runs twice
+//! (`umad::both_shims!`): under ibsim's `libumad2sim.so` and under our `libibsm_umad.so`.
 //!
 //! * `ibnetdiscover` finds every node of the topology file (by NodeGUID and type);
 //! * `iblinkinfo` shows every link Active/LinkUp from both ends, and nothing else Active;
@@ -34,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use fabric_sim::topo::{NodeId, PortRef, Topology};
 use ibmad::PortNum;
+use umad::both_shims;
 use umad::testutil::{peers_or_skip, report_skip, require_peers, IbsimGuard, TempDir};
 
 /// ibsim forwards a LID-routed packet through at most this many switches (`MAXHOPS` in its
@@ -609,41 +611,46 @@ fn generated(spec: &str) -> String {
     Topology::generate(spec).unwrap().to_net()
 }
 
-#[test]
-fn net_examples() {
-    for name in [
-        "net",
-        "net.1",
-        "net.2sw2path",
-        "net.2sw2path4hca",
-        "net.2sw2path4hca2port",
-    ] {
-        run_case(&format!("interop net_examples/{name}"), &example(name), &[]);
+both_shims! {
+    fn net_examples() {
+        for name in [
+            "net",
+            "net.1",
+            "net.2sw2path",
+            "net.2sw2path4hca",
+            "net.2sw2path4hca2port",
+        ] {
+            run_case(&format!("interop net_examples/{name}"), &example(name), &[]);
+        }
     }
 }
 
-#[test]
-fn fat_tree_3_level() {
-    run_case("interop fat-tree:3,8", &generated("fat-tree:3,8"), &[]);
+both_shims! {
+    fn fat_tree_3_level() {
+        run_case("interop fat-tree:3,8", &generated("fat-tree:3,8"), &[]);
+    }
 }
 
-#[test]
-fn fat_tree_2_level() {
-    run_case("interop fat-tree:2,12", &generated("fat-tree:2,12"), &[]);
+both_shims! {
+    fn fat_tree_2_level() {
+        run_case("interop fat-tree:2,12", &generated("fat-tree:2,12"), &[]);
+    }
 }
 
-#[test]
-fn torus() {
-    run_case("interop torus:4,4,3", &generated("torus:4,4,3"), &[]);
+both_shims! {
+    fn torus() {
+        run_case("interop torus:4,4,3", &generated("torus:4,4,3"), &[]);
+    }
 }
 
-#[test]
-fn random_irregular() {
-    run_case(
-        "interop random:24,30,20,7",
-        &generated("random:24,30,20,7,ports=12"),
-        &[],
-    );
+both_shims! {
+    fn random_irregular() {
+        run_case(
+            "interop random:24,30,20,7",
+            &generated("random:24,30,20,7,ports=12"),
+            &[],
+        );
+    }
 }
 
 /// Helper for manual runs: `IBSM_WRITE_NET=SPEC:PATH cargo test -p ibsm --test interop_ibsim
@@ -739,24 +746,26 @@ fn bench_opensm_small() {
     );
 }
 
-/// A line of 46 switches with the SM at one end: directed routes of up to 46 hops, beyond the
-/// 40 return-path bytes umad2sim delivers intact (it truncates received MADs at byte 232), so
-/// the SM must match responses without reading the return path.
-#[test]
-fn line_beyond_40_hops() {
-    run_case("interop mesh:46,1", &generated("mesh:46,1"), &[]);
+both_shims! {
+    /// A line of 46 switches with the SM at one end: directed routes of up to 46 hops, beyond the
+    /// 40 return-path bytes umad2sim delivers intact (it truncates received MADs at byte 232), so
+    /// the SM must match responses without reading the return path.
+    fn line_beyond_40_hops() {
+        run_case("interop mesh:46,1", &generated("mesh:46,1"), &[]);
+    }
 }
 
-/// Up*/down* on a random irregular graph: every pair reachable, no credit loop.
-#[test]
-fn updn_random_irregular() {
-    run_engine(
-        "interop updn random:20,24,16,11",
-        &generated("random:20,24,16,11,ports=12"),
-        &[],
-        "updn",
-        true,
-    );
+both_shims! {
+    /// Up*/down* on a random irregular graph: every pair reachable, no credit loop.
+    fn updn_random_irregular() {
+        run_engine(
+            "interop updn random:20,24,16,11",
+            &generated("random:20,24,16,11,ports=12"),
+            &[],
+            "updn",
+            true,
+        );
+    }
 }
 
 /// `net` with the first CA's record moved to the front: ibsim attaches every client (the SM
@@ -772,17 +781,18 @@ fn ca_first(net: &str) -> String {
     records.join("\n\n")
 }
 
-/// Fat-tree routing on a 3-level fat tree, SM and tools on a CA (as usual): every pair
-/// reachable, no credit loop. (On a core switch the diags could not query every switch: ftree
-/// gives a core no route to the aggregation switches of other core groups — OpenSM 3.3.23's
-/// ftree leaves the same entries empty on this fabric, checked with opensm-on-ibsim.sh.)
-#[test]
-fn ftree_fat_tree() {
-    run_engine(
-        "interop ftree fat-tree:3,8",
-        &ca_first(&generated("fat-tree:3,8")),
-        &[],
-        "ftree",
-        true,
-    );
+both_shims! {
+    /// Fat-tree routing on a 3-level fat tree, SM and tools on a CA (as usual): every pair
+    /// reachable, no credit loop. (On a core switch the diags could not query every switch: ftree
+    /// gives a core no route to the aggregation switches of other core groups — OpenSM 3.3.23's
+    /// ftree leaves the same entries empty on this fabric, checked with opensm-on-ibsim.sh.)
+    fn ftree_fat_tree() {
+        run_engine(
+            "interop ftree fat-tree:3,8",
+            &ca_first(&generated("fat-tree:3,8")),
+            &[],
+            "ftree",
+            true,
+        );
+    }
 }

@@ -8,6 +8,10 @@
 //! (umad2sim writes its fake sysfs tree to `./sys-<pid>/`). LD_PRELOAD only takes effect at
 //! process start, so shim clients are always child processes.
 //!
+//! Two shims ([`Shim`]): ibsim's `libumad2sim.so` and this workspace's `libibsm_umad.so`
+//! (`umad-shim`). A test thread's clients use [`current_shim`]; [`both_shims!`] defines a
+//! test once per shim.
+//!
 //! [`missing_peers`] tells whether ibsim and the shim are installed; tests should skip loudly
 //! when they are not, unless `IBSM_REQUIRE_PEERS=1` ([`require_peers`]).
 
@@ -21,6 +25,124 @@ use std::time::Duration;
 
 /// Debian's path of the umad2sim LD_PRELOAD shim.
 pub const UMAD2SIM_LIB: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+
+/// File name of this workspace's shim (`umad-shim`, a cdylib).
+pub const IBSM_UMAD_LIB: &str = "libibsm_umad.so";
+
+/// The LD_PRELOAD libraries simulator clients can run under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shim {
+    /// ibsim's `libumad2sim.so` (one 256-byte MAD per message, no RMPP, no timeouts).
+    Umad2sim,
+    /// This workspace's `libibsm_umad.so` (ib_umad + ib_mad behaviour: RMPP, timeouts).
+    Ibsm,
+}
+
+impl Shim {
+    /// Both, for tests that run with each.
+    pub const ALL: [Shim; 2] = [Shim::Umad2sim, Shim::Ibsm];
+
+    /// A short name for messages and test names.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Shim::Umad2sim => "umad2sim",
+            Shim::Ibsm => "ibsm-umad",
+        }
+    }
+
+    /// The library to preload.
+    ///
+    /// # Errors
+    /// Why it is not available: ibsim-utils not installed, or `libibsm_umad.so` not built
+    /// (crates whose tests use it list `umad-shim` as a dev-dependency, so cargo builds it).
+    pub fn path(self) -> Result<PathBuf, String> {
+        match self {
+            Shim::Umad2sim if Path::new(UMAD2SIM_LIB).is_file() => Ok(UMAD2SIM_LIB.into()),
+            Shim::Umad2sim => Err(format!(
+                "{UMAD2SIM_LIB} not installed (apt-get install ibsim-utils)"
+            )),
+            Shim::Ibsm => ibsm_umad_lib().ok_or_else(|| {
+                format!(
+                    "{IBSM_UMAD_LIB} not found next to the test binary (build it: cargo build -p umad-shim; or set IBSM_UMAD_SHIM)"
+                )
+            }),
+        }
+    }
+}
+
+std::thread_local! {
+    static CURRENT_SHIM: std::cell::Cell<Shim> = const { std::cell::Cell::new(Shim::Umad2sim) };
+}
+
+/// The shim the calling test thread's clients preload ([`IbsimGuard::client`],
+/// [`peers_or_skip`]): umad2sim unless [`set_current_shim`] (or [`both_shims!`]) chose ours.
+#[must_use]
+pub fn current_shim() -> Shim {
+    CURRENT_SHIM.with(std::cell::Cell::get)
+}
+
+/// Sets the calling thread's shim (each test runs on its own thread).
+pub fn set_current_shim(shim: Shim) {
+    CURRENT_SHIM.with(|c| c.set(shim));
+}
+
+/// Defines a test twice, as `NAME::umad2sim` and `NAME::ibsm_umad`, with [`current_shim`] set
+/// accordingly: every client the body starts through this module runs under ibsim's shim, then
+/// under ours.
+///
+/// ```ignore
+/// umad::both_shims! {
+///     /// What it checks.
+///     fn my_interop_test() { /* ... */ }
+/// }
+/// ```
+#[macro_export]
+macro_rules! both_shims {
+    ($(#[$m:meta])* fn $name:ident() $body:block) => {
+        $(#[$m])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body() $body
+            #[test]
+            fn umad2sim() {
+                $crate::testutil::set_current_shim($crate::testutil::Shim::Umad2sim);
+                body();
+            }
+            #[test]
+            fn ibsm_umad() {
+                $crate::testutil::set_current_shim($crate::testutil::Shim::Ibsm);
+                body();
+            }
+        }
+    };
+}
+
+/// Where `libibsm_umad.so` is: `$IBSM_UMAD_SHIM`, else the newest of `target/<profile>/deps/`
+/// and `target/<profile>/` next to the running executable (cargo builds a dependency's cdylib
+/// into `deps/` and copies a built package's into the profile directory).
+#[must_use]
+pub fn ibsm_umad_lib() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IBSM_UMAD_SHIM") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> =
+        [dir.to_path_buf(), dir.parent()?.to_path_buf()]
+            .into_iter()
+            .chain(dir.parent().map(|d| d.join("deps")))
+            .map(|d| d.join(IBSM_UMAD_LIB))
+            .filter_map(|p| {
+                let t = std::fs::metadata(&p).and_then(|m| m.modified()).ok()?;
+                Some((t, p))
+            })
+            .collect();
+    found.sort();
+    found.pop().map(|(_, p)| p)
+}
 
 /// Errors starting ibsim.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +197,10 @@ pub fn report_skip(test: &str, why: &str) {
 #[must_use]
 #[allow(clippy::panic)]
 pub fn peers_or_skip(test: &str) -> bool {
-    match missing_peers() {
+    let shim = current_shim();
+    let missing = missing_peers().or_else(|| shim.path().err());
+    let test = &format!("{test}[{}]", shim.name());
+    match missing {
         None => true,
         Some(why) if require_peers() => panic!("IBSM_REQUIRE_PEERS=1 but {why}"),
         Some(why) => {
@@ -251,13 +376,17 @@ impl IbsimGuard {
             .clone()
     }
 
-    /// A command for `program` that runs against this ibsim: `LD_PRELOAD` = the shim,
+    /// A command for `program` that runs against this ibsim: `LD_PRELOAD` = the thread's
+    /// [`current_shim`],
     /// `IBSIM_SOCKNAME` set, working directory `cwd` (must be writable). Set `SIM_HOST` on it to
     /// attach to another node than the first one in the topology file.
     #[must_use]
     pub fn client(&self, program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
         let mut c = Command::new(program);
-        c.env("LD_PRELOAD", UMAD2SIM_LIB)
+        let lib = current_shim()
+            .path()
+            .unwrap_or_else(|_| UMAD2SIM_LIB.into());
+        c.env("LD_PRELOAD", lib)
             .env("IBSIM_SOCKNAME", &self.sockname)
             .current_dir(cwd);
         c

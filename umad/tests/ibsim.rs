@@ -1,8 +1,13 @@
-//! Interop test: the real user_mad code path against ibsim through Debian's `libumad2sim.so`.
+//! Interop test: the real user_mad code path against ibsim through an LD_PRELOAD shim —
+//! Debian's `libumad2sim.so`, then our `libibsm_umad.so` (`umad::both_shims!`).
 //!
 //! `dr_nodeinfo_through_umad2sim` starts ibsim on `tests/data/umad-3node.net` with a private
 //! `IBSIM_SOCKNAME`, then re-executes this test binary (LD_PRELOAD only takes effect at process
-//! start) running the ignored test `shim_child` in a fresh temp dir (the shim writes `./sys-<pid>`).
+//! start) running the ignored test `shim_child` in a fresh temp dir (umad2sim writes
+//! `./sys-<pid>`). The child's expectations differ where the shims do: umad2sim's descriptors
+//! are fake, it refuses `REGISTER_AGENT2` and echoes an undeliverable request at once; ours
+//! are eventfds, take `REGISTER_AGENT2` (64-byte headers) and report the request timed out
+//! after its `timeout_ms`, with the 24-byte MAD header as the kernel does.
 //! The child discovers the port from the shim's fake sysfs, opens and registers it, and sends
 //! directed-route NodeInfo Gets over 0, 1 and 2 hops, checking NodeType and NodeGUID against what
 //! the .net file says. ibsim is stopped by its guard, also on failure.
@@ -19,10 +24,13 @@ use std::time::{Duration, Instant};
 use ibmad::attr::{NodeInfo, PortInfo};
 use ibmad::zerocopy::{FromBytes, IntoBytes};
 use ibmad::{DrPath, Lid, MadMeta, MadPort, Method, NodeType, Smp, SmpAttrId};
-use umad::testutil::{peers_or_skip, IbsimGuard, TempDir};
+use umad::both_shims;
+use umad::testutil::{current_shim, peers_or_skip, IbsimGuard, Shim, TempDir};
 use umad::{IoMode, UmadConfig, UmadError, UmadPort};
 
 const CHILD_ENV: &str = "UMAD_SHIM_CHILD";
+/// Which shim the child runs under (`Shim::name`).
+const SHIM_ENV: &str = "UMAD_SHIM_KIND";
 
 fn net_file() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/umad-3node.net")
@@ -64,6 +72,7 @@ fn run_shim_child(sim: &IbsimGuard, dir: &Path, name: &str) -> String {
         .args(["--exact", name, "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(CHILD_ENV, "1")
+        .env(SHIM_ENV, current_shim().name())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -83,24 +92,25 @@ fn run_shim_child(sim: &IbsimGuard, dir: &Path, name: &str) -> String {
     stdout
 }
 
-#[test]
-fn dr_nodeinfo_through_umad2sim() {
-    if !peers_or_skip("umad dr_nodeinfo_through_umad2sim") {
-        return;
+both_shims! {
+    fn dr_nodeinfo_through_umad2sim() {
+        if !peers_or_skip("umad dr_nodeinfo_through_umad2sim") {
+            return;
+        }
+        let sim = IbsimGuard::start(&net_file()).unwrap();
+        let dir = TempDir::new("shim").unwrap();
+        let stdout = run_shim_child(&sim, dir.path(), "shim_child");
+        assert!(stdout.contains("NODEINFO-OK hops=2"), "{stdout}");
+        // The shim wrote its fake sysfs tree into the child's cwd and removed it at exit.
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        eprintln!("left in the shim's cwd: {leftovers:?}");
+        drop(dir);
+        sim.stop();
     }
-    let sim = IbsimGuard::start(&net_file()).unwrap();
-    let dir = TempDir::new("shim").unwrap();
-    let stdout = run_shim_child(&sim, dir.path(), "shim_child");
-    assert!(stdout.contains("NODEINFO-OK hops=2"), "{stdout}");
-    // The shim wrote its fake sysfs tree into the child's cwd and removed it at exit.
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.file_name())
-        .collect();
-    eprintln!("left in the shim's cwd: {leftovers:?}");
-    drop(dir);
-    sim.stop();
 }
 
 fn node_info_at(port: &mut UmadPort, path: &[u8], tid: u64) -> (NodeInfo, Smp) {
@@ -150,6 +160,7 @@ fn shim_child() {
     }
     let nodes = expected_nodes();
     assert_eq!(nodes.len(), 3);
+    let ours = std::env::var(SHIM_ENV).is_ok_and(|v| v == Shim::Ibsm.name());
 
     // Discovery through the shim's fake sysfs.
     let cas = umad::sysfs::list_cas().unwrap();
@@ -182,17 +193,33 @@ fn shim_child() {
     assert!(matches!(e, UmadError::UringUnavailable { .. }), "{e:?}");
 
     let mut port = UmadPort::open(&UmadConfig::default()).unwrap();
-    assert_eq!(
-        port.mode(),
-        IoMode::Inline,
-        "auto mode reads on the caller's thread under the shim"
+    assert!(
+        !port.is_kernel_device(),
+        "a shim's descriptors are not the kernel's"
     );
-    assert!(!port.is_kernel_device(), "umad2sim's descriptors are fake");
-    assert_eq!(
-        port.framing(),
-        umad::abi::HdrFraming::Old,
-        "umad2sim refuses REGISTER_AGENT2"
-    );
+    if ours {
+        assert_eq!(
+            port.mode(),
+            IoMode::Syscall,
+            "a real fd: the receive thread polls it"
+        );
+        assert_eq!(
+            port.framing(),
+            umad::abi::HdrFraming::New,
+            "REGISTER_AGENT2 works: 64-byte headers"
+        );
+    } else {
+        assert_eq!(
+            port.mode(),
+            IoMode::Inline,
+            "auto mode reads on the caller's thread under umad2sim"
+        );
+        assert_eq!(
+            port.framing(),
+            umad::abi::HdrFraming::Old,
+            "umad2sim refuses REGISTER_AGENT2"
+        );
+    }
     assert_eq!(port.agents().len(), 2);
     let cap = |port: &mut UmadPort, tid| {
         let smp = get_at(port, &[], SmpAttrId::PORT_INFO, 0, tid);
@@ -246,7 +273,17 @@ fn shim_child() {
         "ibsim reports an unroutable DR SMP as ETIMEDOUT"
     );
     println!("UNREACHABLE-OK status={}", r.status);
-    // The echoed request is intact up to byte 231. Bytes 232..255 are NOT delivered by
+    if ours {
+        // As the kernel: the send comes back after its timeout_ms with the MAD header only.
+        assert_eq!(r.len, 24, "a timed-out send carries the 24-byte MAD header");
+        assert_eq!(
+            u64::from_be_bytes(buf[8..16].try_into().unwrap()) & 0xFFFF_FFFF,
+            0x1004
+        );
+        port.set_issm(false).unwrap();
+        return;
+    }
+    // umad2sim echoes the request, intact up to byte 231. Bytes 232..255 are NOT delivered by
     // umad2sim 0.10 (its receive buffer is 288 bytes = header 56 + 232 MAD bytes; the rest is
     // whatever follows on the heap), so only report them.
     assert_eq!(buf[212], 0xCD, "echoed request body");
@@ -265,51 +302,52 @@ fn shim_child() {
     drop(port);
 }
 
-/// A PerfMgt Get round trip through user_mad under ibsim's shim (issue 9): one OpenSM sweep
-/// gives the fabric its LIDs, then a child registers a PerfMgt agent on QP1 next to the SMP
-/// agents, asks ibsim's PMA on Switch1 and on Hca2 for ClassPortInfo and PortCounters
-/// (LID-routed, QP1, Q_Key 0x80010000) and decodes the answers with ibmad's PerfMgt types.
-#[test]
-fn pma_get_through_umad2sim() {
-    if !peers_or_skip("umad pma_get_through_umad2sim") {
-        return;
-    }
-    let have_opensm = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("opensm").is_file()));
-    if !have_opensm {
+both_shims! {
+    /// A PerfMgt Get round trip through user_mad under each shim (issue 9): one OpenSM sweep
+    /// gives the fabric its LIDs, then a child registers a PerfMgt agent on QP1 next to the SMP
+    /// agents, asks ibsim's PMA on Switch1 and on Hca2 for ClassPortInfo and PortCounters
+    /// (LID-routed, QP1, Q_Key 0x80010000) and decodes the answers with ibmad's PerfMgt types.
+    fn pma_get_through_umad2sim() {
+        if !peers_or_skip("umad pma_get_through_umad2sim") {
+            return;
+        }
+        let have_opensm = std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("opensm").is_file()));
+        if !have_opensm {
+            assert!(
+                !umad::testutil::require_peers(),
+                "IBSM_REQUIRE_PEERS=1 but opensm is not installed"
+            );
+            umad::testutil::report_skip("umad pma_get_through_umad2sim", "opensm not installed");
+            return;
+        }
+        let sim = IbsimGuard::start(&net_file()).unwrap();
+        let dir = TempDir::new("pma").unwrap();
+        let osm_log = dir.path().join("osm.log");
+        let osm = sim
+            .client("opensm", dir.path())
+            .arg("-o")
+            .arg("-f")
+            .arg(&osm_log)
+            .env("OSM_CACHE_DIR", dir.path())
+            .env("OSM_TMP_DIR", dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (_, in_time) = umad::testutil::wait_bounded(osm, Duration::from_secs(60)).unwrap();
+        assert!(in_time, "opensm -o did not finish in 60 s");
+        let log = std::fs::read_to_string(&osm_log).unwrap_or_default();
         assert!(
-            !umad::testutil::require_peers(),
-            "IBSM_REQUIRE_PEERS=1 but opensm is not installed"
+            log.contains("SUBNET UP"),
+            "OpenSM did not bring the subnet up:\n{log}"
         );
-        umad::testutil::report_skip("umad pma_get_through_umad2sim", "opensm not installed");
-        return;
-    }
-    let sim = IbsimGuard::start(&net_file()).unwrap();
-    let dir = TempDir::new("pma").unwrap();
-    let osm_log = dir.path().join("osm.log");
-    let osm = sim
-        .client("opensm", dir.path())
-        .arg("-o")
-        .arg("-f")
-        .arg(&osm_log)
-        .env("OSM_CACHE_DIR", dir.path())
-        .env("OSM_TMP_DIR", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (_, in_time) = umad::testutil::wait_bounded(osm, Duration::from_secs(60)).unwrap();
-    assert!(in_time, "opensm -o did not finish in 60 s");
-    let log = std::fs::read_to_string(&osm_log).unwrap_or_default();
-    assert!(
-        log.contains("SUBNET UP"),
-        "OpenSM did not bring the subnet up:\n{log}"
-    );
 
-    let stdout = run_shim_child(&sim, dir.path(), "pma_child");
-    assert_eq!(stdout.matches("PMA-OK").count(), 2, "{stdout}");
-    sim.stop();
+        let stdout = run_shim_child(&sim, dir.path(), "pma_child");
+        assert_eq!(stdout.matches("PMA-OK").count(), 2, "{stdout}");
+        sim.stop();
+    }
 }
 
 /// Sends one PerfMgt Get to `dlid` and returns the decoded answer.

@@ -1,6 +1,7 @@
-//! Helpers of the interop tests that run stock OpenSM and infiniband-diags, under ibsim's
-//! umad2sim shim, against our served fabric ([`Served`]) or against stock ibsim
-//! ([`umad::testutil::IbsimGuard`]); both are a [`ShimFabric`].
+//! Helpers of the interop tests that run stock OpenSM and infiniband-diags, under the test
+//! thread's LD_PRELOAD shim ([`current_shim`]: ibsim's umad2sim or our libibsm_umad), against
+//! our served fabric ([`Served`]) or against stock ibsim ([`umad::testutil::IbsimGuard`]);
+//! both are a [`ShimFabric`].
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use fabric_sim::ibsim_server::IbsimServer;
 use fabric_sim::sim::{Fabric, SimConfig};
 use fabric_sim::topo::Topology;
-use umad::testutil::{peers_or_skip, report_skip, require_peers, IbsimGuard, UMAD2SIM_LIB};
+use umad::testutil::{current_shim, peers_or_skip, report_skip, require_peers, IbsimGuard, Shim};
 
 /// A fabric shim clients can run against: our server or stock ibsim.
 pub trait ShimFabric {
@@ -115,6 +116,8 @@ pub struct Served {
     pub name: String,
     /// SIM_HOST for clients (node name); None = ibsim's default, the topology's first node.
     pub host: Option<String>,
+    /// The LD_PRELOAD library of its clients (the creating test thread's [`current_shim`]).
+    pub shim: Shim,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<IbsimServer>>,
 }
@@ -129,6 +132,7 @@ impl Served {
         Served {
             name: server.name().to_string(),
             host: None,
+            shim: current_shim(),
             stop: Arc::new(AtomicBool::new(true)),
             thread: None,
         }
@@ -147,6 +151,7 @@ impl Served {
         Served {
             name,
             host: None,
+            shim: current_shim(),
             stop,
             thread: Some(thread),
         }
@@ -155,7 +160,7 @@ impl Served {
     /// A shim client of this server, running in `cwd`.
     pub fn client(&self, program: &str, cwd: &Path) -> Command {
         let mut c = Command::new(program);
-        c.env("LD_PRELOAD", UMAD2SIM_LIB)
+        c.env("LD_PRELOAD", self.shim.path().unwrap())
             .env("IBSIM_SOCKNAME", &self.name)
             .env_remove("SIM_HOST")
             .current_dir(cwd);
@@ -274,6 +279,7 @@ impl Rewrap {
         Rewrap(Served {
             name,
             host: None,
+            shim: current_shim(),
             stop,
             thread: Some(thread),
         })
