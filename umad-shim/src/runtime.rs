@@ -26,7 +26,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -75,6 +75,8 @@ struct State {
     core: Core,
     fds: HashMap<RawFd, FdEntry>,
     issm_held: bool,
+    /// The deadline the timerfd is armed for.
+    armed: Option<Time>,
 }
 
 /// The process-wide shim.
@@ -91,9 +93,10 @@ pub struct Runtime {
     marks: Vec<AtomicBool>,
     high_fds: Mutex<HashSet<RawFd>>,
     kick: RawFd,
+    /// Armed for the core's next timer (under the state lock), so writers never wake the
+    /// engine just to shorten its sleep.
+    timer: RawFd,
     outbox: Mutex<VecDeque<SimRequest>>,
-    /// The engine's current wake-up deadline (ns since `epoch`; `u64::MAX` = none).
-    sleeping_until: AtomicU64,
     lost_sim: AtomicBool,
     trace: bool,
 }
@@ -301,6 +304,8 @@ impl Runtime {
         write_tree(&root, &node, &port).map_err(|e| format!("{}: {e}", root.display()))?;
         let kick = sys::eventfd(libc::EFD_NONBLOCK | libc::EFD_CLOEXEC)
             .map_err(|e| format!("eventfd: {}", io::Error::from_raw_os_error(e)))?;
+        let timer =
+            sys::timerfd().map_err(|e| format!("timerfd: {}", io::Error::from_raw_os_error(e)))?;
         let core = Core::new(Config {
             own_qp: cfg.qp,
             faults,
@@ -325,6 +330,7 @@ impl Runtime {
                 core,
                 fds: HashMap::new(),
                 issm_held: false,
+                armed: None,
             }),
             issm_free: Condvar::new(),
             epoch: Instant::now(),
@@ -336,8 +342,8 @@ impl Runtime {
             marks: (0..65536).map(|_| AtomicBool::new(false)).collect(),
             high_fds: Mutex::new(HashSet::new()),
             kick,
+            timer,
             outbox: Mutex::new(VecDeque::new()),
-            sleeping_until: AtomicU64::new(u64::MAX),
             lost_sim: AtomicBool::new(false),
             trace,
         })
@@ -391,9 +397,16 @@ impl Runtime {
         }
     }
 
-    /// Signals readable files, prints traces and returns the frames to send. Called with the
-    /// lock held, so no eventfd is signalled after its close.
+    /// Signals readable files, re-arms the timer, prints traces and returns the frames to
+    /// send. Called with the lock held, so no eventfd is signalled after its close.
     fn drain(&self, st: &mut State) -> Vec<SimRequest> {
+        let next = st.core.poll_timeout();
+        if next != st.armed {
+            let after = next.map(|t| t.saturating_since(self.now()));
+            if sys::timerfd_arm(self.timer, after).is_ok() {
+                st.armed = next;
+            }
+        }
         while let Some(ev) = st.core.poll_event() {
             let _ = sys::write_all(ev.token, &1u64.to_ne_bytes());
         }
@@ -475,40 +488,36 @@ impl Runtime {
         let sfd = sock.as_raw_fd();
         let mut buf = [0u8; 1024];
         loop {
-            let next = self.lock().core.poll_timeout();
-            let now = self.now();
-            let timeout_ms = match next {
-                None => -1,
-                Some(t) if t <= now => 0,
-                Some(t) => {
-                    let ns = t.0 - now.0;
-                    i32::try_from(ns.div_ceil(1_000_000)).unwrap_or(i32::MAX)
-                }
-            };
-            self.sleeping_until
-                .store(next.map_or(u64::MAX, |t| t.0), Ordering::SeqCst);
             let want_out = !self
                 .outbox
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .is_empty();
-            let ev = libc::POLLIN | if want_out { libc::POLLOUT } else { 0 };
-            let (rs, rk) = match sys::poll2(sfd, ev, self.kick, libc::POLLIN, timeout_ms) {
-                Ok(r) => r,
-                Err(libc::EINTR) => (0, 0),
+            let pfd = |fd, events| libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            };
+            let mut fds = [
+                pfd(sfd, libc::POLLIN | if want_out { libc::POLLOUT } else { 0 }),
+                pfd(self.kick, libc::POLLIN),
+                pfd(self.timer, libc::POLLIN),
+            ];
+            match sys::poll_all(&mut fds, -1) {
+                Ok(_) | Err(libc::EINTR) => {}
                 Err(e) => {
                     say(&format!("poll: {}", io::Error::from_raw_os_error(e)));
                     std::thread::sleep(Duration::from_millis(10));
-                    (0, 0)
                 }
-            };
-            self.sleeping_until.store(0, Ordering::SeqCst);
-            if rk & libc::POLLIN != 0 {
-                let mut b = [0u8; 8];
-                let _ = sys::read_into(self.kick, &mut b);
+            }
+            for i in [1, 2] {
+                if fds[i].revents & libc::POLLIN != 0 {
+                    let mut b = [0u8; 8];
+                    let _ = sys::read_into(fds[i].fd, &mut b);
+                }
             }
             let mut frames = Vec::new();
-            if rs & (libc::POLLIN | libc::POLLERR) != 0 {
+            if fds[0].revents & (libc::POLLIN | libc::POLLERR) != 0 {
                 for _ in 0..512 {
                     match sock.recv(&mut buf) {
                         Ok(REQUEST_LEN) => {
@@ -534,6 +543,8 @@ impl Runtime {
                     st.core.handle_frame(now, f);
                 }
                 st.core.handle_timeout(now);
+                // Re-arm even if the deadline is unchanged: the timerfd may just have fired.
+                st.armed = None;
                 self.drain(&mut st)
             };
             self.send_frames(tx);
@@ -817,12 +828,8 @@ pub fn write(fd: RawFd, buf: &[u8]) -> Option<Result<usize, i32>> {
     let now = rt.now();
     let r = st.core.handle_write(now, file, buf);
     let tx = rt.drain(&mut st);
-    let next = st.core.poll_timeout();
     drop(st);
     rt.send_frames(tx);
-    if next.is_some_and(|t| t.0 < rt.sleeping_until.load(Ordering::SeqCst)) {
-        rt.wake_engine();
-    }
     Some(r)
 }
 

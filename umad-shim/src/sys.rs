@@ -187,35 +187,68 @@ pub fn memfd_with(content: &[u8], cloexec: bool) -> Result<RawFd, i32> {
     Ok(fd)
 }
 
-/// poll(2) on two descriptors: returns their `revents`.
+/// A non-blocking CLOCK_MONOTONIC timerfd.
 ///
 /// # Errors
-/// errno (EINTR included).
-pub fn poll2(
-    a: RawFd,
-    a_events: i16,
-    b: RawFd,
-    b_events: i16,
-    timeout_ms: i32,
-) -> Result<(i16, i16), i32> {
-    let mut fds = [
-        libc::pollfd {
-            fd: a,
-            events: a_events,
-            revents: 0,
+/// errno.
+pub fn timerfd() -> Result<RawFd, i32> {
+    // SAFETY: timerfd_create(2) takes two integers.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        Err(errno())
+    } else {
+        Ok(fd)
+    }
+}
+
+/// Arms timerfd `fd` to expire once after `after` (at least 1 ns), or disarms it (`None`).
+///
+/// # Errors
+/// errno.
+pub fn timerfd_arm(fd: RawFd, after: Option<std::time::Duration>) -> Result<(), i32> {
+    let value = match after {
+        None => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
         },
-        libc::pollfd {
-            fd: b,
-            events: b_events,
-            revents: 0,
+        Some(d) => libc::timespec {
+            tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: libc::c_long::from(d.subsec_nanos().max(u32::from(d.as_secs() == 0))),
         },
-    ];
-    // SAFETY: a writable array of 2 pollfd, nfds = 2.
-    let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+    };
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: value,
+    };
+    // SAFETY: `spec` is a live, readable itimerspec; the old-value pointer is null, which
+    // timerfd_settime(2) allows.
+    let r = unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) };
     if r < 0 {
         Err(errno())
     } else {
-        Ok((fds[0].revents, fds[1].revents))
+        Ok(())
+    }
+}
+
+/// poll(2) on `fds`: returns how many have events (see their `revents`).
+///
+/// # Errors
+/// errno (EINTR included).
+pub fn poll_all(fds: &mut [libc::pollfd], timeout_ms: i32) -> Result<usize, i32> {
+    // SAFETY: `fds` is an exclusively borrowed, writable slice of `fds.len()` pollfd.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok(r as usize)
     }
 }
 
