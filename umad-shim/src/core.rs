@@ -934,15 +934,6 @@ impl Core {
             set_tid(&mut m, tid);
         }
         let class = m[1];
-        if is_rmpp_class(class) {
-            if let Some(h) = RmppHeader::of(&m) {
-                if h.is_active() && h.kind() != RmppType::DATA {
-                    let h = *h;
-                    self.rmpp_control(now, &h, &m, &raw, frame);
-                    return;
-                }
-            }
-        }
         let agent = if response {
             let hi = ((tid_of(&m) >> 32) & 0xFFFF) as u32;
             self.agents
@@ -952,15 +943,28 @@ impl Core {
         } else {
             self.find_agent(&m)
         };
+        let rmpp = if is_rmpp_class(class) {
+            RmppHeader::of(&m).copied().filter(RmppHeader::is_active)
+        } else {
+            None
+        };
+        if let Some(h) = rmpp {
+            // The kernel does RMPP for the agent the MAD is for; a control message nobody is
+            // registered for may still belong to one of our transfers.
+            let kernel = agent.is_none_or(|a| self.agents.get(&a).is_some_and(|x| x.rmpp));
+            if kernel {
+                match (h.kind(), agent) {
+                    (RmppType::DATA, Some(a)) => self.rmpp_data(now, a, &m, &raw, frame),
+                    (RmppType::DATA, None) => self.unclaimed(frame, &m, response),
+                    _ => self.rmpp_control(now, &h, &m, &raw, frame),
+                }
+                return;
+            }
+        }
         let Some(agent) = agent else {
             self.unclaimed(frame, &m, response);
             return;
         };
-        let a = &self.agents[&agent];
-        if a.rmpp && is_rmpp_class(class) && RmppHeader::of(&m).is_some_and(RmppHeader::is_active) {
-            self.rmpp_data(now, agent, &m, &raw, frame);
-            return;
-        }
         self.complete_or_deliver(agent, m.to_vec(), frame);
     }
 

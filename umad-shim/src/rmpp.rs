@@ -589,14 +589,23 @@ impl Receiver {
         (self.hdr_len + self.seg_num as usize * data_size).saturating_sub(pad)
     }
 
-    fn assemble(&self, len: usize) -> Vec<u8> {
+    /// The message, once: the segments are released (a completed transfer only answers
+    /// duplicates, from its counters).
+    fn assemble(&mut self, len: usize) -> Vec<u8> {
         let mut m = Vec::with_capacity(len.max(MAD_LEN));
         m.extend_from_slice(&self.first);
         for s in self.segs.range(2..=self.seg_num).map(|(_, s)| s) {
             m.extend_from_slice(&s.data);
         }
         m.truncate(len);
+        self.segs.clear();
         m
+    }
+
+    /// Segments held (besides the first).
+    #[must_use]
+    pub fn held_segments(&self) -> usize {
+        self.segs.len()
     }
 }
 

@@ -623,3 +623,52 @@ fn an_incomplete_receive_is_aborted_after_40_seconds() {
     assert_eq!(sa_got.len(), 1, "and the SA's send ended");
     assert_eq!(sa_got[0].0.status, STATUS_ABORTED);
 }
+
+#[test]
+fn user_rmpp_agents_get_rmpp_mads_raw() {
+    // An agent registered with IB_USER_MAD_USER_RMPP does RMPP itself: segments and ACKs reach
+    // it as they are, and its own active RMPP writes go out unsegmented.
+    let mut net = Net::new();
+    let sa = net.add(1, true, |_| {});
+    let cl = net.add(2, false, |_| {});
+    let a_sa = net.peers[sa].register(SA, 2, 1, ALL_REQUESTS);
+    let f = net.peers[cl].file;
+    let req = RegRequest {
+        qpn: 1,
+        class: SA,
+        class_version: 2,
+        rmpp_version: 1,
+        flags: USER_RMPP,
+        v2: true,
+        ..RegRequest::default()
+    };
+    let a_cl = net.peers[cl].core.register(f, &req).unwrap();
+    let q = mad(SA, 2, 0x12, 0x61, 0x11, 256);
+    net.peers[cl]
+        .send(net.now, a_cl, 1, 1, 1000, 0, &q)
+        .unwrap();
+    net.pump();
+    let (h, m) = net.peers[sa].read_all().remove(0);
+    let resp = records_response(&m, 200 * 3);
+    net.peers[sa]
+        .send(net.now, a_sa, h.lid, 1, 0, 1, &resp)
+        .unwrap();
+    net.pump();
+    let got = net.peers[cl].read_all();
+    assert_eq!(got.len(), 1, "the first segment, raw (window 1)");
+    assert_eq!(got[0].1.len(), 256);
+    let rh = RmppHeader::of(&got[0].1).unwrap();
+    assert_eq!((rh.kind(), rh.seg_num.get()), (RmppType::DATA, 1));
+    // The client acknowledges by hand: the SA's kernel RMPP sends the rest.
+    let mut ack = got[0].1.clone();
+    ack[3] = 0x12;
+    let ah = RmppHeader::of_mut(&mut ack).unwrap();
+    ah.rmpp_type = RmppType::ACK.0;
+    ah.set_flags(flags::ACTIVE);
+    ah.seg_num.set(1);
+    ah.paylen_newwin.set(3);
+    net.peers[cl].send(net.now, a_cl, 1, 1, 0, 0, &ack).unwrap();
+    net.pump();
+    let got = net.peers[cl].read_all();
+    assert_eq!(got.len(), 2, "segments 2 and 3, raw");
+}
