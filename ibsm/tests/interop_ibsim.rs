@@ -68,27 +68,8 @@ fn peers(test: &str) -> bool {
     true
 }
 
-/// Waits for `child` at most `limit` while draining its pipes (a child blocked on a full pipe
-/// would never exit); kills it (by PID) on timeout. Returns its output and whether it finished
-/// in time.
 fn wait_bounded(child: std::process::Child, limit: Duration) -> (Output, bool) {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output().unwrap());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => {
-            waiter.join().unwrap();
-            (out, true)
-        }
-        Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            let out = rx.recv().unwrap();
-            waiter.join().unwrap();
-            (out, false)
-        }
-    }
+    umad::testutil::wait_bounded(child, limit).unwrap()
 }
 
 /// Runs a shim client to completion (bounded) and returns its stdout; panics with its output if

@@ -103,24 +103,13 @@ fn run(stem: &str, spec: &str, server: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output().unwrap());
-    });
-    let out = match rx.recv_timeout(Duration::from_secs(600)) {
-        Ok(o) => o,
-        Err(_) => {
-            // The script's EXIT trap stops its simulator and OpenSM by PID.
-            let _ = Command::new("kill").arg(pid.to_string()).status();
-            let o = rx.recv().unwrap();
-            panic!(
-                "{test}: no result in 600 s\n{}",
-                String::from_utf8_lossy(&o.stdout)
-            );
-        }
-    };
-    waiter.join().unwrap();
+    // On timeout the script gets SIGTERM first: its exit trap stops its simulator and OpenSM.
+    let (out, in_time) = umad::testutil::wait_bounded(child, Duration::from_secs(600)).unwrap();
+    assert!(
+        in_time,
+        "{test}: no result in 600 s\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{test}:\n{stdout}");

@@ -660,6 +660,21 @@ impl Core {
             &[0; MAD_LEN],
         );
         let timeout = Duration::from_millis(u64::from(hdr.timeout_ms));
+        let send = |frame, phase| Send {
+            agent: agent_key,
+            tid,
+            class,
+            response,
+            dest_lid: hdr.lid,
+            user_hdr: hdr,
+            head,
+            timeout,
+            retries_left: hdr.retries,
+            frame,
+            hdr_len,
+            phase,
+            dropped_once: false,
+        };
         if rmpp_active {
             let sender = Sender::new(&msg, hdr_len, hdr.retries, 1).map_err(|_| libc::EINVAL)?;
             let id = self.alloc_send();
@@ -670,24 +685,8 @@ impl Core {
                 msg.len(),
                 sender.seg_count()
             );
-            self.sends.insert(
-                id,
-                Send {
-                    agent: agent_key,
-                    tid,
-                    class,
-                    response,
-                    dest_lid: hdr.lid,
-                    user_hdr: hdr,
-                    head,
-                    timeout,
-                    retries_left: hdr.retries,
-                    frame: template,
-                    hdr_len,
-                    phase: Phase::Rmpp(Box::new(sender)),
-                    dropped_once: false,
-                },
-            );
+            self.sends
+                .insert(id, send(template, Phase::Rmpp(Box::new(sender))));
             self.pump_rmpp(now, id);
             return Ok(buf.len());
         }
@@ -697,24 +696,7 @@ impl Core {
         self.emit(frame);
         if hdr.timeout_ms > 0 {
             let id = self.alloc_send();
-            self.sends.insert(
-                id,
-                Send {
-                    agent: agent_key,
-                    tid,
-                    class,
-                    response,
-                    dest_lid: hdr.lid,
-                    user_hdr: hdr,
-                    head,
-                    timeout,
-                    retries_left: hdr.retries,
-                    frame,
-                    hdr_len,
-                    phase: Phase::WaitResponse,
-                    dropped_once: false,
-                },
-            );
+            self.sends.insert(id, send(frame, Phase::WaitResponse));
             self.timers.set(TimerKey::Send(id), now + timeout);
         }
         Ok(buf.len())

@@ -38,10 +38,10 @@ pub const RMPP_HDR_OFFSET: usize = 24;
 pub const RMPP_HDR_END: usize = 36;
 /// Payload bytes per segment as PayloadLength counts them (everything after the RMPP header).
 pub const SEG_RMPP_SIZE: u32 = (MAD_LEN - RMPP_HDR_END) as u32;
-/// The only RMPP version (IBA vol1 §13.6.2).
+/// The only RMPP version (IBA vol1 §13.6).
 pub const RMPP_VERSION: u8 = 1;
 
-/// RMPPType (IBA vol1 §13.6.2.1).
+/// RMPPType (IBA vol1 §13.6).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct RmppType(pub u8);
 
@@ -68,7 +68,7 @@ pub mod flags {
     pub const MASK: u8 = 0x07;
 }
 
-/// RMPPStatus codes (IBA vol1 §13.6.2.1; names as in Linux's `ib_mad.h`).
+/// RMPPStatus codes (IBA vol1 §13.6; names as in Linux's `ib_mad.h`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct RmppStatus(pub u8);
 
@@ -103,7 +103,7 @@ impl RmppStatus {
     pub const ABORT_MAX: u8 = 127;
 }
 
-/// The RMPP header: bytes 24..36 of an RMPP-capable MAD (IBA vol1 §13.6.2.1).
+/// The RMPP header: bytes 24..36 of an RMPP-capable MAD (IBA vol1 §13.6).
 #[derive(Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug)]
 #[repr(C)]
 pub struct RmppHeader {
@@ -320,7 +320,7 @@ impl Sender {
     }
 
     /// Writes segment `n` (1-based) into `out`: the class header, the RMPP DATA header with
-    /// First/Last and PayloadLength as IBA §13.6.2.3 defines them (the whole message's length in
+    /// First/Last and PayloadLength as IBA §13.6 defines them (the whole message's length in
     /// the first segment, the last segment's own in the last), then the data.
     fn build(&self, n: u32, out: &mut [u8; MAD_LEN]) {
         out.fill(0);
@@ -579,7 +579,7 @@ impl Receiver {
     }
 
     /// Message length: class header + every segment's data − the padding the Last segment's
-    /// PayloadLength reveals (IBA §13.6.2.3; Linux's `get_mad_len`).
+    /// PayloadLength reveals (IBA §13.6; Linux's `get_mad_len`).
     fn mad_len(&self, last_paylen: u32) -> usize {
         let data_size = MAD_LEN - self.hdr_len;
         let pad = SEG_RMPP_SIZE

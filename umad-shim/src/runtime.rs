@@ -552,6 +552,13 @@ impl Runtime {
         }
     }
 
+    fn register(&self, file: FileId, req: &RegRequest) -> Result<u32, RegError> {
+        let mut st = self.lock();
+        let res = st.core.register(file, req);
+        let _ = self.drain(&mut st);
+        res
+    }
+
     fn entry(&self, fd: RawFd) -> Option<FdEntry> {
         self.lock().fds.get(&fd).copied()
     }
@@ -675,29 +682,29 @@ fn write_tree(root: &Path, node: &NodeAttrs, port: &PortAttrs) -> io::Result<()>
 
 // ---- the API of the interposers ----
 
+/// The emulated target of `path` with the runtime (started on first use); `Ok(None)` if the
+/// path is not ours.
+fn ours(path: &[u8]) -> Result<Option<(Target, &'static Runtime)>, i32> {
+    match sysfs::classify(path) {
+        None => Ok(None),
+        Some(t) => ensure().map(|rt| Some((t, rt))),
+    }
+}
+
 /// Maps a path for `stat`/`opendir`/`scandir`/`access`/…: emulated paths go to the tree.
 pub fn map_path(path: &[u8]) -> PathAction {
-    let Some(t) = sysfs::classify(path) else {
-        return PathAction::Real;
-    };
-    let rt = match ensure() {
-        Ok(rt) => rt,
-        Err(e) => return PathAction::Fail(e),
-    };
-    match t {
-        Target::Umad(n) => rt.mapped(&format!("dev/infiniband/umad{n}")),
-        Target::Issm(n) => rt.mapped(&format!("dev/infiniband/issm{n}")),
-        Target::Tree(rel) => rt.mapped(&rel),
+    match ours(path) {
+        Ok(None) => PathAction::Real,
+        Ok(Some((t, rt))) => rt.mapped(&t.rel()),
+        Err(e) => PathAction::Fail(e),
     }
 }
 
 /// `open` of `path`: devices, live attribute files (read-only opens), or the mapped tree.
 pub fn open_path(path: &[u8], flags: i32) -> OpenAction {
-    let Some(t) = sysfs::classify(path) else {
-        return OpenAction::Real;
-    };
-    let rt = match ensure() {
-        Ok(rt) => rt,
+    let (t, rt) = match ours(path) {
+        Ok(Some(x)) => x,
+        Ok(None) => return OpenAction::Real,
         Err(e) => return OpenAction::Fail(e),
     };
     match t {
@@ -729,17 +736,18 @@ pub fn fopen_path(path: &[u8]) -> OpenAction {
 
 /// `realpath` of an emulated path: the normalized path itself if it exists.
 pub fn realpath(path: &[u8]) -> Option<Result<Vec<u8>, i32>> {
-    let t = sysfs::classify(path)?;
-    let rel = match t {
-        Target::Umad(n) => format!("dev/infiniband/umad{n}"),
-        Target::Issm(n) => format!("dev/infiniband/issm{n}"),
-        Target::Tree(rel) => rel,
-    };
-    Some(match ensure() {
-        Err(e) => Err(e),
-        Ok(rt) if rt.root.join(&rel).exists() => Ok(format!("/{rel}").into_bytes()),
-        Ok(_) => Err(libc::ENOENT),
-    })
+    match ours(path) {
+        Ok(None) => None,
+        Err(e) => Some(Err(e)),
+        Ok(Some((t, rt))) => {
+            let rel = t.rel();
+            Some(if rt.root.join(&rel).exists() {
+                Ok(format!("/{rel}").into_bytes())
+            } else {
+                Err(libc::ENOENT)
+            })
+        }
+    }
 }
 
 /// True if `fd` is one of our descriptors (cheap; never starts the runtime).
@@ -878,10 +886,7 @@ pub fn register_v1(fd: RawFd, r: &RegReq) -> Result<u32, i32> {
         flags: 0,
         v2: false,
     };
-    let mut st = rt.lock();
-    let res = st.core.register(f, &req);
-    let _ = rt.drain(&mut st);
-    res.map_err(|e| match e {
+    rt.register(f, &req).map_err(|e| match e {
         RegError::Errno(e) => e,
         RegError::BadFlags { .. } => libc::EINVAL,
     })
@@ -912,10 +917,7 @@ pub fn register_v2(fd: RawFd, r: &RegReq2) -> Result<u32, (i32, Option<u32>)> {
         flags: r.flags,
         v2: true,
     };
-    let mut st = rt.lock();
-    let res = st.core.register(f, &req);
-    let _ = rt.drain(&mut st);
-    res.map_err(|e| match e {
+    rt.register(f, &req).map_err(|e| match e {
         RegError::Errno(e) => (e, None),
         RegError::BadFlags { supported } => (libc::EINVAL, Some(supported)),
     })

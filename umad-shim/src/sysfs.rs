@@ -37,6 +37,18 @@ pub enum Target {
     Tree(String),
 }
 
+impl Target {
+    /// The path inside the emulated tree (relative, as [`Target::Tree`] carries it).
+    #[must_use]
+    pub fn rel(&self) -> String {
+        match self {
+            Target::Umad(n) => format!("dev/infiniband/umad{n}"),
+            Target::Issm(n) => format!("dev/infiniband/issm{n}"),
+            Target::Tree(rel) => rel.clone(),
+        }
+    }
+}
+
 /// Classifies `path`: `None` = not an emulated path (pass it to the real libc). Only absolute
 /// paths without `.`/`..` components are ours; repeated and trailing slashes are ignored.
 #[must_use]

@@ -406,27 +406,35 @@ impl Drop for IbsimGuard {
 }
 
 /// Waits for `child` at most `limit` while draining its pipes (a child blocked on a full pipe
-/// would never exit); kills it by its PID (SIGKILL) once the limit passes. Returns its output
-/// and whether it finished in time.
+/// would never exit). On timeout it is sent SIGTERM (so a script's exit trap can stop what it
+/// started), then SIGKILL if it is still there 5 s later — by PID. Returns its output and
+/// whether it finished in time.
 ///
 /// # Errors
-/// The failed `wait`.
+/// Waiting for the child failed.
 pub fn wait_bounded(
     child: std::process::Child,
     limit: Duration,
 ) -> std::io::Result<(std::process::Output, bool)> {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
+    let pid = child.id().to_string();
+    let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
     let (out, in_time) = match rx.recv_timeout(limit) {
         Ok(out) => (out, true),
         Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            match rx.recv() {
+            let _ = Command::new("kill").args(["-TERM", &pid]).status();
+            match rx.recv_timeout(Duration::from_secs(5)) {
                 Ok(out) => (out, false),
-                Err(_) => (Err(std::io::Error::other("waiter thread gone")), false),
+                Err(_) => {
+                    let _ = Command::new("kill").args(["-KILL", &pid]).status();
+                    (
+                        rx.recv()
+                            .map_err(|e| std::io::Error::other(e.to_string()))?,
+                        false,
+                    )
+                }
             }
         }
     };

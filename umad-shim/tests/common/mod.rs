@@ -104,8 +104,8 @@ pub fn opensm(sim: &IbsimGuard, host: &str, cwd: &Path, env: &[(&str, &str)]) ->
     }
 }
 
-/// Runs `cmd` to completion, at most `limit` (killed by PID after that). Returns its output,
-/// whether it finished in time, and how long it ran.
+/// Runs `cmd` to completion, at most `limit` ([`umad::testutil::wait_bounded`]). Returns its
+/// output, whether it finished in time, and how long it ran.
 pub fn run_bounded(mut cmd: Command, limit: Duration) -> (Output, bool, Duration) {
     let t0 = Instant::now();
     let child = cmd
@@ -114,20 +114,8 @@ pub fn run_bounded(mut cmd: Command, limit: Duration) -> (Output, bool, Duration
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output().unwrap());
-    });
-    let r = match rx.recv_timeout(limit) {
-        Ok(out) => (out, true, t0.elapsed()),
-        Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-            (rx.recv().unwrap(), false, t0.elapsed())
-        }
-    };
-    waiter.join().unwrap();
-    r
+    let (out, in_time) = umad::testutil::wait_bounded(child, limit).unwrap();
+    (out, in_time, t0.elapsed())
 }
 
 /// This test binary re-run as the `child` test with `role` (and `env`), under the shim.
