@@ -6,7 +6,9 @@
 # usage: tests/sa-reference.sh [--server ibsim|ibsm|both] [--keep] [TOPOLOGY.net ...]
 #
 #   TOPOLOGY.net   ibsim .net files (default: tests/data/sa-reference/*.net — a 3-level fat
-#                  tree of 128 CAs, a torus, a random graph with dual-port CAs)
+#                  tree of 128 CAs, a torus, a random graph with dual-port CAs, written by
+#                  `ibsm topo fat-tree:3,8 | torus:4,4,cas=4 | random:16,48,8,7,ports=12
+#                  --write-net FILE`)
 #   --server       stock ibsim (default), `ibsm sim serve`, or both
 #   --keep         keep the work directory (logs, osmtest inventory) and print its path
 #

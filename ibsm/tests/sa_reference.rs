@@ -38,7 +38,7 @@ fn reference_topologies_are_the_generators_output() {
         let generated = Topology::generate(spec).unwrap().to_net();
         assert!(
             file == generated,
-            "{stem}.net is not `{spec}` (regenerate: IBSM_WRITE_NET={spec}:PATH cargo test -p ibsm --test interop_ibsim write_net -- --ignored)"
+            "{stem}.net is not `{spec}` (regenerate: ibsm topo {spec} --write-net tests/data/sa-reference/{stem}.net)"
         );
     }
 }
