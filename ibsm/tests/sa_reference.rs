@@ -1,6 +1,7 @@
 //! The SA reference runs of issue 10 as tests: `tests/sa-reference.sh` (stock OpenSM as SM and
 //! SA, stock `saquery` and `osmtest -f c` / `-f a` as clients, all under `libibsm_umad.so`) on
-//! each reference topology, and every check it prints must pass.
+//! each reference topology, with the fabric simulated by stock `ibsim` and by `ibsm sim serve`,
+//! and every check it prints must pass.
 //!
 //! The script derives the record counts each query must return from the `.net` file; this test
 //! derives them again from [`fabric_sim::topo::Topology`] and checks the script asked for the
@@ -155,4 +156,19 @@ fn torus_on_ibsim() {
 #[test]
 fn random_graph_on_ibsim() {
     run("random-16-48-8-7", "random:16,48,8,7,ports=12", "ibsim");
+}
+
+#[test]
+fn fat_tree_of_128_cas_on_ibsm_sim_serve() {
+    run("fat-tree-3-8", "fat-tree:3,8", "ibsm");
+}
+
+#[test]
+fn torus_on_ibsm_sim_serve() {
+    run("torus-4-4-cas4", "torus:4,4,cas=4", "ibsm");
+}
+
+#[test]
+fn random_graph_on_ibsm_sim_serve() {
+    run("random-16-48-8-7", "random:16,48,8,7,ports=12", "ibsm");
 }
