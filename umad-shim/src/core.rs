@@ -633,7 +633,7 @@ impl Core {
         let class = mad[1];
         let hdr_len = data_offset(class);
         let kernel_rmpp = agent.rmpp && is_rmpp_class(class);
-        let rmpp_active = kernel_rmpp && RmppHeader::of(mad).is_some_and(RmppHeader::is_active);
+        let rmpp_active = kernel_rmpp && rmpp::header(mad).is_some_and(RmppHeader::is_active);
         if mad.len() < hdr_len || (!rmpp_active && mad.len() > MAD_LEN) {
             return Err(libc::EINVAL);
         }
@@ -646,7 +646,7 @@ impl Core {
         let tid = tid_of(&msg);
         let user_rmpp_active = !kernel_rmpp
             && is_rmpp_class(class)
-            && RmppHeader::of(&msg).is_some_and(RmppHeader::is_active);
+            && rmpp::header(&msg).is_some_and(RmppHeader::is_active);
         if !user_rmpp_active && self.is_duplicate(file, tid, class, response, hdr.lid) {
             return Err(libc::EINVAL);
         }
@@ -818,8 +818,12 @@ impl Core {
                 TimerKey::Send(id) => self.send_timeout(now, id),
                 TimerKey::RecvTotal(id) => {
                     if let Some(r) = self.recvs.get(&id) {
-                        let abort =
-                            abort_for(&r.rx.first_segment(), r.hdr_len, RmppStatus::T2L, true);
+                        let abort = abort_for(
+                            &r.rx.first_segment(),
+                            r.hdr_len,
+                            RmppStatus::TOTAL_TIME_TOO_LONG,
+                            true,
+                        );
                         let (slid, qp, tid) = (r.key.slid, r.key.src_qp, r.key.tid);
                         trace!(
                             self,
@@ -857,7 +861,7 @@ impl Core {
                     let mut first = [0u8; MAD_LEN];
                     first[..s.hdr_len].copy_from_slice(sender.header());
                     let mut f = s.frame;
-                    f.mad = abort_for(&first, s.hdr_len, RmppStatus::TMR, false);
+                    f.mad = abort_for(&first, s.hdr_len, RmppStatus::TOO_MANY_RETRIES, false);
                     Act::GiveUp(f)
                 }
             },
@@ -926,7 +930,7 @@ impl Core {
             self.find_agent(&m)
         };
         let rmpp = if is_rmpp_class(class) {
-            RmppHeader::of(&m).copied().filter(RmppHeader::is_active)
+            rmpp::header(&m).copied().filter(RmppHeader::is_active)
         } else {
             None
         };
@@ -1006,7 +1010,7 @@ impl Core {
             let Some(id) = waiting else {
                 let user_rmpp = self.agents.get(&agent).is_some_and(|a| !a.rmpp)
                     && is_rmpp_class(class)
-                    && RmppHeader::of(&msg).is_some_and(RmppHeader::is_active);
+                    && rmpp::header(&msg).is_some_and(RmppHeader::is_active);
                 if !user_rmpp {
                     self.stats.unmatched_responses += 1;
                     trace!(self, "response tid {tid:#x} nobody waits for: dropped");
@@ -1071,8 +1075,8 @@ impl Core {
                 None => return,
             },
             None => {
-                let Some(h) = RmppHeader::of(m) else { return };
-                if h.seg_num.get() != 1 && h.flags() & rmpp::flags::FIRST == 0 {
+                let Some(h) = rmpp::header(m) else { return };
+                if h.data1.get() != 1 && !h.flags().first() {
                     return; // a later segment of a transfer we do not know: dropped
                 }
                 match Receiver::start(m, hdr_len, self.cfg.rmpp_window) {
@@ -1173,36 +1177,30 @@ impl Core {
         let send = self.find_rmpp_send(tid_of(m), m[1], lid);
         let abort = |st: RmppStatus| abort_for(raw, hdr_len, st, true);
         let mut reply = None;
-        if h.version != rmpp::RMPP_VERSION {
+        if h.rmpp_version != rmpp::RMPP_VERSION {
             if let Some(id) = send {
                 self.fail_send(id, STATUS_ABORTED);
             }
-            reply = Some(abort(RmppStatus::UNV));
+            reply = Some(abort(RmppStatus::UNSUPPORTED_VERSION));
         } else {
             match h.kind() {
-                RmppType::ACK if h.status != 0 => {
+                RmppType::ACK if h.rmpp_status != 0 => {
                     if let Some(id) = send {
                         self.fail_send(id, STATUS_ABORTED);
                     }
-                    reply = Some(abort(RmppStatus::BAD_STATUS));
+                    reply = Some(abort(RmppStatus::ILLEGAL_STATUS));
                 }
                 RmppType::ACK => {
                     // None: stale, or the DS ACK of a double-sided transfer.
                     if let Some(id) = send {
-                        self.rmpp_ack(
-                            now,
-                            id,
-                            h.seg_num.get(),
-                            h.paylen_newwin.get(),
-                            (lid, qp, *raw),
-                        );
+                        self.rmpp_ack(now, id, h.data1.get(), h.data2.get(), (lid, qp, *raw));
                     }
                 }
                 RmppType::STOP | RmppType::ABORT => {
                     let valid = if h.kind() == RmppType::STOP {
-                        h.status == RmppStatus::RESX.0
+                        h.rmpp_status == RmppStatus::RESOURCES_EXHAUSTED.0
                     } else {
-                        (RmppStatus::ABORT_MIN..=RmppStatus::ABORT_MAX).contains(&h.status)
+                        rmpp::ABORT_STATUSES.contains(&h.rmpp_status)
                     };
                     self.stats.rmpp_aborts += 1;
                     if let Some(id) = send {
@@ -1211,7 +1209,7 @@ impl Core {
                             "rmpp send tid {:#x}: peer sent {:?} status {}",
                             tid_of(m),
                             h.kind(),
-                            h.status
+                            h.rmpp_status
                         );
                         self.fail_send(id, STATUS_ABORTED);
                     }
@@ -1229,19 +1227,19 @@ impl Core {
                             self,
                             "rmpp receive tid {:#x}: peer aborted (status {})",
                             key.tid,
-                            h.status
+                            h.rmpp_status
                         );
                         self.remove_recv(id);
                     }
                     if !valid {
-                        reply = Some(abort(RmppStatus::BAD_STATUS));
+                        reply = Some(abort(RmppStatus::ILLEGAL_STATUS));
                     }
                 }
                 _ => {
                     if let Some(id) = send {
                         self.fail_send(id, STATUS_ABORTED);
                     }
-                    reply = Some(abort(RmppStatus::BADT));
+                    reply = Some(abort(RmppStatus::BAD_TYPE));
                 }
             }
         }

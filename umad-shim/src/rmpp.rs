@@ -24,137 +24,34 @@
 //! kernel's extra "DS ACK" that offers the responder a first window larger than 1 is not sent;
 //! a window of 1 is always valid.)
 //!
-//! The RMPP header view ([`RmppHeader`]) lives here until ibmad carries the GMP wire types; it is
-//! the only layout this module defines, so switching to ibmad's is a change of `use`.
+//! The RMPP header and its codes are ibmad's ([`ibmad::rmpp`]); this module only adds
+//! [`header`]/[`header_mut`] to reach it inside a MAD.
 
-use ibmad::zerocopy::byteorder::big_endian::U32;
-use ibmad::zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
+use ibmad::rmpp::RMPP_HEADER_OFFSET;
+pub use ibmad::rmpp::{RmppFlags, RmppHeader, RmppStatus, RmppType, RMPP_VERSION};
+use ibmad::zerocopy::FromBytes;
 
 /// Size of one MAD / one segment on the wire.
 pub const MAD_LEN: usize = 256;
-/// Offset of the RMPP header in a MAD (right after the 24-byte common MAD header).
-pub const RMPP_HDR_OFFSET: usize = 24;
 /// Common MAD header + RMPP header: the bytes before PayloadLength counts.
 pub const RMPP_HDR_END: usize = 36;
 /// Payload bytes per segment as PayloadLength counts them (everything after the RMPP header).
 pub const SEG_RMPP_SIZE: u32 = (MAD_LEN - RMPP_HDR_END) as u32;
-/// The only RMPP version (IBA vol1 §13.6).
-pub const RMPP_VERSION: u8 = 1;
 
-/// RMPPType (IBA vol1 §13.6).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct RmppType(pub u8);
-
-impl RmppType {
-    /// DATA: a segment of the message.
-    pub const DATA: RmppType = RmppType(1);
-    /// ACK: acknowledges segments up to SegmentNumber, opens the window to NewWindowLast.
-    pub const ACK: RmppType = RmppType(2);
-    /// STOP: the receiver cannot continue (status RESX); the sender stops.
-    pub const STOP: RmppType = RmppType(3);
-    /// ABORT: either side ends the transfer with an error status.
-    pub const ABORT: RmppType = RmppType(4);
+/// The header of `mad` (bytes 24..36; `None` if it is shorter than 36 bytes).
+#[must_use]
+pub fn header(mad: &[u8]) -> Option<&RmppHeader> {
+    RmppHeader::ref_from_bytes(mad.get(RMPP_HEADER_OFFSET..RMPP_HDR_END)?).ok()
 }
 
-/// RMPPFlags bits (byte 26 bits 2..0; bits 7..3 are RRespTime).
-pub mod flags {
-    /// Active: the MAD is part of an RMPP transfer.
-    pub const ACTIVE: u8 = 0x01;
-    /// First segment.
-    pub const FIRST: u8 = 0x02;
-    /// Last segment.
-    pub const LAST: u8 = 0x04;
-    /// The three flag bits.
-    pub const MASK: u8 = 0x07;
+/// Mutable header of `mad`.
+pub fn header_mut(mad: &mut [u8]) -> Option<&mut RmppHeader> {
+    RmppHeader::mut_from_bytes(mad.get_mut(RMPP_HEADER_OFFSET..RMPP_HDR_END)?).ok()
 }
 
-/// RMPPStatus codes (IBA vol1 §13.6; names as in Linux's `ib_mad.h`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct RmppStatus(pub u8);
-
-impl RmppStatus {
-    /// Normal.
-    pub const OK: RmppStatus = RmppStatus(0);
-    /// Resources exhausted (with STOP).
-    pub const RESX: RmppStatus = RmppStatus(1);
-    /// Total time too long (receiver gave up).
-    pub const T2L: RmppStatus = RmppStatus(118);
-    /// Inconsistent Last and PayloadLength.
-    pub const BAD_LEN: RmppStatus = RmppStatus(119);
-    /// Inconsistent First and SegmentNumber.
-    pub const BAD_SEG: RmppStatus = RmppStatus(120);
-    /// Bad RMPPType.
-    pub const BADT: RmppStatus = RmppStatus(121);
-    /// NewWindowLast too small.
-    pub const W2S: RmppStatus = RmppStatus(122);
-    /// SegmentNumber too big.
-    pub const S2B: RmppStatus = RmppStatus(123);
-    /// Illegal status.
-    pub const BAD_STATUS: RmppStatus = RmppStatus(124);
-    /// Unsupported version.
-    pub const UNV: RmppStatus = RmppStatus(125);
-    /// Too many retries (the sender gave up).
-    pub const TMR: RmppStatus = RmppStatus(126);
-    /// Unspecified.
-    pub const UNSPEC: RmppStatus = RmppStatus(127);
-    /// Lowest status an ABORT may carry.
-    pub const ABORT_MIN: u8 = 118;
-    /// Highest status an ABORT may carry.
-    pub const ABORT_MAX: u8 = 127;
-}
-
-/// The RMPP header: bytes 24..36 of an RMPP-capable MAD (IBA vol1 §13.6).
-#[derive(Clone, Copy, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug)]
-#[repr(C)]
-pub struct RmppHeader {
-    /// RMPPVersion — byte 24.
-    pub version: u8,
-    /// RMPPType — byte 25.
-    pub rmpp_type: u8,
-    /// RRespTime (bits 7..3) and RMPPFlags (bits 2..0) — byte 26.
-    pub rtime_flags: u8,
-    /// RMPPStatus — byte 27.
-    pub status: u8,
-    /// SegmentNumber (DATA, ACK) — bytes 28..31.
-    pub seg_num: U32,
-    /// PayloadLength (DATA) / NewWindowLast (ACK) — bytes 32..35.
-    pub paylen_newwin: U32,
-}
-const _: () = assert!(core::mem::size_of::<RmppHeader>() == 12);
-const _: () = assert!(core::mem::offset_of!(RmppHeader, seg_num) == 4);
-
-impl RmppHeader {
-    /// The header of `mad` (`None` if it is shorter than 36 bytes).
-    #[must_use]
-    pub fn of(mad: &[u8]) -> Option<&RmppHeader> {
-        let b = mad.get(RMPP_HDR_OFFSET..RMPP_HDR_END)?;
-        RmppHeader::ref_from_bytes(b).ok()
-    }
-    /// Mutable header of `mad`.
-    pub fn of_mut(mad: &mut [u8]) -> Option<&mut RmppHeader> {
-        let b = mad.get_mut(RMPP_HDR_OFFSET..RMPP_HDR_END)?;
-        RmppHeader::mut_from_bytes(b).ok()
-    }
-    /// RMPPFlags.
-    #[must_use]
-    pub fn flags(&self) -> u8 {
-        self.rtime_flags & flags::MASK
-    }
-    /// True if the Active flag is set.
-    #[must_use]
-    pub fn is_active(&self) -> bool {
-        self.flags() & flags::ACTIVE != 0
-    }
-    /// Replaces the flag bits, keeping RRespTime.
-    pub fn set_flags(&mut self, f: u8) {
-        self.rtime_flags = (self.rtime_flags & !flags::MASK) | (f & flags::MASK);
-    }
-    /// RMPPType.
-    #[must_use]
-    pub fn kind(&self) -> RmppType {
-        RmppType(self.rmpp_type)
-    }
-}
+/// The RMPPStatus values an ABORT may carry (IBA vol1 §13.6.2.1: 118..127).
+pub const ABORT_STATUSES: core::ops::RangeInclusive<u8> =
+    RmppStatus::TOTAL_TIME_TOO_LONG.0..=RmppStatus::UNSPECIFIED.0;
 
 /// True for the management classes that may use RMPP: SA, device management, device
 /// administration, BIS and the vendor range 2 (0x30..0x4F) — the set Linux's
@@ -223,7 +120,7 @@ pub enum AckOutcome {
 pub enum TimeoutOutcome {
     /// Retransmit: [`Sender::next_segment`] starts again after the last acknowledged segment.
     Retransmit,
-    /// No retries left: the transfer failed (send ABORT with [`RmppStatus::TMR`]).
+    /// No retries left: the transfer failed (send ABORT with [`RmppStatus::TOO_MANY_RETRIES`]).
     Exhausted,
 }
 
@@ -325,23 +222,23 @@ impl Sender {
     fn build(&self, n: u32, out: &mut [u8; MAD_LEN]) {
         out.fill(0);
         out[..self.hdr_len].copy_from_slice(&self.header);
-        let mut f = flags::ACTIVE;
+        let mut f = RmppFlags::ACTIVE;
         let mut paylen = 0;
         if n == 1 {
-            f |= flags::FIRST;
+            f |= RmppFlags::FIRST;
             paylen = (self.seg_count * SEG_RMPP_SIZE).saturating_sub(self.pad);
         }
         if n == self.seg_count {
-            f |= flags::LAST;
+            f |= RmppFlags::LAST;
             paylen = SEG_RMPP_SIZE.saturating_sub(self.pad);
         }
-        if let Some(h) = RmppHeader::of_mut(out) {
-            h.version = RMPP_VERSION;
+        if let Some(h) = header_mut(out) {
+            h.rmpp_version = RMPP_VERSION;
             h.rmpp_type = RmppType::DATA.0;
-            h.rtime_flags = f;
-            h.status = 0;
-            h.seg_num.set(n);
-            h.paylen_newwin.set(paylen);
+            h.b2 = f;
+            h.rmpp_status = 0;
+            h.data1.set(n);
+            h.data2.set(paylen);
         }
         let seg_size = MAD_LEN - self.hdr_len;
         let start = (n as usize - 1) * seg_size;
@@ -357,10 +254,10 @@ impl Sender {
             return AckOutcome::Ignored;
         }
         if newwin < seg {
-            return AckOutcome::Abort(RmppStatus::W2S);
+            return AckOutcome::Abort(RmppStatus::WINDOW_TOO_SMALL);
         }
         if seg > self.seg_count || seg > self.newwin {
-            return AckOutcome::Abort(RmppStatus::S2B);
+            return AckOutcome::Abort(RmppStatus::SEGMENT_TOO_BIG);
         }
         if newwin < self.newwin || seg < self.last_ack {
             return AckOutcome::Ignored;
@@ -442,18 +339,18 @@ impl Receiver {
     /// `window` is how many segments each ACK opens (the kernel's default is 64).
     ///
     /// # Errors
-    /// The status to ABORT with: [`RmppStatus::BAD_STATUS`] for a nonzero RMPPStatus,
-    /// [`RmppStatus::BAD_SEG`] for segment 1 without First, [`RmppStatus::UNV`] for another
+    /// The status to ABORT with: [`RmppStatus::ILLEGAL_STATUS`] for a nonzero RMPPStatus,
+    /// [`RmppStatus::INCONSISTENT_FIRST`] for segment 1 without First, [`RmppStatus::UNSUPPORTED_VERSION`] for another
     /// version.
     pub fn start(
         seg: &[u8; MAD_LEN],
         hdr_len: usize,
         window: u32,
     ) -> Result<(Receiver, RecvOutcome), DataError> {
-        let h = RmppHeader::of(seg).ok_or(RmppStatus::UNSPEC)?;
+        let h = header(seg).ok_or(RmppStatus::UNSPECIFIED)?;
         check_data(h)?;
-        if h.seg_num.get() != 1 || h.flags() & flags::FIRST == 0 {
-            return Err(RmppStatus::BAD_SEG);
+        if h.data1.get() != 1 || !h.flags().first() {
+            return Err(RmppStatus::INCONSISTENT_FIRST);
         }
         let mut r = Receiver {
             hdr_len: hdr_len.clamp(RMPP_HDR_END, MAD_LEN - 1),
@@ -465,8 +362,8 @@ impl Receiver {
             newwin: 1,
             complete_len: None,
         };
-        if h.flags() & flags::LAST != 0 {
-            let len = r.mad_len(h.paylen_newwin.get());
+        if h.flags().last() {
+            let len = r.mad_len(h.data2.get());
             r.complete_len = Some(len);
             r.last_ack = 1;
             let message = r.assemble(len);
@@ -513,18 +410,18 @@ impl Receiver {
     ///
     /// # Errors
     /// The status to ABORT with, as [`Receiver::start`] (a First flag on a later segment is
-    /// [`RmppStatus::BAD_SEG`]).
+    /// [`RmppStatus::INCONSISTENT_FIRST`]).
     pub fn handle_data(&mut self, seg: &[u8; MAD_LEN]) -> Result<RecvOutcome, DataError> {
-        let h = RmppHeader::of(seg).ok_or(RmppStatus::UNSPEC)?;
+        let h = header(seg).ok_or(RmppStatus::UNSPECIFIED)?;
         check_data(h)?;
-        let n = h.seg_num.get();
+        let n = h.data1.get();
         if n == 1 {
             // A repeated first segment: the sender did not see our ACK.
-            if h.flags() & flags::FIRST == 0 {
-                return Err(RmppStatus::BAD_SEG);
+            if !h.flags().first() {
+                return Err(RmppStatus::INCONSISTENT_FIRST);
             }
-        } else if h.flags() & flags::FIRST != 0 {
-            return Err(RmppStatus::BAD_SEG);
+        } else if h.flags().first() {
+            return Err(RmppStatus::INCONSISTENT_FIRST);
         }
         if n > self.newwin {
             return Ok(RecvOutcome::Quiet);
@@ -536,7 +433,7 @@ impl Receiver {
         if n <= self.seg_num || self.segs.contains_key(&n) {
             return Ok(RecvOutcome::Quiet);
         }
-        let last = (h.flags() & flags::LAST != 0).then(|| h.paylen_newwin.get());
+        let last = (h.flags().last()).then(|| h.data2.get());
         self.segs.insert(
             n,
             Segment {
@@ -610,11 +507,11 @@ impl Receiver {
 }
 
 fn check_data(h: &RmppHeader) -> Result<(), DataError> {
-    if h.version != RMPP_VERSION {
-        return Err(RmppStatus::UNV);
+    if h.rmpp_version != RMPP_VERSION {
+        return Err(RmppStatus::UNSUPPORTED_VERSION);
     }
-    if h.status != 0 {
-        return Err(RmppStatus::BAD_STATUS);
+    if h.rmpp_status != 0 {
+        return Err(RmppStatus::ILLEGAL_STATUS);
     }
     Ok(())
 }
@@ -625,11 +522,11 @@ fn check_data(h: &RmppHeader) -> Result<(), DataError> {
 pub fn ack_for(data: &[u8; MAD_LEN], hdr_len: usize, seg: u32, newwin: u32) -> [u8; MAD_LEN] {
     let mut m = control_for(data, hdr_len);
     m[3] ^= 0x80;
-    if let Some(h) = RmppHeader::of_mut(&mut m) {
+    if let Some(h) = header_mut(&mut m) {
         h.rmpp_type = RmppType::ACK.0;
-        h.set_flags(flags::ACTIVE);
-        h.seg_num.set(seg);
-        h.paylen_newwin.set(newwin);
+        h.set_flags_raw(RmppFlags::ACTIVE);
+        h.data1.set(seg);
+        h.data2.set(newwin);
     }
     m
 }
@@ -648,13 +545,13 @@ pub fn abort_for(
     if reply {
         m[3] ^= 0x80;
     }
-    if let Some(h) = RmppHeader::of_mut(&mut m) {
-        h.version = RMPP_VERSION;
+    if let Some(h) = header_mut(&mut m) {
+        h.rmpp_version = RMPP_VERSION;
         h.rmpp_type = RmppType::ABORT.0;
-        h.set_flags(flags::ACTIVE);
-        h.status = status.0;
-        h.seg_num.set(0);
-        h.paylen_newwin.set(0);
+        h.set_flags_raw(RmppFlags::ACTIVE);
+        h.rmpp_status = status.0;
+        h.data1.set(0);
+        h.data2.set(0);
     }
     m
 }
@@ -700,18 +597,18 @@ mod tests {
         let mut mad = [0u8; MAD_LEN];
         mad[24] = 1;
         mad[25] = 2;
-        mad[26] = (14 << 3) | flags::ACTIVE | flags::LAST;
+        mad[26] = (14 << 3) | RmppFlags::ACTIVE | RmppFlags::LAST;
         mad[28..32].copy_from_slice(&7u32.to_be_bytes());
         mad[32..36].copy_from_slice(&65u32.to_be_bytes());
-        let h = RmppHeader::of(&mad).unwrap();
+        let h = header(&mad).unwrap();
         assert_eq!(h.kind(), RmppType::ACK);
         assert!(h.is_active());
-        assert_eq!(h.flags(), flags::ACTIVE | flags::LAST);
-        assert_eq!((h.seg_num.get(), h.paylen_newwin.get()), (7, 65));
-        let h = RmppHeader::of_mut(&mut mad).unwrap();
-        h.set_flags(flags::ACTIVE);
-        assert_eq!(mad[26], (14 << 3) | flags::ACTIVE, "RRespTime kept");
-        assert!(RmppHeader::of(&mad[..35]).is_none());
+        assert_eq!(h.flags(), RmppFlags(RmppFlags::ACTIVE | RmppFlags::LAST));
+        assert_eq!((h.data1.get(), h.data2.get()), (7, 65));
+        let h = header_mut(&mut mad).unwrap();
+        h.set_flags_raw(RmppFlags::ACTIVE);
+        assert_eq!(mad[26], (14 << 3) | RmppFlags::ACTIVE, "RRespTime kept");
+        assert!(header(&mad[..35]).is_none());
     }
 
     #[test]
@@ -734,21 +631,27 @@ mod tests {
         for (i, seg) in segs.iter().enumerate() {
             assert_eq!(&seg[..24], &msg[..24], "MAD header in segment {}", i + 1);
             assert_eq!(&seg[36..56], &msg[36..56], "SA header repeated");
-            let h = RmppHeader::of(seg).unwrap();
-            assert_eq!((h.version, h.kind(), h.status), (1, RmppType::DATA, 0));
-            assert_eq!(h.seg_num.get(), i as u32 + 1);
+            let h = header(seg).unwrap();
+            assert_eq!(
+                (h.rmpp_version, h.kind(), h.rmpp_status),
+                (1, RmppType::DATA, 0)
+            );
+            assert_eq!(h.data1.get(), i as u32 + 1);
         }
-        let h = |i: usize| *RmppHeader::of(&segs[i]).unwrap();
-        assert_eq!(h(0).flags(), flags::ACTIVE | flags::FIRST);
+        let h = |i: usize| *header(&segs[i]).unwrap();
         assert_eq!(
-            h(0).paylen_newwin.get(),
+            h(0).flags(),
+            RmppFlags(RmppFlags::ACTIVE | RmppFlags::FIRST)
+        );
+        assert_eq!(
+            h(0).data2.get(),
             3 * 220 - 100,
             "= data + one SA header per segment"
         );
-        assert_eq!(h(1).flags(), flags::ACTIVE);
-        assert_eq!(h(1).paylen_newwin.get(), 0);
-        assert_eq!(h(2).flags(), flags::ACTIVE | flags::LAST);
-        assert_eq!(h(2).paylen_newwin.get(), 120);
+        assert_eq!(h(1).flags(), RmppFlags(RmppFlags::ACTIVE));
+        assert_eq!(h(1).data2.get(), 0);
+        assert_eq!(h(2).flags(), RmppFlags(RmppFlags::ACTIVE | RmppFlags::LAST));
+        assert_eq!(h(2).data2.get(), 120);
         assert_eq!(&segs[1][56..], &msg[256..456]);
         assert_eq!(&segs[2][56..156], &msg[456..556]);
         assert!(segs[2][156..].iter().all(|&b| b == 0), "padding is zero");
@@ -760,9 +663,12 @@ mod tests {
         let mut s = Sender::new(&msg, 56, 0, 1).unwrap();
         let segs = drain(&mut s);
         assert_eq!(segs.len(), 1);
-        let h = RmppHeader::of(&segs[0]).unwrap();
-        assert_eq!(h.flags(), flags::ACTIVE | flags::FIRST | flags::LAST);
-        assert_eq!(h.paylen_newwin.get(), 220 - 128);
+        let h = header(&segs[0]).unwrap();
+        assert_eq!(
+            h.flags(),
+            RmppFlags(RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST)
+        );
+        assert_eq!(h.data2.get(), 220 - 128);
         let empty = Sender::new(&msg[..56], 56, 0, 1).unwrap();
         assert_eq!(empty.seg_count(), 1);
         assert!(matches!(
@@ -783,7 +689,7 @@ mod tests {
         assert_eq!(s.handle_ack(1, 4), AckOutcome::Progress);
         let segs = drain(&mut s);
         assert_eq!(segs.len(), 3);
-        assert_eq!(RmppHeader::of(&segs[0]).unwrap().seg_num.get(), 2);
+        assert_eq!(header(&segs[0]).unwrap().data1.get(), 2);
         assert_eq!(s.handle_ack(4, 10), AckOutcome::Progress);
         assert_eq!(drain(&mut s).len(), 6);
         assert_eq!(s.handle_ack(10, 10), AckOutcome::Complete);
@@ -796,10 +702,13 @@ mod tests {
         let msg = sa_message(200 * 5);
         let mut s = Sender::new(&msg, 56, 2, 3).unwrap();
         drain(&mut s);
-        assert_eq!(s.handle_ack(3, 2), AckOutcome::Abort(RmppStatus::W2S));
+        assert_eq!(
+            s.handle_ack(3, 2),
+            AckOutcome::Abort(RmppStatus::WINDOW_TOO_SMALL)
+        );
         assert_eq!(
             s.handle_ack(4, 5),
-            AckOutcome::Abort(RmppStatus::S2B),
+            AckOutcome::Abort(RmppStatus::SEGMENT_TOO_BIG),
             "beyond window"
         );
         assert_eq!(s.handle_ack(2, 4), AckOutcome::Progress);
@@ -807,7 +716,7 @@ mod tests {
         assert_eq!(s.handle_ack(2, 3), AckOutcome::Ignored, "smaller window");
         assert_eq!(
             s.handle_ack(6, 9),
-            AckOutcome::Abort(RmppStatus::S2B),
+            AckOutcome::Abort(RmppStatus::SEGMENT_TOO_BIG),
             "beyond count"
         );
     }
@@ -822,7 +731,7 @@ mod tests {
         let again = drain(&mut s);
         let nums: Vec<u32> = again
             .iter()
-            .map(|m| RmppHeader::of(m).unwrap().seg_num.get())
+            .map(|m| header(m).unwrap().data1.get())
             .collect();
         assert_eq!(nums, vec![3, 4]);
         assert_eq!(s.handle_timeout(), TimeoutOutcome::Retransmit);
@@ -922,30 +831,33 @@ mod tests {
         let mut s = Sender::new(&msg, 56, 0, 5).unwrap();
         let segs = drain(&mut s);
         let mut no_first = segs[0];
-        RmppHeader::of_mut(&mut no_first)
+        header_mut(&mut no_first)
             .unwrap()
-            .set_flags(flags::ACTIVE);
+            .set_flags_raw(RmppFlags::ACTIVE);
         assert_eq!(
             Receiver::start(&no_first, 56, 8).unwrap_err(),
-            RmppStatus::BAD_SEG
+            RmppStatus::INCONSISTENT_FIRST
         );
         let mut v2 = segs[0];
         v2[24] = 2;
-        assert_eq!(Receiver::start(&v2, 56, 8).unwrap_err(), RmppStatus::UNV);
+        assert_eq!(
+            Receiver::start(&v2, 56, 8).unwrap_err(),
+            RmppStatus::UNSUPPORTED_VERSION
+        );
         let mut st = segs[0];
         st[27] = 5;
         assert_eq!(
             Receiver::start(&st, 56, 8).unwrap_err(),
-            RmppStatus::BAD_STATUS
+            RmppStatus::ILLEGAL_STATUS
         );
         let (mut r, _) = Receiver::start(&segs[0], 56, 8).unwrap();
         let mut first_again = segs[1];
-        RmppHeader::of_mut(&mut first_again)
+        header_mut(&mut first_again)
             .unwrap()
-            .set_flags(flags::ACTIVE | flags::FIRST);
+            .set_flags_raw(RmppFlags::ACTIVE | RmppFlags::FIRST);
         assert_eq!(
             r.handle_data(&first_again).unwrap_err(),
-            RmppStatus::BAD_SEG
+            RmppStatus::INCONSISTENT_FIRST
         );
     }
 
@@ -1014,19 +926,22 @@ mod tests {
         assert_eq!(ack[3], 0x12, "GetTableResp acked with GetTable");
         assert_eq!(&ack[8..16], &seg[8..16]);
         assert_eq!(&ack[36..56], &seg[36..56]);
-        let h = RmppHeader::of(&ack).unwrap();
+        let h = header(&ack).unwrap();
         assert_eq!(
-            (h.kind(), h.flags(), h.seg_num.get(), h.paylen_newwin.get()),
-            (RmppType::ACK, flags::ACTIVE, 1, 65)
+            (h.kind(), h.flags(), h.data1.get(), h.data2.get()),
+            (RmppType::ACK, RmppFlags(RmppFlags::ACTIVE), 1, 65)
         );
         assert!(ack[56..].iter().all(|&b| b == 0));
-        let ab = abort_for(&seg, 56, RmppStatus::TMR, false);
+        let ab = abort_for(&seg, 56, RmppStatus::TOO_MANY_RETRIES, false);
         assert_eq!(ab[3], 0x92, "sender's ABORT keeps the DATA method");
-        let h = RmppHeader::of(&ab).unwrap();
+        let h = header(&ab).unwrap();
         assert_eq!(
-            (h.kind(), h.status, h.seg_num.get()),
+            (h.kind(), h.rmpp_status, h.data1.get()),
             (RmppType::ABORT, 126, 0)
         );
-        assert_eq!(abort_for(&seg, 56, RmppStatus::T2L, true)[3], 0x12);
+        assert_eq!(
+            abort_for(&seg, 56, RmppStatus::TOTAL_TIME_TOO_LONG, true)[3],
+            0x12
+        );
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::rmpp::{flags, RmppHeader, RmppType};
+use crate::rmpp::{self, RmppFlags, RmppType};
 use crate::testnet::{mad, Net};
 
 const SA: u8 = 0x03;
@@ -21,8 +21,8 @@ fn client_and_sa(
 fn records_response(req: &[u8], data_len: usize) -> Vec<u8> {
     let mut r = req[..56].to_vec();
     r[3] = 0x92;
-    if let Some(h) = RmppHeader::of_mut(&mut r) {
-        h.rtime_flags = flags::ACTIVE;
+    if let Some(h) = rmpp::header_mut(&mut r) {
+        h.b2 = RmppFlags::ACTIVE;
     }
     r.extend((0..data_len).map(|i| (i * 7 % 256) as u8));
     r
@@ -160,7 +160,7 @@ fn a_multi_segment_response_is_read_as_one_buffer_after_enospc() {
     let acks = net
         .log
         .iter()
-        .filter(|(from, f)| *from == 1 && RmppHeader::of(&f.mad).unwrap().kind() == RmppType::ACK)
+        .filter(|(from, f)| *from == 1 && rmpp::header(&f.mad).unwrap().kind() == RmppType::ACK)
         .count();
     assert_eq!(
         acks, 2,
@@ -213,8 +213,11 @@ fn one_record_answers_are_one_segment_transfers() {
         56 + 108,
         "length from the Last segment's PayloadLength"
     );
-    let rh = RmppHeader::of(&got[0].1).unwrap();
-    assert_eq!(rh.flags(), flags::ACTIVE | flags::FIRST | flags::LAST);
+    let rh = rmpp::header(&got[0].1).unwrap();
+    assert_eq!(
+        rh.flags(),
+        RmppFlags(RmppFlags::ACTIVE | RmppFlags::FIRST | RmppFlags::LAST)
+    );
 }
 
 #[test]
@@ -274,18 +277,18 @@ fn a_peer_that_stops_acking_gets_an_abort_and_both_readers_an_error() {
     let abort = net
         .log
         .iter()
-        .find(|(from, f)| *from == 0 && RmppHeader::of(&f.mad).unwrap().kind() == RmppType::ABORT)
+        .find(|(from, f)| *from == 0 && rmpp::header(&f.mad).unwrap().kind() == RmppType::ABORT)
         .map(|(_, f)| *f)
         .expect("an ABORT went to the client");
     assert_eq!(
-        RmppHeader::of(&abort.mad).unwrap().status,
-        RmppStatus::TMR.0
+        rmpp::header(&abort.mad).unwrap().rmpp_status,
+        RmppStatus::TOO_MANY_RETRIES.0
     );
     assert_eq!(abort.dlid.get(), 2);
     let data_frames = net
         .log
         .iter()
-        .filter(|(from, f)| *from == 0 && RmppHeader::of(&f.mad).unwrap().kind() == RmppType::DATA)
+        .filter(|(from, f)| *from == 0 && rmpp::header(&f.mad).unwrap().kind() == RmppType::DATA)
         .count();
     assert_eq!(
         data_frames, 3,
@@ -313,7 +316,7 @@ fn an_abort_from_the_receiver_ends_the_send_with_an_error() {
     let (h, m) = net.peers[0].read_all().remove(0);
     // Segment 2 arrives with a nonzero RMPPStatus: the receiver answers ABORT (BAD_STATUS).
     net.drop = Box::new(|from, f| {
-        if from == 0 && RmppHeader::of(&f.mad).is_some_and(|h| h.seg_num.get() == 2) {
+        if from == 0 && rmpp::header(&f.mad).is_some_and(|h| h.data1.get() == 2) {
             f.mad[27] = 9;
         }
         false
@@ -325,8 +328,8 @@ fn an_abort_from_the_receiver_ends_the_send_with_an_error() {
     net.pump();
     let abort = net.log.iter().any(|(from, f)| {
         *from == 1
-            && RmppHeader::of(&f.mad).is_some_and(|h| {
-                h.kind() == RmppType::ABORT && h.status == RmppStatus::BAD_STATUS.0
+            && rmpp::header(&f.mad).is_some_and(|h| {
+                h.kind() == RmppType::ABORT && h.rmpp_status == RmppStatus::ILLEGAL_STATUS.0
             })
     });
     assert!(abort, "the client sent ABORT");
@@ -605,9 +608,8 @@ fn an_incomplete_receive_is_aborted_after_40_seconds() {
     net.pump();
     let (h, m) = net.peers[0].read_all().remove(0);
     // The SA's segments after the first are lost for good.
-    net.drop = Box::new(|from, f| {
-        from == 0 && RmppHeader::of(&f.mad).is_some_and(|h| h.seg_num.get() > 1)
-    });
+    net.drop =
+        Box::new(|from, f| from == 0 && rmpp::header(&f.mad).is_some_and(|h| h.data1.get() > 1));
     let resp = records_response(&m, 200 * 5);
     net.peers[0]
         .send(net.now, a_sa, h.lid, 1, 0, 100, &resp)
@@ -615,8 +617,9 @@ fn an_incomplete_receive_is_aborted_after_40_seconds() {
     net.advance_ms(40_000);
     let t2l = net.log.iter().any(|(from, f)| {
         *from == 1
-            && RmppHeader::of(&f.mad)
-                .is_some_and(|h| h.kind() == RmppType::ABORT && h.status == RmppStatus::T2L.0)
+            && rmpp::header(&f.mad).is_some_and(|h| {
+                h.kind() == RmppType::ABORT && h.rmpp_status == RmppStatus::TOTAL_TIME_TOO_LONG.0
+            })
     });
     assert!(t2l, "the receiver gave up with T2L");
     let sa_got = net.peers[0].read_all();
@@ -657,16 +660,16 @@ fn user_rmpp_agents_get_rmpp_mads_raw() {
     let got = net.peers[cl].read_all();
     assert_eq!(got.len(), 1, "the first segment, raw (window 1)");
     assert_eq!(got[0].1.len(), 256);
-    let rh = RmppHeader::of(&got[0].1).unwrap();
-    assert_eq!((rh.kind(), rh.seg_num.get()), (RmppType::DATA, 1));
+    let rh = rmpp::header(&got[0].1).unwrap();
+    assert_eq!((rh.kind(), rh.data1.get()), (RmppType::DATA, 1));
     // The client acknowledges by hand: the SA's kernel RMPP sends the rest.
     let mut ack = got[0].1.clone();
     ack[3] = 0x12;
-    let ah = RmppHeader::of_mut(&mut ack).unwrap();
+    let ah = rmpp::header_mut(&mut ack).unwrap();
     ah.rmpp_type = RmppType::ACK.0;
-    ah.set_flags(flags::ACTIVE);
-    ah.seg_num.set(1);
-    ah.paylen_newwin.set(3);
+    ah.set_flags_raw(RmppFlags::ACTIVE);
+    ah.data1.set(1);
+    ah.data2.set(3);
     net.peers[cl].send(net.now, a_cl, 1, 1, 0, 0, &ack).unwrap();
     net.pump();
     let got = net.peers[cl].read_all();
