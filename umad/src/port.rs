@@ -863,9 +863,15 @@ impl MadPort for UmadPort {
     }
 
     /// QP1 if a GSI agent is registered; RMPP (MADs up to [`UmadConfig::max_mad_len`]) if an
-    /// agent has an RMPP version and the device is the kernel's (ibsim's shim does no RMPP).
+    /// agent has an RMPP version and the device does RMPP: the kernel's character device, or
+    /// `libibsm_umad.so`, whose descriptors are eventfds (`FdKind::Other`). ibsim's shim
+    /// (descriptors the kernel does not know) does no RMPP, nor do the tests' sockets.
     fn caps(&self) -> PortCaps {
-        let rmpp = self.is_kernel_device() && self.agents.iter().any(|a| a.rmpp_version != 0);
+        let does_rmpp = matches!(
+            sys::kernel_fd_kind(self.fd.raw()),
+            Some(FdKind::CharDev | FdKind::Other)
+        );
+        let rmpp = does_rmpp && self.agents.iter().any(|a| a.rmpp_version != 0);
         PortCaps {
             max_mad_len: if rmpp { self.max_mad_len } else { MAD_LEN },
             rmpp,

@@ -402,7 +402,7 @@ fn pma_child() {
     assert_eq!(port.agents()[2].qpn, 1);
     let caps = port.caps();
     assert!(caps.gmp, "a QP1 agent is registered");
-    assert!(!caps.rmpp, "no RMPP agent, and the shim does none");
+    assert!(!caps.rmpp, "no RMPP agent");
     assert_eq!(caps.max_mad_len, 256);
 
     // LIDs by directed route: ours (Hca1 port 1), Switch1 (port 0), Hca2 (port 1).
