@@ -1,4 +1,4 @@
-//! GMPs against `ibsm run` under ibsim's shim (issue 9).
+//! GMPs against `ibsm run` under ibsim's shim (issue 9), and under ours (`umad::both_shims!`).
 //!
 //! ibsim hands every request it does not answer itself (everything but SMPs and PerfMgt) to
 //! the SM's process on the destination port, and the shim's receiver dereferences a null
@@ -20,6 +20,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use umad::both_shims;
 use umad::testutil::{
     peers_or_skip, report_skip, require_peers, wait_bounded, IbsimGuard, TempDir,
 };
@@ -81,93 +82,94 @@ fn net_2sw2path() -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-#[test]
-fn sa_requests_to_an_ibsm_master_get_an_error_status_and_ibsm_keeps_running() {
-    let test = "sa_requests_to_an_ibsm_master_get_an_error_status_and_ibsm_keeps_running";
-    if !peers(test) {
-        return;
-    }
-    let sim = IbsimGuard::start_text(&net_2sw2path(), &[]).unwrap();
-    let dir = TempDir::new("gmp").unwrap();
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let log = dir.path().join("ibsm.log");
-    let mut daemon = Daemon(
-        sim.client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
-            .args(["run", "-f"])
-            .arg(&log)
-            .env("OSM_CACHE_DIR", &cache)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t0 = Instant::now();
-    loop {
-        let l = std::fs::read_to_string(&log).unwrap_or_default();
-        if l.contains("SUBNET UP") {
-            break;
+both_shims! {
+    fn sa_requests_to_an_ibsm_master_get_an_error_status_and_ibsm_keeps_running() {
+        let test = "sa_requests_to_an_ibsm_master_get_an_error_status_and_ibsm_keeps_running";
+        if !peers(test) {
+            return;
         }
-        assert!(
-            daemon.0.try_wait().unwrap().is_none(),
-            "ibsm run exited before SUBNET UP\nlog:\n{l}"
+        let sim = IbsimGuard::start_text(&net_2sw2path(), &[]).unwrap();
+        let dir = TempDir::new("gmp").unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let log = dir.path().join("ibsm.log");
+        let mut daemon = Daemon(
+            sim.client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+                .args(["run", "-f"])
+                .arg(&log)
+                .env("OSM_CACHE_DIR", &cache)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
         );
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no SUBNET UP in 60 s\nlog:\n{l}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Clients on the other CA (the daemon runs on the first one, Hca1).
-    let client = |prog: &str| {
-        let mut c = sim.client(prog, dir.path());
-        c.env("SIM_HOST", "Hca2");
-        c
-    };
+        let t0 = Instant::now();
+        loop {
+            let l = std::fs::read_to_string(&log).unwrap_or_default();
+            if l.contains("SUBNET UP") {
+                break;
+            }
+            assert!(
+                daemon.0.try_wait().unwrap().is_none(),
+                "ibsm run exited before SUBNET UP\nlog:\n{l}"
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "no SUBNET UP in 60 s\nlog:\n{l}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Clients on the other CA (the daemon runs on the first one, Hca1).
+        let client = |prog: &str| {
+            let mut c = sim.client(prog, dir.path());
+            c.env("SIM_HOST", "Hca2");
+            c
+        };
 
-    for args in [&["NR"][..], &["-c"], &["PR"]] {
-        let mut c = client("saquery");
-        c.args(args);
-        let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));
+        for args in [&["NR"][..], &["-c"], &["PR"]] {
+            let mut c = client("saquery");
+            c.args(args);
+            let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));
+            let t = text(&out);
+            assert!(in_time, "saquery {args:?} hung\n{t}");
+            assert!(!out.status.success(), "saquery {args:?} succeeded?\n{t}");
+            assert!(
+                t.contains("0x0c") || t.contains("0xc") || t.contains("0x000c") || t.contains("0x000C"),
+                "saquery {args:?} should report status 0x000c\n{t}"
+            );
+            assert!(
+                took < Duration::from_secs(5),
+                "saquery {args:?} took {took:?}: a timeout, not an answer\n{t}"
+            );
+            assert!(
+                daemon.0.try_wait().unwrap().is_none(),
+                "ibsm died on saquery {args:?}\n{t}"
+            );
+        }
+
+        let inv = dir.path().join("inventory.dat");
+        let mut c = client("osmtest");
+        c.arg("-f").arg("c").arg("-i").arg(&inv);
+        let (out, in_time, _) = run_bounded(c, Duration::from_secs(60));
         let t = text(&out);
-        assert!(in_time, "saquery {args:?} hung\n{t}");
-        assert!(!out.status.success(), "saquery {args:?} succeeded?\n{t}");
+        assert!(in_time, "osmtest -f c hung\n{t}");
         assert!(
-            t.contains("0x0c") || t.contains("0xc") || t.contains("0x000c") || t.contains("0x000C"),
-            "saquery {args:?} should report status 0x000c\n{t}"
-        );
-        assert!(
-            took < Duration::from_secs(5),
-            "saquery {args:?} took {took:?}: a timeout, not an answer\n{t}"
+            !out.status.success(),
+            "osmtest -f c passed against a stub SA?\n{t}"
         );
         assert!(
             daemon.0.try_wait().unwrap().is_none(),
-            "ibsm died on saquery {args:?}\n{t}"
+            "ibsm died on osmtest -f c\n{t}"
         );
+
+        // Still the master: answers SMInfo.
+        let (out, in_time, _) = run_bounded(client("sminfo"), Duration::from_secs(30));
+        let t = text(&out);
+        assert!(in_time && out.status.success(), "sminfo failed\n{t}");
+        assert!(t.contains("state 3"), "ibsm is not MASTER any more\n{t}");
+        assert!(daemon.0.try_wait().unwrap().is_none(), "ibsm died");
+        drop(daemon);
+        sim.stop();
     }
-
-    let inv = dir.path().join("inventory.dat");
-    let mut c = client("osmtest");
-    c.arg("-f").arg("c").arg("-i").arg(&inv);
-    let (out, in_time, _) = run_bounded(c, Duration::from_secs(60));
-    let t = text(&out);
-    assert!(in_time, "osmtest -f c hung\n{t}");
-    assert!(
-        !out.status.success(),
-        "osmtest -f c passed against a stub SA?\n{t}"
-    );
-    assert!(
-        daemon.0.try_wait().unwrap().is_none(),
-        "ibsm died on osmtest -f c\n{t}"
-    );
-
-    // Still the master: answers SMInfo.
-    let (out, in_time, _) = run_bounded(client("sminfo"), Duration::from_secs(30));
-    let t = text(&out);
-    assert!(in_time && out.status.success(), "sminfo failed\n{t}");
-    assert!(t.contains("state 3"), "ibsm is not MASTER any more\n{t}");
-    assert!(daemon.0.try_wait().unwrap().is_none(), "ibsm died");
-    drop(daemon);
-    sim.stop();
 }
