@@ -66,9 +66,17 @@ fn expected_nodes() -> Vec<(String, NodeType, u64)> {
 /// and waits for it (at most 60 s, then killed by PID). Checks that it passed and really ran
 /// (was not filtered out by the harness); returns its stdout.
 fn run_shim_child(sim: &IbsimGuard, dir: &Path, name: &str) -> String {
+    run_shim_child_on(sim, dir, name, None)
+}
+
+/// [`run_shim_child`] on node `host` (`SIM_HOST`; `None` = the topology's first node).
+fn run_shim_child_on(sim: &IbsimGuard, dir: &Path, name: &str, host: Option<&str>) -> String {
     let exe = std::env::current_exe().unwrap();
-    let child = sim
-        .client(&exe, dir)
+    let mut cmd = sim.client(&exe, dir);
+    if let Some(h) = host {
+        cmd.env("SIM_HOST", h);
+    }
+    let child = cmd
         .args(["--exact", name, "--ignored", "--nocapture"])
         .args(["--test-threads", "1"])
         .env(CHILD_ENV, "1")
@@ -311,14 +319,7 @@ both_shims! {
         if !peers_or_skip("umad pma_get_through_umad2sim") {
             return;
         }
-        let have_opensm = std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("opensm").is_file()));
-        if !have_opensm {
-            assert!(
-                !umad::testutil::require_peers(),
-                "IBSM_REQUIRE_PEERS=1 but opensm is not installed"
-            );
-            umad::testutil::report_skip("umad pma_get_through_umad2sim", "opensm not installed");
+        if !opensm_or_skip("umad pma_get_through_umad2sim") {
             return;
         }
         let sim = IbsimGuard::start(&net_file()).unwrap();
@@ -447,4 +448,178 @@ fn pma_child() {
             pc.port_xmit_pkts, pc.port_rcv_pkts
         );
     }
+}
+
+/// True if stock OpenSM is installed; else a loud skip (a failure under `IBSM_REQUIRE_PEERS=1`).
+fn opensm_or_skip(test: &str) -> bool {
+    let have = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("opensm").is_file()));
+    if !have {
+        assert!(
+            !umad::testutil::require_peers(),
+            "IBSM_REQUIRE_PEERS=1 but opensm is not installed"
+        );
+        umad::testutil::report_skip(test, "opensm not installed");
+    }
+    have
+}
+
+/// Stock OpenSM as SM and SA of an ibsim fabric, stopped by its PID on drop.
+struct OpenSm(std::process::Child);
+
+impl OpenSm {
+    /// Starts OpenSM as a daemon on the first CA of `sim` (log flushed per line: `-d 2`) and
+    /// waits (at most 60 s) until its log says SUBNET UP.
+    fn up(sim: &IbsimGuard, dir: &Path) -> OpenSm {
+        let log = dir.join("osm-daemon.log");
+        let child = sim
+            .client("opensm", dir)
+            .args(["-e", "-s", "0", "-d", "2", "-f"])
+            .arg(&log)
+            .env("OSM_CACHE_DIR", dir)
+            .env("OSM_TMP_DIR", dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let osm = OpenSm(child);
+        let t0 = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("SUBNET UP") {
+                return osm;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "OpenSM not up in 60 s:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for OpenSm {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An SA table longer than one MAD through [`UmadPort`] under `libibsm_umad.so` (issue 10):
+/// stock OpenSM is SM and SA of the 3-node fabric; a child registers a SubnAdm client agent
+/// (class version 2, RMPP version 1) beside the SMP agents, so `caps()` reports RMPP, sends a
+/// GetTable NodeRecord to the master SM's LID and reads the answer whole — one buffer longer
+/// than 256 bytes holding one NodeRecord per node with the GUIDs the .net file names. Under
+/// ibsim's shim the same request yields one truncated MAD (the failure the shim fixes), so this
+/// test runs under ours only.
+#[test]
+fn sa_table_longer_than_a_mad_through_libibsm_umad() {
+    let test = "umad sa_table_longer_than_a_mad_through_libibsm_umad";
+    umad::testutil::set_current_shim(Shim::Ibsm);
+    if !peers_or_skip(test) || !opensm_or_skip(test) {
+        return;
+    }
+    let sim = IbsimGuard::start(&net_file()).unwrap();
+    let dir = TempDir::new("satable").unwrap();
+    let osm = OpenSm::up(&sim, dir.path());
+    // The client attaches to the second CA (OpenSM holds the first).
+    let hca2 = expected_nodes()
+        .into_iter()
+        .filter(|(_, t, _)| *t == NodeType::CA)
+        .nth(1)
+        .unwrap()
+        .0;
+    let client_dir = TempDir::new("satable-client").unwrap();
+    let stdout = run_shim_child_on(&sim, client_dir.path(), "sa_table_child", Some(&hca2));
+    assert!(stdout.contains("SA-TABLE-OK records=3"), "{stdout}");
+    drop(osm);
+    sim.stop();
+}
+
+/// Runs inside the LD_PRELOAD child of `sa_table_longer_than_a_mad_through_libibsm_umad` only.
+#[test]
+#[ignore = "runs only as the child process of sa_table_longer_than_a_mad_through_libibsm_umad"]
+fn sa_table_child() {
+    use ibmad::{gmp, rmpp, sa, MgmtClass, PortNum, SaAttrId, Status};
+    use umad::{abi::MethodMask, AgentSpec};
+    if std::env::var_os(CHILD_ENV).is_none() {
+        eprintln!("sa_table_child: not under {CHILD_ENV}, nothing to do");
+        return;
+    }
+    let mut cfg = UmadConfig::default();
+    cfg.agents
+        .push(AgentSpec::gsi(MgmtClass::SUBN_ADM, 2, MethodMask::NONE));
+    let mut port = UmadPort::open(&cfg).unwrap();
+    assert_eq!(port.agents()[2].rmpp_version, 1, "SubnAdm uses RMPP");
+    let caps = port.caps();
+    assert!(caps.gmp && caps.rmpp, "libibsm_umad does RMPP: {caps:?}");
+    assert!(caps.max_mad_len > 256);
+
+    let smp = get_at(&mut port, &[], SmpAttrId::PORT_INFO, 0, 0x6001);
+    let (pi, _) = PortInfo::read_from_prefix(&smp.data).unwrap();
+    let (me, sm) = (Lid(pi.lid.get()), pi.master_sm_lid());
+    assert!(me.is_unicast() && sm.is_unicast() && me != sm, "{me} {sm}");
+
+    let tid = 0x7001;
+    let req = sa::Repr {
+        header: gmp::Repr::request(
+            MgmtClass::SUBN_ADM,
+            Method::GET_TABLE,
+            SaAttrId::NODE_RECORD.0,
+            0,
+            tid,
+        ),
+        rmpp: rmpp::Repr::Inactive,
+        sm_key: 0,
+        attr_offset: 0,
+        comp_mask: 0,
+    }
+    .to_mad();
+    port.send(&MadMeta::gmp(PortNum(1), me, sm), &req).unwrap();
+    let mut buf = vec![0u8; caps.max_mad_len];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let n = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "no GetTableResp from the SA at LID {sm}");
+        let Some((meta, n)) = port.recv_wait(&mut buf, left).unwrap() else {
+            continue;
+        };
+        if buf[1] == MgmtClass::SUBN_ADM.0
+            && u64::from_be_bytes(buf[8..16].try_into().unwrap()) & 0xFFFF_FFFF == tid
+        {
+            assert_eq!(meta.slid, sm, "answered by the SA");
+            break n;
+        }
+    };
+    assert!(
+        n > 256,
+        "the table arrives whole, not as one segment: {n} bytes"
+    );
+    let r = sa::Repr::parse_bytes(&buf[..n]).unwrap();
+    assert_eq!(r.header.method, Method::GET_TABLE_RESP);
+    assert_eq!(r.header.status, Status::OK);
+    let rec = r.record_len();
+    assert!(
+        rec >= 108,
+        "NodeRecord is 108 bytes: AttributeOffset {}",
+        r.attr_offset
+    );
+    let records = &buf[sa::SA_DATA_OFFSET..n];
+    let count = records.len() / rec;
+    let mut got: Vec<u64> = records
+        .chunks_exact(rec)
+        .map(|r| {
+            NodeInfo::read_from_prefix(&r[4..])
+                .unwrap()
+                .0
+                .node_guid
+                .get()
+        })
+        .collect();
+    got.sort_unstable();
+    let mut want: Vec<u64> = expected_nodes().into_iter().map(|(_, _, g)| g).collect();
+    want.sort_unstable();
+    assert_eq!(got, want, "one NodeRecord per node");
+    println!("SA-TABLE-OK records={count} bytes={n}");
 }
