@@ -247,3 +247,110 @@ fn a_gmp_to_its_own_port_is_delivered_without_crossing_a_link_and_bad_gmps_are_r
     assert!(recv_all(&mut f, sm).is_empty());
     assert_eq!(f.stats().dropped.get(DropReason::NoAgent), no_agent + 1);
 }
+
+/// A PortCounters request for `port_select` (Set clears what `select` names).
+fn pc_req(method: Method, port_select: u8, select: u32, tid: u64) -> [u8; 256] {
+    use ibmad::perf::{CounterSelect, PerfMad, PortCountersRepr};
+    use ibmad::zerocopy::IntoBytes;
+    use ibmad::{GmpAttrRepr, PmaAttrId};
+    let mut m = PerfMad::request(method, PmaAttrId::PORT_COUNTERS, 0, tid);
+    PortCountersRepr {
+        port_select,
+        counter_select: CounterSelect(select),
+        ..PortCountersRepr::default()
+    }
+    .emit(&mut m.data)
+    .unwrap();
+    let mut out = [0u8; 256];
+    out.copy_from_slice(m.as_bytes());
+    out
+}
+
+/// Sends `req` to `dlid` and returns the one answer: its MAD status and PortCounters.
+fn pma_ask(
+    f: &mut Fabric,
+    sm: SmHandle,
+    dlid: u16,
+    req: &[u8; 256],
+) -> (u16, ibmad::perf::PortCountersRepr) {
+    use ibmad::GmpAttrRepr;
+    f.sm_port(sm).send(&gmp_meta(dlid), req).unwrap();
+    settle(f, Duration::from_millis(1));
+    let got = recv_all(f, sm);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (meta, _, mad) = got[0];
+    assert_eq!(meta.slid, Lid(dlid));
+    assert_eq!(
+        (mad[1], mad[3]),
+        (MgmtClass::PERF_MGMT.0, Method::GET_RESP.0)
+    );
+    assert_eq!(&mad[8..16], &req[8..16], "TID echoed");
+    let status = u16::from_be_bytes([mad[4], mad[5]]);
+    (
+        status,
+        ibmad::perf::PortCountersRepr::parse(&mad[64..]).unwrap(),
+    )
+}
+
+#[test]
+fn every_node_s_pma_reports_the_simulator_s_counters_and_a_set_clears_them() {
+    let (mut f, sm) = fdisc(SimConfig::default());
+    program_path(&mut f, sm, PortState::ACTIVE);
+    let _ = recv_all(&mut f, sm);
+    let h10 = f.node_by_name("H10").unwrap();
+    let d = f.node_by_name("D").unwrap();
+    // A CA answers for the port the MAD arrived on; the values are the simulator's counters
+    // as they were when the request arrived (the request itself counted).
+    let want = *f.port_counters(h10, PortNum(1)).unwrap();
+    let (st, pc) = pma_ask(&mut f, sm, H10, &pc_req(Method::GET, 1, 0, 1));
+    assert_eq!(st, 0);
+    assert_eq!(pc.port_select, 1);
+    assert_eq!(u64::from(pc.port_rcv_pkts), want.port_rcv_pkts + 1);
+    assert_eq!(u64::from(pc.port_xmit_pkts), want.port_xmit_pkts);
+    assert_eq!(u64::from(pc.port_rcv_data), want.port_rcv_data + 72);
+    assert!(pc.port_rcv_pkts > 1, "the path's SMPs were counted: {pc:?}");
+    // Another port of a CA is an invalid field.
+    let (st, _) = pma_ask(&mut f, sm, H10, &pc_req(Method::GET, 2, 0, 2));
+    assert_eq!(st, 0x001C);
+    // A switch answers for any of its ports, port 0 included, and for all of them at once.
+    let d3 = *f.port_counters(d, PortNum(3)).unwrap();
+    let (st, pc) = pma_ask(&mut f, sm, D, &pc_req(Method::GET, 3, 0, 3));
+    assert_eq!(st, 0);
+    assert_eq!(u64::from(pc.port_xmit_pkts), d3.port_xmit_pkts);
+    let (st, _) = pma_ask(&mut f, sm, D, &pc_req(Method::GET, 0, 0, 4));
+    assert_eq!(st, 0);
+    let (st, all) = pma_ask(&mut f, sm, D, &pc_req(Method::GET, 0xFF, 0, 5));
+    assert_eq!(st, 0);
+    assert!(all.port_xmit_pkts > pc.port_xmit_pkts, "{all:?} vs {pc:?}");
+    // Injected errors show; a Set with every CounterSelect bit clears them and the traffic.
+    f.port_counters_mut(d, PortNum(3))
+        .unwrap()
+        .symbol_error_counter = 7;
+    let (_, pc) = pma_ask(&mut f, sm, D, &pc_req(Method::GET, 3, 0, 6));
+    assert_eq!(pc.symbol_error_counter, 7);
+    let (st, pc) = pma_ask(&mut f, sm, D, &pc_req(Method::SET, 3, 0xFFFF, 7));
+    assert_eq!(st, 0);
+    assert_eq!((pc.symbol_error_counter, pc.port_xmit_pkts), (0, 0));
+    let after = *f.port_counters(d, PortNum(3)).unwrap();
+    assert_eq!(after.symbol_error_counter, 0);
+    assert!(
+        after.port_xmit_pkts <= 1,
+        "cleared, then the answer: {after:?}"
+    );
+}
+
+#[test]
+fn a_pma_answers_nothing_to_a_trap_or_a_trap_repress() {
+    let (mut f, sm) = fdisc(SimConfig::default());
+    program_path(&mut f, sm, PortState::ACTIVE);
+    let _ = recv_all(&mut f, sm);
+    let no_agent = f.stats().dropped.get(DropReason::NoAgent);
+    for method in [Method::TRAP, Method::TRAP_REPRESS] {
+        let mut req = pc_req(Method::GET, 1, 0, 9);
+        req[3] = method.0;
+        f.sm_port(sm).send(&gmp_meta(H10), &req).unwrap();
+        settle(&mut f, Duration::from_millis(1));
+        assert!(recv_all(&mut f, sm).is_empty(), "{method:?}");
+    }
+    assert_eq!(f.stats().dropped.get(DropReason::NoAgent), no_agent + 2);
+}

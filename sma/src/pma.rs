@@ -129,6 +129,26 @@ counters! {
     port_multicast_rcv_pkts => MulticastRcvPkts,
 }
 
+impl Counter {
+    /// True for the traffic counts (data, packets, unicast/multicast packets, PortXmitWait);
+    /// false for the error counters.
+    #[must_use]
+    pub fn is_traffic(self) -> bool {
+        matches!(
+            self,
+            Counter::XmitData
+                | Counter::RcvData
+                | Counter::XmitPkts
+                | Counter::RcvPkts
+                | Counter::XmitWait
+                | Counter::UnicastXmitPkts
+                | Counter::UnicastRcvPkts
+                | Counter::MulticastXmitPkts
+                | Counter::MulticastRcvPkts
+        )
+    }
+}
+
 /// A set of [`Counter`]s: which counters a Set clears.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CounterSet(pub u32);
@@ -277,6 +297,15 @@ impl Counters {
             },
             1,
         );
+    }
+    /// True if every error counter — everything but the traffic counts (data, packets,
+    /// unicast/multicast packets, PortXmitWait) — is zero.
+    #[must_use]
+    pub fn no_errors(&self) -> bool {
+        Counter::ALL
+            .iter()
+            .filter(|c| !c.is_traffic())
+            .all(|&c| self.get(c) == 0)
     }
     /// Sets the counters in `which` to zero.
     pub fn clear(&mut self, which: CounterSet) {

@@ -29,95 +29,20 @@
 //!
 //! Unicast/multicast split: every MAD is unicast (the permissive LID counts as unicast).
 
-/// Data words of one MAD packet without a GRH: (LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4) / 4.
-pub const MAD_PACKET_WORDS: u64 = 72;
+/// Octets of one MAD packet without a GRH: LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4.
+pub const MAD_PACKET_OCTETS: u64 = 288;
+/// Data words of one MAD packet without a GRH (what PortXmitData/PortRcvData add).
+pub const MAD_PACKET_WORDS: u64 = MAD_PACKET_OCTETS / 4;
 /// Data words a GRH adds (40 octets).
 pub const GRH_WORDS: u64 = 10;
 
-/// The counters of one port. Field names are the IBA's (PortCountersExtended, which holds
-/// every PortCounters field at 64 bits).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct PortCounters {
-    /// SymbolErrorCounter.
-    pub symbol_error_counter: u64,
-    /// LinkErrorRecoveryCounter (the simulator never counts it).
-    pub link_error_recovery_counter: u64,
-    /// LinkDownedCounter.
-    pub link_downed_counter: u64,
-    /// PortRcvErrors.
-    pub port_rcv_errors: u64,
-    /// PortRcvRemotePhysicalErrors (never counted).
-    pub port_rcv_remote_physical_errors: u64,
-    /// PortRcvSwitchRelayErrors.
-    pub port_rcv_switch_relay_errors: u64,
-    /// PortXmitDiscards.
-    pub port_xmit_discards: u64,
-    /// PortXmitConstraintErrors (never counted).
-    pub port_xmit_constraint_errors: u64,
-    /// PortRcvConstraintErrors (never counted).
-    pub port_rcv_constraint_errors: u64,
-    /// LocalLinkIntegrityErrors (never counted).
-    pub local_link_integrity_errors: u64,
-    /// ExcessiveBufferOverrunErrors (never counted).
-    pub excessive_buffer_overrun_errors: u64,
-    /// VL15Dropped.
-    pub vl15_dropped: u64,
-    /// PortXmitData, in 32-bit words.
-    pub port_xmit_data: u64,
-    /// PortRcvData, in 32-bit words.
-    pub port_rcv_data: u64,
-    /// PortXmitPkts.
-    pub port_xmit_pkts: u64,
-    /// PortRcvPkts.
-    pub port_rcv_pkts: u64,
-    /// PortXmitWait (never counted: the simulator has no flow control).
-    pub port_xmit_wait: u64,
-    /// PortUnicastXmitPkts.
-    pub port_unicast_xmit_pkts: u64,
-    /// PortUnicastRcvPkts.
-    pub port_unicast_rcv_pkts: u64,
-    /// PortMulticastXmitPkts (never counted).
-    pub port_multicast_xmit_pkts: u64,
-    /// PortMulticastRcvPkts (never counted).
-    pub port_multicast_rcv_pkts: u64,
-}
-
-impl PortCounters {
-    /// One packet of `words` data words sent.
-    pub(crate) fn count_xmit(&mut self, words: u64) {
-        self.port_xmit_pkts = self.port_xmit_pkts.saturating_add(1);
-        self.port_unicast_xmit_pkts = self.port_unicast_xmit_pkts.saturating_add(1);
-        self.port_xmit_data = self.port_xmit_data.saturating_add(words);
-    }
-
-    /// One packet of `words` data words received.
-    pub(crate) fn count_rcv(&mut self, words: u64) {
-        self.port_rcv_pkts = self.port_rcv_pkts.saturating_add(1);
-        self.port_unicast_rcv_pkts = self.port_unicast_rcv_pkts.saturating_add(1);
-        self.port_rcv_data = self.port_rcv_data.saturating_add(words);
-    }
-
-    /// True if every error counter (everything but the traffic counts) is zero.
-    #[must_use]
-    pub fn no_errors(&self) -> bool {
-        [
-            self.symbol_error_counter,
-            self.link_error_recovery_counter,
-            self.link_downed_counter,
-            self.port_rcv_errors,
-            self.port_rcv_remote_physical_errors,
-            self.port_rcv_switch_relay_errors,
-            self.port_xmit_discards,
-            self.port_xmit_constraint_errors,
-            self.port_rcv_constraint_errors,
-            self.local_link_integrity_errors,
-            self.excessive_buffer_overrun_errors,
-            self.vl15_dropped,
-        ]
-        .iter()
-        .all(|&v| v == 0)
-    }
-}
+/// The counters of one port: the PMA's own type ([`sma::pma::Counters`]), so the simulator
+/// keeps the only copy and its PMA reads it directly. Field names are the IBA's
+/// (PortCountersExtended, which holds every PortCounters field at 64 bits). The simulator
+/// never counts LinkErrorRecovery, RcvRemotePhysicalErrors, the constraint errors,
+/// LocalLinkIntegrity, ExcessiveBufferOverrun, QP1Dropped, PortXmitWait (it has no flow
+/// control) or the multicast packets (every MAD is unicast).
+pub type PortCounters = sma::pma::Counters;
 
 /// Bumps a counter by one, saturating.
 pub(crate) fn bump(c: &mut u64) {
@@ -134,8 +59,8 @@ mod tests {
             port_xmit_data: u64::MAX - 1,
             ..PortCounters::default()
         };
-        c.count_xmit(MAD_PACKET_WORDS);
-        c.count_rcv(MAD_PACKET_WORDS + GRH_WORDS);
+        c.count_xmit(MAD_PACKET_OCTETS, false);
+        c.count_rcv(MAD_PACKET_OCTETS + GRH_WORDS * 4, false);
         assert_eq!(c.port_xmit_data, u64::MAX);
         assert_eq!((c.port_xmit_pkts, c.port_unicast_xmit_pkts), (1, 1));
         assert_eq!((c.port_rcv_pkts, c.port_rcv_data), (1, 82));

@@ -7,7 +7,7 @@ use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum, PortState, Smp, SmpAttrId,
 use sma::{Event, LinkEvent, LinkRequest};
 
 use super::{Ev, Fabric, TraceKind, CUT, DISABLED, NO_PEER, NO_TIMER, UP};
-use crate::sim::counters::{bump, MAD_PACKET_WORDS};
+use crate::sim::counters::{bump, MAD_PACKET_OCTETS};
 use crate::sim::stats::DropReason;
 
 impl Fabric {
@@ -202,7 +202,7 @@ impl Fabric {
             return self.drop_buf(buf, DropReason::NotActive, n, port);
         }
         self.stats.transmitted += 1;
-        self.counters[g].count_xmit(MAD_PACKET_WORDS);
+        self.counters[g].count_xmit(MAD_PACKET_OCTETS, false);
         {
             let s = self.pool.slot_mut(buf);
             s.bad_crc = false;
@@ -305,7 +305,7 @@ impl Fabric {
                 bump(&mut self.counters[g].port_rcv_errors);
                 return self.drop_buf(buf, DropReason::BadCrc, n, port);
             }
-            self.counters[g].count_rcv(MAD_PACKET_WORDS);
+            self.counters[g].count_rcv(MAD_PACKET_OCTETS, false);
         }
         let class = self.pool.slot(buf).data[1];
         if class == MgmtClass::SUBN_DIRECTED_ROUTE.0 {

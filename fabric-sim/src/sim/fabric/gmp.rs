@@ -6,7 +6,10 @@
 //!    request of a class the attachment registered ([`Fabric::register_class`]) — as the
 //!    kernel hands a MAD to the `user_mad` agent registered for its class;
 //! 2. else the node itself: an external agent that serves GMPs
-//!    ([`super::ExternalAgent::handles_gmp`]), or the node's PMA for PerfMgt;
+//!    ([`super::ExternalAgent::handles_gmp`]), or the node's PMA for PerfMgt — a
+//!    [`sma::Pma`] advertising what ibsim's does ([`PmaConfig::for_node`]), reading and
+//!    clearing the simulator's own per-port counters ([`crate::sim::counters`]); a MAD the PMA
+//!    does not answer (a response, a Trap, a malformed one) is dropped;
 //! 3. else no agent serves the class: a Get or Set is answered GetResp with status 0x000C
 //!    (method/attribute not supported) as a Linux host's MAD layer answers unmatched requests;
 //!    anything else is dropped ([`DropReason::NoAgent`]).
@@ -14,10 +17,37 @@
 //! Answers leave the port the request arrived on after the SMA service time, LID-routed back
 //! to the requester's LID and QP.
 
+use ibmad::zerocopy::IntoBytes;
 use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum, SMP_LEN};
+use sma::pma::{CounterSet, CounterSource, Counters, Pma, PmaConfig};
 
 use super::Fabric;
+use crate::sim::counters::PortCounters;
 use crate::sim::stats::DropReason;
+
+/// One node's counters as the PMA sees them: `ports[p]` is port `p` (index 0 a switch's
+/// management port; a CA has none).
+struct NodeCounters<'a> {
+    ports: &'a mut [PortCounters],
+    is_switch: bool,
+}
+
+impl NodeCounters<'_> {
+    fn index(&self, port: PortNum) -> Option<usize> {
+        (port.0 != 0 || self.is_switch).then_some(usize::from(port.0))
+    }
+}
+
+impl CounterSource for NodeCounters<'_> {
+    fn counters(&mut self, port: PortNum) -> Option<Counters> {
+        self.index(port).and_then(|i| self.ports.get(i)).copied()
+    }
+    fn clear(&mut self, port: PortNum, which: CounterSet) {
+        if let Some(c) = self.index(port).and_then(|i| self.ports.get_mut(i)) {
+            c.clear(which);
+        }
+    }
+}
 
 /// MAD status "method/attribute combination not supported" (IBA vol1 §13.4.7).
 const STATUS_METHOD_ATTR_NOT_SUPPORTED: u16 = 0x000C;
@@ -60,10 +90,39 @@ impl Fabric {
             self.pool.release(buf);
             return self.after_agent(n, self.service_ns);
         }
+        if class == MgmtClass::PERF_MGMT {
+            return self.answer_pma(n, &meta, port, buf);
+        }
         if matches!(method, Method::GET | Method::SET) {
             return self.answer_unsupported(n, end_port, buf);
         }
         self.drop_buf(buf, DropReason::NoAgent, n, port);
+    }
+
+    /// The node's PMA answers the PerfMgt MAD in `buf` (received at `meta.port`, the end port;
+    /// `port` is the physical port it arrived on) from the node's counters.
+    fn answer_pma(&mut self, n: u32, meta: &MadMeta, port: u8, buf: u32) {
+        let ni = n as usize;
+        let is_switch = self.agents[ni].is_switch();
+        let num_ports = self.agents[ni].num_ports();
+        let lo = self.base[ni] as usize;
+        let hi = lo + usize::from(num_ports) + 1;
+        let reply = {
+            let Some(ports) = self.counters.get_mut(lo..hi) else {
+                return self.drop_buf(buf, DropReason::NoAgent, n, port);
+            };
+            let mut src = NodeCounters { ports, is_switch };
+            let mut pma = Pma::new(PmaConfig::for_node(is_switch, num_ports));
+            pma.handle_mad(&mut src, meta, &self.pool.slot(buf).data)
+        };
+        let Some(reply) = reply else {
+            return self.drop_buf(buf, DropReason::NoAgent, n, port);
+        };
+        self.pool
+            .slot_mut(buf)
+            .data
+            .copy_from_slice(reply.mad.as_bytes());
+        self.send_gmp_reply(n, meta.port.0, buf);
     }
 
     /// Turns the request in `buf` into its GetResp with status 0x000C and sends it back from
