@@ -25,6 +25,7 @@ use umad::{AgentSpec, UmadConfig, UmadPort};
 
 use crate::config::{Options, Transport};
 use crate::ctl::{CtlServer, Request};
+use crate::metrics::{Metrics, MetricsServer};
 use crate::persist::{write_atomic, write_dump_files};
 use crate::service::Signals;
 
@@ -129,6 +130,8 @@ pub struct Control {
     pub socket: Option<PathBuf>,
     /// The socket was asked for explicitly: failing to bind it is an error, not a warning.
     pub socket_required: bool,
+    /// `--metrics-listen ADDR`: serve Prometheus/OpenMetrics text at `/metrics`.
+    pub metrics_listen: Option<String>,
 }
 
 /// Runs the daemon with `opts`; returns the process exit status.
@@ -265,6 +268,11 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     let (mut sent, mut received) = (0u64, 0u64);
     let mut ready = false;
     let mut opts = opts.clone();
+    let mut metrics = Metrics::new();
+    let metrics_server = match &control.metrics_listen {
+        Some(a) => Some(MetricsServer::bind(a)?),
+        None => None,
+    };
     loop {
         let t = now();
         // Signals and the control socket, between two turns of the SM.
@@ -309,6 +317,12 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 ),
             }
             sm.handle_command(t, Command::HeavySweep);
+        }
+        if let Some(srv) = &metrics_server {
+            srv.poll(|| {
+                metrics.observe(&sm, opts.sm_priority);
+                metrics.render()
+            });
         }
         if let Some(c) = ctl.as_mut() {
             let counts = Counts { sent, received };
@@ -364,6 +378,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 log.line(level, &line);
             }
             match ev {
+                Event::PhaseDone { phase, stats } => metrics.phase_done(phase, &stats),
                 Event::Guid2LidUpdated(text) => {
                     let _ = std::fs::create_dir_all(&opts.cache_dir);
                     if let Err(e) = write_atomic(&g2l_path, text.as_bytes()) {
@@ -429,6 +444,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                         sm.handle_mad(now(), &meta, mad);
                     }
                     received += 1;
+                    metrics.mad_received(mad.get(3) == Some(&ibmad::Method::TRAP.0));
                     next = port.recv(&mut buf).ok().flatten();
                 }
             }

@@ -15,6 +15,7 @@ pub mod config;
 pub mod ctl;
 pub mod daemon;
 pub mod diag;
+pub mod metrics;
 pub mod persist;
 pub mod progress;
 pub mod serve_cmd;

@@ -143,25 +143,29 @@ fn cmd_topo(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Takes `--ctl-socket PATH` (not an OpenSM option) out of `ibsm run`'s arguments.
-fn take_ctl_socket(args: &[String]) -> Result<(Vec<String>, Option<String>), String> {
+/// Takes `--NAME VALUE` / `--NAME=VALUE` (an ibsm option OpenSM lacks) out of `args`.
+fn take_opt(args: Vec<String>, name: &str) -> Result<(Vec<String>, Option<String>), String> {
+    let flag = format!("--{name}");
+    let eq = format!("--{name}=");
     let mut rest = Vec::new();
-    let mut socket = None;
-    let mut it = args.iter();
+    let mut value = None;
+    let mut it = args.into_iter();
     while let Some(a) = it.next() {
-        if a == "--ctl-socket" {
-            socket = Some(it.next().ok_or("--ctl-socket needs a PATH")?.clone());
-        } else if let Some(v) = a.strip_prefix("--ctl-socket=") {
-            socket = Some(v.to_string());
+        if a == flag {
+            value = Some(it.next().ok_or(format!("{flag} needs a value"))?);
+        } else if let Some(v) = a.strip_prefix(&eq) {
+            value = Some(v.to_string());
         } else {
-            rest.push(a.clone());
+            rest.push(a);
         }
     }
-    Ok((rest, socket))
+    Ok((rest, value))
 }
 
 fn cmd_run(args: &[String]) -> ExitCode {
-    let (args, ctl_socket) = match take_ctl_socket(args) {
+    let taken = take_opt(args.to_vec(), "ctl-socket")
+        .and_then(|(rest, ctl)| take_opt(rest, "metrics-listen").map(|(rest, m)| (rest, ctl, m)));
+    let (args, ctl_socket, metrics_listen) = match taken {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
@@ -176,7 +180,7 @@ fn cmd_run(args: &[String]) -> ExitCode {
     match parsed.action {
         Action::Help => {
             println!(
-                "usage: ibsm run [options]\n\n{}\n  --ctl-socket PATH         control socket for `ibsm ctl` (default {}, not with -o)",
+                "usage: ibsm run [options]\n\n{}\n  --ctl-socket PATH         control socket for `ibsm ctl` (default {}, not with -o)\n  --metrics-listen ADDR     serve Prometheus/OpenMetrics at http://ADDR/metrics (off by default)",
                 config::usage(&[]),
                 ibsm::ctl::DEFAULT_SOCKET
             );
@@ -204,6 +208,7 @@ fn cmd_run(args: &[String]) -> ExitCode {
                 args: args.to_vec(),
                 socket,
                 socket_required: required,
+                metrics_listen,
             };
             ibsm::daemon::run_controlled(&parsed.options, &control)
         }

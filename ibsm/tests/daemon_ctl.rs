@@ -1,7 +1,9 @@
 //! `ibsm run` as a service on an ibsim fabric (under `libumad2sim.so`): readiness through
 //! `$NOTIFY_SOCKET` at SUBNET UP, the control socket (`ibsm ctl status | sweep | reroute |
 //! loglevel | dump | perfmgr`), SIGHUP (config re-read + heavy sweep), SIGUSR1 (log reopened
-//! after a rename, as logrotate does) and SIGTERM (clean exit, socket removed).
+//! after a rename, as logrotate does) and SIGTERM (clean exit, socket removed); the
+//! `--metrics-listen` endpoint, scraped with `curl` and checked by `promtool check metrics`
+//! (Debian `prometheus`), with values that match the fabric.
 //!
 //! Without ibsim/the shim the test prints "SKIPPED: …" and passes, unless
 //! `IBSM_REQUIRE_PEERS=1`.
@@ -93,6 +95,12 @@ fn daemon_is_a_controllable_service() {
     );
     std::fs::write(&conf, "sm_priority 3\nforce_log_flush TRUE\n").unwrap();
     let notify = UnixDatagram::bind(d.join("notify")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
     notify
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
@@ -106,6 +114,7 @@ fn daemon_is_a_controllable_service() {
         .arg(&sock)
         .arg("--dump-dir")
         .arg(&dumps)
+        .args(["--metrics-listen", &listen])
         .env("OSM_CACHE_DIR", d)
         .env("NOTIFY_SOCKET", d.join("notify"))
         .stdin(Stdio::null())
@@ -131,6 +140,79 @@ fn daemon_is_a_controllable_service() {
     assert!(status.contains("SM priority: 3\n"), "{status}");
     assert!(status.contains("nodes: 4 (switches 2, CAs 2)"), "{status}");
     let h0 = heavy_sweeps(&status);
+
+    // Metrics: valid exposition, values that match the fabric (2 switches, 2 CAs, 4 links).
+    let scrape = || {
+        let out = Command::new("curl")
+            .args(["-sf", &format!("http://{listen}/metrics")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "curl: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = scrape();
+    // A scraper asking for OpenMetrics (as Prometheus does) gets it, `# EOF` ended.
+    let om = Command::new("curl")
+        .args([
+            "-sf",
+            "-H",
+            "Accept: application/openmetrics-text; version=1.0.0",
+            &format!("http://{listen}/metrics"),
+        ])
+        .output()
+        .unwrap();
+    let om = String::from_utf8(om.stdout).unwrap();
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(om.contains("# TYPE ibsm_sweeps counter\n"), "{om}");
+    assert!(
+        text.contains("# TYPE ibsm_sweeps_total counter\n"),
+        "{text}"
+    );
+    for want in [
+        "ibsm_subnet_up 1\n",
+        "ibsm_lids_in_use 4\n",
+        "ibsm_nodes{type=\"switch\"} 2\n",
+        "ibsm_nodes{type=\"ca\"} 2\n",
+        "ibsm_ports{state=\"active\"} 8\n",
+        "ibsm_sm_priority 3\n",
+        "ibsm_sweeps_total{kind=\"heavy\"} ",
+        "ibsm_smps_sent_total ",
+        "ibsm_sweep_phase_seconds_bucket{le=",
+    ] {
+        assert!(text.contains(want), "no {want:?} in\n{text}");
+    }
+    if std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok()
+    {
+        let mut check = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        check
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = check.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check metrics: {out:?}\n{text}"
+        );
+    } else {
+        let why = "promtool not installed (apt-get install prometheus)";
+        assert!(
+            !umad::testutil::require_peers(),
+            "IBSM_REQUIRE_PEERS=1 but {why}"
+        );
+        umad::testutil::report_skip(test, why);
+    }
 
     // sweep heavy / reroute: heavy sweeps happen.
     ctl_ok(&sock, &["sweep", "heavy"]);
