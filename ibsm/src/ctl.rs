@@ -11,7 +11,7 @@
 //! | `sweep [light\|heavy]` | a light sweep (default) or a heavy sweep now |
 //! | `reroute` | recompute and reprogram the routes (a heavy sweep) |
 //! | `loglevel N` | OpenSM's log flags (`-D`): 0x04 and above adds the verbose lines |
-//! | `perfmgr [status\|sweep]` | the performance manager (not in this build: says so) |
+//! | `perfmgr [status\|sweep\|enable\|disable\|sweep_time S\|clear_counters\|print_counters [NODE]\|print_errors]` | the performance manager, as OpenSM's console `perfmgr` |
 //! | `dump` | write OpenSM's dump files into the dump directory now |
 //!
 //! The socket is created with permissions 0600 inside a directory the daemon creates with
@@ -54,7 +54,7 @@ impl Request {
     /// A message naming what is wrong, with the list of requests.
     pub fn parse(line: &str) -> Result<Request, String> {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let usage = "requests: status, sweep [light|heavy], reroute, loglevel N, perfmgr [status|sweep], dump";
+        let usage = "requests: status, sweep [light|heavy], reroute, loglevel N, perfmgr [status|sweep|enable|disable|sweep_time S|clear_counters|print_counters [NODE]|print_errors], dump";
         match words.as_slice() {
             ["status"] => Ok(Request::Status),
             ["sweep"] | ["sweep", "light"] => Ok(Request::Sweep { heavy: false }),
@@ -154,7 +154,7 @@ impl Drop for CtlServer {
     }
 }
 
-const USAGE: &str = "usage: ibsm ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr [status|sweep] | dump\n";
+const USAGE: &str = "usage: ibsm ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr [status|sweep|enable|disable|sweep_time S|clear_counters|print_counters [NODE]|print_errors] | dump\n";
 
 /// `ibsm ctl`: sends one request to a running daemon and prints the answer; exit status 0 for
 /// `ok`, 1 for `error`, 2 for bad usage or no daemon.

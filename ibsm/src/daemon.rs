@@ -28,6 +28,7 @@ use crate::ctl::{CtlServer, Request};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::persist::{write_atomic, write_dump_files};
 use crate::service::Signals;
+use sm::perfmgr::{PerfEvent, PerfMgr};
 
 /// Where log lines go: OpenSM's `log_file` (or standard output for `stdout`/`-`).
 struct Log {
@@ -220,6 +221,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         ..UmadConfig::default()
     };
     ucfg.agents.push(AgentSpec::sa());
+    // The performance manager's client agent (answers only; `ibsm ctl perfmgr enable` can
+    // start it at run time, so it is registered even with `perfmgr FALSE`).
+    ucfg.agents.push(AgentSpec::gsi(
+        MgmtClass::PERF_MGMT,
+        1,
+        umad::abi::MethodMask::NONE,
+    ));
     let mut port = UmadPort::open(&ucfg).map_err(|e| e.to_string())?;
     let dev = port.device().clone();
     if let Err(e) = port.set_issm(true) {
@@ -265,6 +273,8 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     // Large enough for an RMPP-reassembled SA request where the kernel does RMPP.
     let mut buf = vec![0u8; port.caps().max_mad_len];
     let mut sa = sm::sa::Sa::new();
+    let mut pm = PerfMgr::new(opts.perfmgr_config());
+    pm.set_enabled(opts.perfmgr);
     let (mut sent, mut received) = (0u64, 0u64);
     let mut ready = false;
     let mut opts = opts.clone();
@@ -321,6 +331,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         if let Some(srv) = &metrics_server {
             srv.poll(|| {
                 metrics.observe(&sm, opts.sm_priority);
+                metrics.observe_perfmgr(&pm);
                 metrics.render()
             });
         }
@@ -354,7 +365,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     opts.log_flags = n;
                     Ok(format!("log flags 0x{n:02x}"))
                 }
-                Request::Perfmgr(_) => Err("the performance manager is not implemented yet".into()),
+                Request::Perfmgr(words) => crate::perf::request(&mut pm, t, &words),
                 Request::Dump => {
                     let dir = opts.dump_files_dir.clone();
                     write_dump_files(&dir, &sm)
@@ -373,6 +384,33 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 Err(e) => log.line(Level::Error, &format!("send failed: {e}")),
             }
         }
+        if pm.poll_timeout().is_some_and(|d| d <= t) {
+            pm.handle_timeout(t);
+        }
+        while let Some(tx) = pm.poll_transmit(t, &mut buf) {
+            match port.send(&tx.meta, &buf[..tx.len]) {
+                Ok(()) | Err(PortError::WouldBlock) => {} // a lost query is retried
+                Err(e) => log.line(Level::Error, &format!("perfmgr send failed: {e}")),
+            }
+        }
+        while let Some(ev) = pm.poll_event() {
+            match ev {
+                PerfEvent::Log { level, line } => log.line(level, &line),
+                PerfEvent::SweepDone(s) => {
+                    metrics.perfmgr_sweep(&s);
+                    log.line(
+                        Level::Verbose,
+                        &format!(
+                            "perfmgr sweep: {} ports in {:.3} s ({} queries, {} timed out)",
+                            s.ports,
+                            s.elapsed.as_secs_f64(),
+                            s.queries,
+                            s.timed_out
+                        ),
+                    );
+                }
+            }
+        }
         while let Some(ev) = sm.poll_event() {
             if let Some((level, line)) = ev.log_line() {
                 log.line(level, &line);
@@ -386,6 +424,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     }
                 }
                 Event::SubnetUp => {
+                    // The performance manager watches what the sweep found.
+                    pm.set_targets(
+                        t,
+                        dev.port,
+                        sm.sm_lid(),
+                        sm::perfmgr::targets(sm.subnet(), pm.config().ignore_cas),
+                    );
                     log.line(
                         Level::Info,
                         &format!(
@@ -423,8 +468,11 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             }
         }
         let t = now();
-        let wait = sm
-            .poll_timeout()
+        let due = match (sm.poll_timeout(), pm.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let wait = due
             .map_or(Duration::from_secs(1), |d| d.saturating_since(t))
             // Signals and control requests are looked at between waits.
             .min(Duration::from_millis(100));
@@ -434,7 +482,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 // Take everything already queued before the next transmit round.
                 while let Some((meta, len)) = next {
                     let mad = &buf[..len.min(buf.len())];
-                    if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
+                    if mad.get(1) == Some(&MgmtClass::PERF_MGMT.0) {
+                        pm.handle_mad(now(), &meta, mad);
+                    } else if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
                         if let Some(r) = sa.handle_mad(&meta, mad) {
                             if let Err(e) = port.send(&r.meta, &r.mad) {
                                 log.line(Level::Verbose, &format!("SA answer not sent: {e}"));

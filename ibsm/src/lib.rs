@@ -16,6 +16,7 @@ pub mod ctl;
 pub mod daemon;
 pub mod diag;
 pub mod metrics;
+pub mod perf;
 pub mod persist;
 pub mod progress;
 pub mod serve_cmd;

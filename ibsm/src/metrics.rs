@@ -21,6 +21,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use sm::perfmgr::{Counter as PortCounter, PerfMgr, SweepStats};
 use sm::{Phase, PhaseStats, Sm};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -36,6 +37,44 @@ struct State {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct NodeType {
     r#type: String,
+}
+
+/// A port, as the performance manager's series are labelled: both the GUID (stable) and the
+/// NodeDescription (readable), and the port number.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PortLabels {
+    node_guid: String,
+    node_desc: String,
+    port: String,
+}
+
+/// The metric name (without `ibsm_` and `_total`) of a port counter, and the factor to its
+/// unit (PortXmitData/PortRcvData count 32-bit words; the metric counts bytes).
+fn port_metric(c: PortCounter) -> (&'static str, u64) {
+    match c {
+        PortCounter::SymbolErrors => ("port_symbol_errors", 1),
+        PortCounter::LinkErrorRecovery => ("port_link_error_recovery", 1),
+        PortCounter::LinkDowned => ("port_link_downed", 1),
+        PortCounter::RcvErrors => ("port_rcv_errors", 1),
+        PortCounter::RcvRemotePhysicalErrors => ("port_rcv_remote_physical_errors", 1),
+        PortCounter::RcvSwitchRelayErrors => ("port_rcv_switch_relay_errors", 1),
+        PortCounter::XmitDiscards => ("port_xmit_discards", 1),
+        PortCounter::XmitConstraintErrors => ("port_xmit_constraint_errors", 1),
+        PortCounter::RcvConstraintErrors => ("port_rcv_constraint_errors", 1),
+        PortCounter::LocalLinkIntegrityErrors => ("port_local_link_integrity_errors", 1),
+        PortCounter::ExcessiveBufferOverrunErrors => ("port_excessive_buffer_overrun_errors", 1),
+        PortCounter::Vl15Dropped => ("port_vl15_dropped", 1),
+        PortCounter::XmitData => ("port_xmit_data_bytes", 4),
+        PortCounter::RcvData => ("port_rcv_data_bytes", 4),
+        PortCounter::XmitPkts => ("port_xmit_packets", 1),
+        PortCounter::RcvPkts => ("port_rcv_packets", 1),
+        PortCounter::XmitWait => ("port_xmit_wait", 1),
+        PortCounter::Qp1Dropped => ("port_qp1_dropped", 1),
+        PortCounter::UnicastXmitPkts => ("port_unicast_xmit_packets", 1),
+        PortCounter::UnicastRcvPkts => ("port_unicast_rcv_packets", 1),
+        PortCounter::MulticastXmitPkts => ("port_multicast_xmit_packets", 1),
+        PortCounter::MulticastRcvPkts => ("port_multicast_rcv_packets", 1),
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -64,6 +103,12 @@ pub struct Metrics {
     ports: Family<State, Gauge>,
     lids: Gauge,
     nodes: Family<NodeType, Gauge>,
+    port_counters: Vec<(PortCounter, u64, Family<PortLabels, Counter>)>,
+    perfmgr_sweeps: Counter,
+    perfmgr_sweep_seconds: Histogram,
+    perfmgr_queries: Counter,
+    perfmgr_timed_out: Counter,
+    perfmgr_ports: Gauge,
 }
 
 impl Default for Metrics {
@@ -111,6 +156,15 @@ impl Metrics {
             ports: Family::default(),
             lids: Gauge::default(),
             nodes: Family::default(),
+            port_counters: PortCounter::ALL
+                .into_iter()
+                .map(|c| (c, port_metric(c).1, Family::default()))
+                .collect(),
+            perfmgr_sweeps: Counter::default(),
+            perfmgr_sweep_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
+            perfmgr_queries: Counter::default(),
+            perfmgr_timed_out: Counter::default(),
+            perfmgr_ports: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -164,6 +218,46 @@ impl Metrics {
         registry.register("ports", "Linked ports by logical state", m.ports.clone());
         registry.register("lids_in_use", "Unicast LIDs assigned", m.lids.clone());
         registry.register("nodes", "Nodes discovered, by type", m.nodes.clone());
+        registry.register(
+            "perfmgr_sweeps",
+            "Performance-manager sweeps finished",
+            m.perfmgr_sweeps.clone(),
+        );
+        registry.register(
+            "perfmgr_sweep_seconds",
+            "Duration of performance-manager sweeps",
+            m.perfmgr_sweep_seconds.clone(),
+        );
+        registry.register(
+            "perfmgr_queries",
+            "PerfMgt queries sent, resends included",
+            m.perfmgr_queries.clone(),
+        );
+        registry.register(
+            "perfmgr_queries_timed_out",
+            "PerfMgt queries given up after the last retry",
+            m.perfmgr_timed_out.clone(),
+        );
+        registry.register(
+            "perfmgr_ports",
+            "Ports the performance manager reads",
+            m.perfmgr_ports.clone(),
+        );
+        for (c, factor, fam) in &m.port_counters {
+            let unit = if *factor == 4 {
+                " (in bytes: 4 x the IBA's 32-bit words)"
+            } else {
+                ""
+            };
+            registry.register(
+                port_metric(*c).0,
+                format!(
+                    "{} of the port{unit}, as the performance manager reads it",
+                    c.name()
+                ),
+                fam.clone(),
+            );
+        }
         Metrics { registry, ..m }
     }
 
@@ -199,6 +293,39 @@ impl Metrics {
         self.smps_sent.inc_by(stats.smps);
         self.smps_retried.inc_by(stats.retried);
         self.smps_timed_out.inc_by(stats.timed_out);
+    }
+
+    /// A performance-manager sweep finished.
+    pub fn perfmgr_sweep(&self, s: &SweepStats) {
+        self.perfmgr_sweeps.inc();
+        self.perfmgr_sweep_seconds.observe(s.elapsed.as_secs_f64());
+        self.perfmgr_queries.inc_by(s.queries);
+        self.perfmgr_timed_out.inc_by(s.timed_out);
+    }
+
+    /// Reads the performance manager's running totals into the per-port series (rebuilt at
+    /// every scrape, so ports it forgot disappear and `clear_counters` shows as a reset).
+    pub fn observe_perfmgr(&mut self, pm: &PerfMgr) {
+        for (_, _, fam) in &self.port_counters {
+            fam.clear();
+        }
+        let mut ports = 0i64;
+        for r in pm.ports() {
+            if r.samples == 0 {
+                continue;
+            }
+            ports += 1;
+            let labels = PortLabels {
+                node_guid: format!("{:#018x}", r.node_guid.0),
+                node_desc: r.node_desc.clone(),
+                port: r.port.0.to_string(),
+            };
+            for (c, factor, fam) in &self.port_counters {
+                fam.get_or_create(&labels)
+                    .inc_by(r.total.get(*c).saturating_mul(*factor));
+            }
+        }
+        self.perfmgr_ports.set(ports);
     }
 
     /// A MAD arrived (`trap`: its method is Trap).

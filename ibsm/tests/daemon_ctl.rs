@@ -12,40 +12,13 @@
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use umad::testutil::{peers_or_skip, IbsimGuard, TempDir};
 
-const IBSM: &str = env!("CARGO_BIN_EXE_ibsm");
-
-fn ctl(sock: &Path, req: &[&str]) -> Output {
-    Command::new(IBSM)
-        .arg("ctl")
-        .arg("--socket")
-        .arg(sock)
-        .args(req)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn ctl_ok(sock: &Path, req: &[&str]) -> String {
-    let out = ctl(sock, req);
-    assert!(out.status.success(), "ibsm ctl {req:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<String>) -> String {
-    let t = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+mod daemon_common;
+use daemon_common::*;
 
 fn heavy_sweeps(status: &str) -> u64 {
     status
@@ -63,17 +36,6 @@ fn signal(pid: u32, sig: &str) {
         .unwrap()
         .success();
     assert!(ok, "kill -s {sig} {pid}");
-}
-
-/// Kills the daemon (by PID) if the test ends early.
-struct Daemon(Option<std::process::Child>);
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 #[test]
@@ -95,12 +57,7 @@ fn daemon_is_a_controllable_service() {
     );
     std::fs::write(&conf, "sm_priority 3\nforce_log_flush TRUE\n").unwrap();
     let notify = UnixDatagram::bind(d.join("notify")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = free_listen_addr();
     notify
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
@@ -142,26 +99,12 @@ fn daemon_is_a_controllable_service() {
     let h0 = heavy_sweeps(&status);
 
     // Metrics: valid exposition, values that match the fabric (2 switches, 2 CAs, 4 links).
-    let scrape = || {
-        let out = Command::new("curl")
-            .args(["-sf", &format!("http://{listen}/metrics")])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "curl: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let text = scrape();
+    let text = scrape(&listen, &[]);
     // A scraper asking for OpenMetrics (as Prometheus does) gets it, `# EOF` ended.
-    let om = Command::new("curl")
-        .args([
-            "-sf",
-            "-H",
-            "Accept: application/openmetrics-text; version=1.0.0",
-            &format!("http://{listen}/metrics"),
-        ])
-        .output()
-        .unwrap();
-    let om = String::from_utf8(om.stdout).unwrap();
+    let om = scrape(
+        &listen,
+        &["Accept: application/openmetrics-text; version=1.0.0"],
+    );
     assert!(om.ends_with("# EOF\n"), "{om}");
     assert!(om.contains("# TYPE ibsm_sweeps counter\n"), "{om}");
     assert!(
@@ -181,37 +124,8 @@ fn daemon_is_a_controllable_service() {
     ] {
         assert!(text.contains(want), "no {want:?} in\n{text}");
     }
-    if std::process::Command::new("promtool")
-        .arg("--version")
-        .output()
-        .is_ok()
-    {
-        let mut check = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write as _;
-        check
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = check.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics: {out:?}\n{text}"
-        );
-    } else {
-        let why = "promtool not installed (apt-get install prometheus)";
-        assert!(
-            !umad::testutil::require_peers(),
-            "IBSM_REQUIRE_PEERS=1 but {why}"
-        );
-        umad::testutil::report_skip(test, why);
+    if have_tool(test, "promtool", "prometheus") {
+        promtool_check(&text);
     }
 
     // sweep heavy / reroute: heavy sweeps happen.
@@ -232,10 +146,16 @@ fn daemon_is_a_controllable_service() {
     assert!(dump.contains("dump files written"), "{dump}");
     let topo = std::fs::read_to_string(dumps.join("ibnetdiscover.topo")).unwrap();
     assert!(topo.contains("\"Switch2\""), "{topo}");
+    // perfmgr FALSE: the performance manager is there but does not sweep.
+    let pm = ctl_ok(&sock, &["perfmgr", "status"]);
+    assert!(
+        pm.contains("perfmgr: disabled") && pm.contains("perfmgr sweeps: 0"),
+        "{pm}"
+    );
     // Refusals say why.
-    let out = ctl(&sock, &["perfmgr", "status"]);
+    let out = ctl(&sock, &["perfmgr", "sideways"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("performance manager"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown perfmgr request"));
     let out = ctl(&sock, &["sweep", "sideways"]);
     assert_eq!(out.status.code(), Some(2));
     let out = ctl(&d.join("nothing.sock"), &["status"]);

@@ -17,6 +17,7 @@ pub(crate) enum Section {
     Handover,
     Timing,
     Misc,
+    PerfMgr,
     Debug,
     Ibsm,
 }
@@ -30,6 +31,7 @@ impl Section {
             Section::Handover => "HANDOVER - MULTIPLE SMs OPTIONS",
             Section::Timing => "TIMING AND THREADING OPTIONS",
             Section::Misc => "MISC OPTIONS",
+            Section::PerfMgr => "Performance Manager Options",
             Section::Debug => "DEBUG FEATURES",
             Section::Ibsm => "IBSM OPTIONS (not in OpenSM)",
         }
@@ -655,6 +657,97 @@ pub(crate) static KEYS: &[KeySpec] = &[
         get: |o| fmt_bool(o.daemon),
         set: |o, v| {
             o.daemon = boolean(v)?;
+            Ok(())
+        },
+    },
+    // ---------------- PERFMGR ----------------
+    KeySpec {
+        key: "perfmgr",
+        section: Section::PerfMgr,
+        doc: &["PerfMgr is enabled if TRUE and disabled if FALSE (default FALSE)"],
+        get: |o| fmt_bool(o.perfmgr),
+        set: |o, v| {
+            o.perfmgr = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_sweep_time_s",
+        section: Section::PerfMgr,
+        doc: &["sweep time in seconds (default 180 seconds)"],
+        get: |o| o.perfmgr_sweep_time_s.to_string(),
+        set: |o, v| {
+            o.perfmgr_sweep_time_s = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_max_outstanding_queries",
+        section: Section::PerfMgr,
+        doc: &["Max outstanding queries (default 500)"],
+        get: |o| o.perfmgr_max_outstanding_queries.to_string(),
+        set: |o, v| {
+            o.perfmgr_max_outstanding_queries = u32_in(v, 1, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_ignore_cas",
+        section: Section::PerfMgr,
+        doc: &["Ignore CAs on sweep (default FALSE)"],
+        get: |o| fmt_bool(o.perfmgr_ignore_cas),
+        set: |o, v| {
+            o.perfmgr_ignore_cas = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_rm_nodes",
+        section: Section::PerfMgr,
+        doc: &["Remove missing nodes from DB (default TRUE)"],
+        get: |o| fmt_bool(o.perfmgr_rm_nodes),
+        set: |o, v| {
+            o.perfmgr_rm_nodes = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_log_errors",
+        section: Section::PerfMgr,
+        doc: &["Log error counters to the log (default TRUE)"],
+        get: |o| fmt_bool(o.perfmgr_log_errors),
+        set: |o, v| {
+            o.perfmgr_log_errors = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_query_cpi",
+        section: Section::PerfMgr,
+        doc: &["Query PerfMgt Get(ClassPortInfo) for extended capabilities (64 bit counters) (default TRUE)"],
+        get: |o| fmt_bool(o.perfmgr_query_cpi),
+        set: |o, v| {
+            o.perfmgr_query_cpi = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_xmit_wait_log",
+        section: Section::PerfMgr,
+        doc: &["Log xmit_wait errors (default FALSE)"],
+        get: |o| fmt_bool(o.perfmgr_xmit_wait_log),
+        set: |o, v| {
+            o.perfmgr_xmit_wait_log = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "perfmgr_xmit_wait_threshold",
+        section: Section::PerfMgr,
+        doc: &["If logging xmit_wait's; set threshold (default 65535)"],
+        get: |o| o.perfmgr_xmit_wait_threshold.to_string(),
+        set: |o, v| {
+            o.perfmgr_xmit_wait_threshold = u32_in(v, 0, u32::MAX)?;
             Ok(())
         },
     },

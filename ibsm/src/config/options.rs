@@ -342,6 +342,26 @@ pub struct Options {
     /// `transaction_retries` (`--retries`): retries before an SMP fails. Default 3.
     pub transaction_retries: u32,
 
+    // ---- performance manager (OpenSM's `perfmgr*`, osm_subnet.c defaults) ----
+    /// `perfmgr`: run the performance manager. Default FALSE.
+    pub perfmgr: bool,
+    /// `perfmgr_sweep_time_s`: seconds between counter sweeps; 0 = only on request. Default 180.
+    pub perfmgr_sweep_time_s: u32,
+    /// `perfmgr_max_outstanding_queries`: PerfMgt queries in flight at once. Default 500.
+    pub perfmgr_max_outstanding_queries: u32,
+    /// `perfmgr_ignore_cas`: read switch ports only. Default FALSE.
+    pub perfmgr_ignore_cas: bool,
+    /// `perfmgr_rm_nodes`: forget nodes that left the subnet. Default TRUE.
+    pub perfmgr_rm_nodes: bool,
+    /// `perfmgr_log_errors`: log error-counter increases. Default TRUE.
+    pub perfmgr_log_errors: bool,
+    /// `perfmgr_query_cpi`: ask each PMA's ClassPortInfo. Default TRUE.
+    pub perfmgr_query_cpi: bool,
+    /// `perfmgr_xmit_wait_log`: log PortXmitWait increases. Default FALSE.
+    pub perfmgr_xmit_wait_log: bool,
+    /// `perfmgr_xmit_wait_threshold`: the PortXmitWait increase worth a log line. Default 65535.
+    pub perfmgr_xmit_wait_threshold: u32,
+
     // ---- misc / logging ----
     /// `daemon` (`-B`): run in the background. Default FALSE.
     pub daemon: bool,
@@ -417,6 +437,15 @@ impl Default for Options {
             lid_routed: true,
             transaction_timeout: 200,
             transaction_retries: 3,
+            perfmgr: false,
+            perfmgr_sweep_time_s: 180,
+            perfmgr_max_outstanding_queries: 500,
+            perfmgr_ignore_cas: false,
+            perfmgr_rm_nodes: true,
+            perfmgr_log_errors: true,
+            perfmgr_query_cpi: true,
+            perfmgr_xmit_wait_log: false,
+            perfmgr_xmit_wait_threshold: 0xFFFF,
             daemon: false,
             log_flags: 0x03,
             force_log_flush: false,

@@ -63,6 +63,28 @@ impl Options {
     }
 }
 
+impl Options {
+    /// The performance manager's configuration: the `perfmgr_*` options, and the SM's
+    /// transaction timeout and retries for its queries. (`perfmgr` itself, on or off, is the
+    /// daemon's.)
+    #[must_use]
+    pub fn perfmgr_config(&self) -> sm::perfmgr::PerfMgrConfig {
+        sm::perfmgr::PerfMgrConfig {
+            sweep_time: Duration::from_secs(self.perfmgr_sweep_time_s.into()),
+            max_outstanding: usize::try_from(self.perfmgr_max_outstanding_queries)
+                .unwrap_or(usize::MAX),
+            ignore_cas: self.perfmgr_ignore_cas,
+            rm_nodes: self.perfmgr_rm_nodes,
+            log_errors: self.perfmgr_log_errors,
+            query_cpi: self.perfmgr_query_cpi,
+            xmit_wait_log: self.perfmgr_xmit_wait_log,
+            xmit_wait_threshold: self.perfmgr_xmit_wait_threshold.into(),
+            timeout: Duration::from_millis(self.transaction_timeout.into()),
+            retries: self.transaction_retries,
+        }
+    }
+}
+
 /// Reads a file named by an option. Never fails: a read error is carried as text, and the
 /// engine then behaves as OpenSM does when `fopen` fails (e.g. updn falls back to automatic
 /// root detection).
