@@ -204,6 +204,25 @@ impl SwitchGraph {
         }
     }
 
+    /// Every usable link direction (a *channel*), switch by switch in slot order and, within a
+    /// switch, in port order: channel `c` of switch `a` is `channels()[first_channel(a) + i]`
+    /// for `neighbors(a)[i]`. Channel ids index this slice.
+    #[inline]
+    #[must_use]
+    pub fn channels(&self) -> &[Edge] {
+        &self.adj
+    }
+
+    /// The id of the first channel of switch slot `a` (channels of `a` are
+    /// `first_channel(a)..first_channel(a + 1)`; `first_channel(switch_count())` is the total).
+    #[inline]
+    #[must_use]
+    pub fn first_channel(&self, a: usize) -> usize {
+        self.adj_start
+            .get(a)
+            .map_or(self.adj.len(), |&x| x as usize)
+    }
+
     /// Multi-source breadth-first search: afterwards `dist[v]` is the number of switch hops from
     /// the nearest of `sources` to slot `v` ([`UNREACHABLE`] where none reaches; growth stops at
     /// 0xFE), and `queue` holds the reached slots in visit order. `dist` must have one entry

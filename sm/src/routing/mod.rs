@@ -11,9 +11,12 @@
 //! falls back to min-hop (OpenSM `osm_ucast_mgr_process`), recording the log lines OpenSM prints
 //! so operators can grep for `"<engine> tables configured on all switches"`.
 
+pub mod cdg;
+pub mod dfsssp;
 pub mod file;
 pub mod ftree;
 pub mod graph;
+pub mod lash;
 pub mod minhop;
 pub mod updn;
 pub mod vl;
@@ -317,6 +320,17 @@ pub struct EngineOptions {
     /// which with the ports' VLCap bounds the VLs an engine may use ([`vl::VlBudget::of`]).
     /// Default 5 (VL0–14), as OpenSM.
     pub max_op_vls: u8,
+    /// [`lash_start_vl`]: the first SL (and VL) lash uses; default 0.
+    pub lash_start_vl: u8,
+    /// [`do_mesh_analysis`] for lash: parallel links count as one, their routes shared
+    /// round-robin; default false.
+    pub do_mesh_analysis: bool,
+    /// [`nue_max_num_vls`]: the VLs (layers) nue may use, 0 = all the ports allow; default 1.
+    pub nue_max_num_vls: u8,
+    /// [`nue_include_switches`]: nue routes switch LIDs deadlock-free too; default false.
+    pub nue_include_switches: bool,
+    /// [`torus_config`]: torus-2QoS.conf, as read by the caller.
+    pub torus_config: Option<OptionFile>,
 }
 
 impl Default for EngineOptions {
@@ -330,6 +344,11 @@ impl Default for EngineOptions {
             io_guid_file: None,
             qos: false,
             max_op_vls: 5,
+            lash_start_vl: 0,
+            do_mesh_analysis: false,
+            nue_max_num_vls: 1,
+            nue_include_switches: false,
+            torus_config: None,
         }
     }
 }
@@ -397,7 +416,7 @@ pub fn log_line_level(line: &str) -> crate::event::Level {
 }
 
 /// OpenSM engine names this SM recognises but does not implement yet.
-pub const PLANNED_ENGINES: &[&str] = &["lash", "dor", "torus-2QoS", "nue", "dfsssp", "sssp"];
+pub const PLANNED_ENGINES: &[&str] = &["dor", "torus-2QoS", "nue", "dfp", "dfp2"];
 
 /// The engine called `name` (`"minhop"`, or the legacy `"null"`).
 pub fn engine_by_name(
@@ -410,6 +429,9 @@ pub fn engine_by_name(
         "dnup" => Ok(Box::new(updn::UpDn::new(opts.clone(), updn::Mode::DownUp))),
         "file" => Ok(Box::new(file::FileEngine::new(opts.clone()))),
         "ftree" => Ok(Box::new(ftree::FatTree::new(opts))),
+        "sssp" => Ok(Box::new(dfsssp::Sssp::sssp(opts.clone()))),
+        "dfsssp" => Ok(Box::new(dfsssp::Sssp::dfsssp(opts.clone()))),
+        "lash" => Ok(Box::new(lash::Lash::new(opts.clone()))),
         n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }

@@ -1,0 +1,523 @@
+//! Channel dependency graphs (CDGs) for the engines that break credit loops: lash, dfsssp, nue
+//! (and dor, which refuses tables with a loop).
+//!
+//! A *channel* is one usable switch-to-switch link direction — an entry of
+//! [`SwitchGraph::channels`], so channel ids are indices into that slice. A *dependency*
+//! `a → b` exists on a virtual lane when some route enters switch `u` on channel `a` and leaves
+//! it on channel `b` on that lane: a packet holding a buffer of `a` waits for credits of `b`. A
+//! cycle of dependencies on one lane is a possible credit-loop deadlock (Dally and Seitz); CA
+//! links never take part, since nothing is forwarded through a CA.
+//!
+//! [`ChannelGraph`] numbers every possible dependency densely — switch `u`, the port `q` a
+//! channel arrives on, the index `j` of the leaving channel among `u`'s channels — so an engine
+//! keeps one counter array per layer (`u32` per dependency: k36 has 1.6 M possible
+//! dependencies) instead of hash maps or per-pair lists. [`DynTopo`] keeps such a graph
+//! acyclic while edges are added one at a time (Pearce and Kelly's dynamic topological order,
+//! ACM JEA 11, 2006): an edge that respects the current order is accepted in O(1), otherwise
+//! only the nodes between its ends in the order are searched and reordered. Removing an edge
+//! never invalidates the order, so engines roll back a rejected path by just decrementing.
+
+use super::graph::SwitchGraph;
+
+/// "No channel" in the per-port maps.
+pub const NONE: u32 = u32::MAX;
+
+/// Dense numbering of channels and dependencies of a [`SwitchGraph`].
+#[derive(Clone, Debug)]
+pub struct ChannelGraph {
+    /// Per switch slot: first entry of its per-port maps.
+    port_base: Vec<u32>,
+    /// Per switch slot: highest port number carrying a channel (0 if none).
+    max_port: Vec<u8>,
+    /// Channel leaving (slot, port), [`NONE`] if none.
+    leave: Vec<u32>,
+    /// Channel arriving at (slot, port), [`NONE`] if none.
+    arrive: Vec<u32>,
+    /// Per switch slot: first dependency id.
+    dep_base: Vec<u32>,
+    /// Per channel: the slot it leaves.
+    from: Vec<u32>,
+    /// Per channel: first channel id of the switch it leaves (to get the index within it).
+    first: Vec<u32>,
+    /// Per slot: first channel id, and (at `len`) the total.
+    chan_start: Vec<u32>,
+    /// Per channel: the slot it reaches and the port it arrives on.
+    to: Vec<(u32, u8)>,
+    /// Per channel: the port it leaves on.
+    out_port: Vec<u8>,
+}
+
+impl ChannelGraph {
+    /// Numbers the channels and dependencies of `g`.
+    #[must_use]
+    pub fn new(g: &SwitchGraph) -> ChannelGraph {
+        let n = g.switch_count();
+        let chans = g.channels();
+        let mut max_port = vec![0u8; n];
+        let mut from = Vec::with_capacity(chans.len());
+        let mut first = Vec::with_capacity(chans.len());
+        let mut chan_start = Vec::with_capacity(n + 1);
+        for (a, mp) in max_port.iter_mut().enumerate() {
+            let (s, e) = (g.first_channel(a), g.first_channel(a + 1));
+            chan_start.push(s as u32);
+            for edge in &chans[s..e] {
+                *mp = (*mp).max(edge.port);
+                from.push(a as u32);
+                first.push(s as u32);
+            }
+        }
+        chan_start.push(chans.len() as u32);
+        // A channel may arrive on a port that leaves no channel (asymmetric link state): the
+        // arrival maps must cover it too.
+        for e in chans {
+            let m = &mut max_port[e.to as usize];
+            *m = (*m).max(e.remote_port);
+        }
+        let mut port_base = Vec::with_capacity(n + 1);
+        let mut dep_base = Vec::with_capacity(n + 1);
+        let (mut pb, mut db) = (0u32, 0u32);
+        for a in 0..n {
+            port_base.push(pb);
+            dep_base.push(db);
+            let deg = (chan_start[a + 1] - chan_start[a]) as usize;
+            pb += u32::from(max_port[a]) + 1;
+            db += u32::from(max_port[a]) * deg as u32;
+        }
+        port_base.push(pb);
+        dep_base.push(db);
+        let mut leave = vec![NONE; pb as usize];
+        let mut arrive = vec![NONE; pb as usize];
+        let mut to = Vec::with_capacity(chans.len());
+        let out_port = chans.iter().map(|e| e.port).collect();
+        for (c, e) in chans.iter().enumerate() {
+            let a = from[c] as usize;
+            leave[port_base[a] as usize + usize::from(e.port)] = c as u32;
+            arrive[port_base[e.to as usize] as usize + usize::from(e.remote_port)] = c as u32;
+            to.push((e.to, e.remote_port));
+        }
+        ChannelGraph {
+            port_base,
+            max_port,
+            leave,
+            arrive,
+            dep_base,
+            from,
+            first,
+            chan_start,
+            to,
+            out_port,
+        }
+    }
+
+    /// Number of channels.
+    #[inline]
+    #[must_use]
+    pub fn num_channels(&self) -> usize {
+        self.from.len()
+    }
+
+    /// Number of possible dependencies (the length of a per-layer counter array).
+    #[inline]
+    #[must_use]
+    pub fn num_deps(&self) -> usize {
+        self.dep_base.last().map_or(0, |&x| x as usize)
+    }
+
+    /// The channel leaving slot `a` on `port`, if that port carries one.
+    #[inline]
+    #[must_use]
+    pub fn leaving(&self, a: usize, port: u8) -> Option<u32> {
+        if port > *self.max_port.get(a)? {
+            return None;
+        }
+        let c = self.leave[self.port_base[a] as usize + usize::from(port)];
+        (c != NONE).then_some(c)
+    }
+
+    /// The channel arriving at slot `a` on `port`, if any.
+    #[inline]
+    #[must_use]
+    pub fn arriving(&self, a: usize, port: u8) -> Option<u32> {
+        if port > *self.max_port.get(a)? {
+            return None;
+        }
+        let c = self.arrive[self.port_base[a] as usize + usize::from(port)];
+        (c != NONE).then_some(c)
+    }
+
+    /// The slot channel `c` leaves.
+    #[inline]
+    #[must_use]
+    pub fn from_slot(&self, c: u32) -> usize {
+        self.from[c as usize] as usize
+    }
+
+    /// The port channel `c` leaves on.
+    #[inline]
+    #[must_use]
+    pub fn port(&self, c: u32) -> u8 {
+        self.out_port[c as usize]
+    }
+
+    /// The slot channel `c` reaches and the port it arrives on.
+    #[inline]
+    #[must_use]
+    pub fn to_slot(&self, c: u32) -> (usize, u8) {
+        let (t, p) = self.to[c as usize];
+        (t as usize, p)
+    }
+
+    /// The dependency "arrive on channel `a`, leave on channel `b`" (`b` must leave the
+    /// switch `a` reaches; `None` otherwise).
+    #[inline]
+    #[must_use]
+    pub fn dep(&self, a: u32, b: u32) -> Option<usize> {
+        let (u, q) = self.to[a as usize];
+        let u = u as usize;
+        if self.from[b as usize] as usize != u || q == 0 {
+            return None;
+        }
+        let deg = self.chan_start[u + 1] - self.chan_start[u];
+        let j = b - self.first[b as usize];
+        Some((self.dep_base[u] + (u32::from(q) - 1) * deg + j) as usize)
+    }
+
+    /// The dependency at slot `u` from arrival port `q` to the channel leaving on `out_port`.
+    #[inline]
+    #[must_use]
+    pub fn dep_at(&self, u: usize, q: u8, out_port: u8) -> Option<usize> {
+        let a = self.arriving(u, q)?;
+        let b = self.leaving(u, out_port)?;
+        self.dep(a, b)
+    }
+
+    /// Channels `b` with a dependency `c → b` that `present` accepts.
+    #[inline]
+    pub fn successors<'a>(
+        &'a self,
+        c: u32,
+        present: &'a (impl Fn(usize) -> bool + ?Sized),
+    ) -> impl Iterator<Item = u32> + 'a {
+        let (u, q) = self.to[c as usize];
+        let u = u as usize;
+        let (s, e) = (self.chan_start[u], self.chan_start[u + 1]);
+        let deg = e - s;
+        let base = self.dep_base[u] + u32::from(q).saturating_sub(1) * deg;
+        let ok = q >= 1;
+        (0..deg)
+            .filter(move |&j| ok && present((base + j) as usize))
+            .map(move |j| s + j)
+    }
+
+    /// Channels `a` with a dependency `a → c` that `present` accepts.
+    #[inline]
+    pub fn predecessors<'a>(
+        &'a self,
+        c: u32,
+        present: &'a (impl Fn(usize) -> bool + ?Sized),
+    ) -> impl Iterator<Item = u32> + 'a {
+        let u = self.from[c as usize] as usize;
+        let deg = self.chan_start[u + 1] - self.chan_start[u];
+        let j = c - self.first[c as usize];
+        let base = self.dep_base[u];
+        let pb = self.port_base[u] as usize;
+        (1..=self.max_port[u]).filter_map(move |q| {
+            let d = (base + (u32::from(q) - 1) * deg + j) as usize;
+            if !present(d) {
+                return None;
+            }
+            let a = self.arrive[pb + usize::from(q)];
+            (a != NONE).then_some(a)
+        })
+    }
+
+    /// The (arriving, leaving) channels of dependency `d`, if it names two channels.
+    #[must_use]
+    pub fn dep_channels(&self, d: usize) -> Option<(u32, u32)> {
+        let d = d as u32;
+        let u = self.dep_base.partition_point(|&b| b <= d).checked_sub(1)?;
+        let deg = self.chan_start[u + 1] - self.chan_start[u];
+        if deg == 0 {
+            return None;
+        }
+        let off = d - self.dep_base[u];
+        let q = (off / deg + 1) as u8;
+        let j = off % deg;
+        let a = self.arriving(u, q)?;
+        Some((a, self.chan_start[u] + j))
+    }
+}
+
+/// An acyclic dependency graph kept in topological order while edges are added (see the module
+/// docs). Which dependencies exist is the caller's (a counter array per layer); this keeps only
+/// the order and search scratch.
+#[derive(Clone, Debug)]
+pub struct DynTopo {
+    ord: Vec<u32>,
+    mark: Vec<u32>,
+    stamp: u32,
+    stack: Vec<u32>,
+    fwd: Vec<u32>,
+    bwd: Vec<u32>,
+    slots: Vec<u32>,
+}
+
+impl DynTopo {
+    /// An order over `n` channels (any order is topological for an empty graph).
+    #[must_use]
+    pub fn new(n: usize) -> DynTopo {
+        DynTopo {
+            ord: (0..n as u32).collect(),
+            mark: vec![0; n],
+            stamp: 0,
+            stack: Vec::new(),
+            fwd: Vec::new(),
+            bwd: Vec::new(),
+            slots: Vec::new(),
+        }
+    }
+
+    fn next_stamp(&mut self) -> u32 {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.mark.fill(0);
+            self.stamp = 1;
+        }
+        self.stamp
+    }
+
+    /// Whether the edge `a → b` can be added to the graph `present` describes without closing
+    /// a cycle; if so the order is updated so that it stays topological once the caller adds
+    /// the edge. `present` must not yet contain `a → b`. `a == b` is a cycle.
+    pub fn try_add(
+        &mut self,
+        cg: &ChannelGraph,
+        present: &(impl Fn(usize) -> bool + ?Sized),
+        a: u32,
+        b: u32,
+    ) -> bool {
+        if a == b {
+            return false;
+        }
+        let ub = self.ord[a as usize];
+        let lb = self.ord[b as usize];
+        if lb > ub {
+            return true;
+        }
+        // Forward from b over nodes ordered before a: reaching a is a cycle.
+        let s = self.next_stamp();
+        self.fwd.clear();
+        self.stack.clear();
+        self.stack.push(b);
+        self.mark[b as usize] = s;
+        while let Some(x) = self.stack.pop() {
+            self.fwd.push(x);
+            for y in cg.successors(x, present) {
+                if y == a {
+                    return false;
+                }
+                let oy = self.ord[y as usize];
+                if self.mark[y as usize] != s && oy < ub {
+                    self.mark[y as usize] = s;
+                    self.stack.push(y);
+                }
+            }
+        }
+        // Backward from a over nodes ordered after b.
+        let s2 = self.next_stamp();
+        self.bwd.clear();
+        self.stack.push(a);
+        self.mark[a as usize] = s2;
+        while let Some(x) = self.stack.pop() {
+            self.bwd.push(x);
+            for y in cg.predecessors(x, present) {
+                let oy = self.ord[y as usize];
+                if self.mark[y as usize] != s2 && oy > lb {
+                    self.mark[y as usize] = s2;
+                    self.stack.push(y);
+                }
+            }
+        }
+        // Reorder: everything that reaches a, then everything b reaches, into the same slots.
+        let ord = &mut self.ord;
+        self.bwd.sort_unstable_by_key(|&x| ord[x as usize]);
+        self.fwd.sort_unstable_by_key(|&x| ord[x as usize]);
+        self.slots.clear();
+        self.slots.extend(
+            self.bwd
+                .iter()
+                .chain(self.fwd.iter())
+                .map(|&x| ord[x as usize]),
+        );
+        self.slots.sort_unstable();
+        for (x, &o) in self
+            .bwd
+            .iter()
+            .chain(self.fwd.iter())
+            .zip(self.slots.iter())
+        {
+            ord[*x as usize] = o;
+        }
+        true
+    }
+}
+
+/// One cycle of the dependency graph `present` describes, as channels in order, if any
+/// (iterative DFS).
+#[must_use]
+pub fn find_cycle(
+    cg: &ChannelGraph,
+    present: &(impl Fn(usize) -> bool + ?Sized),
+) -> Option<Vec<u32>> {
+    let n = cg.num_channels();
+    // 0 white, 1 on the stack, 2 done.
+    let mut color = vec![0u8; n];
+    let mut stack: Vec<(u32, Vec<u32>, usize)> = Vec::new();
+    for root in 0..n as u32 {
+        if color[root as usize] != 0 {
+            continue;
+        }
+        color[root as usize] = 1;
+        stack.push((root, cg.successors(root, present).collect(), 0));
+        while let Some(top) = stack.last_mut() {
+            if let Some(&v) = top.1.get(top.2) {
+                top.2 += 1;
+                match color[v as usize] {
+                    0 => {
+                        color[v as usize] = 1;
+                        stack.push((v, cg.successors(v, present).collect(), 0));
+                    }
+                    1 => {
+                        let pos = stack.iter().position(|e| e.0 == v)?;
+                        return Some(stack[pos..].iter().map(|e| e.0).collect());
+                    }
+                    _ => {}
+                }
+            } else {
+                color[top.0 as usize] = 2;
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routing::graph::SwitchGraph;
+    use crate::subnet::{Node, NodeId, Subnet};
+    use ibmad::{Guid, NodeType, PortNum};
+
+    /// A ring of `n` switches: port 1 → next switch's port 2.
+    fn ring(n: u64) -> Subnet {
+        let mut s = Subnet::new();
+        let ids: Vec<NodeId> = (0..n)
+            .map(|i| s.add_active_node(Node::new(Guid(0x100 + i), NodeType::SWITCH, 4, "")))
+            .collect();
+        for i in 0..n as usize {
+            s.connect_active(
+                (ids[i], PortNum(1)),
+                (ids[(i + 1) % n as usize], PortNum(2)),
+            );
+        }
+        s
+    }
+
+    #[test]
+    fn numbering_round_trips() {
+        let s = ring(4);
+        let g = SwitchGraph::build(&s);
+        let cg = ChannelGraph::new(&g);
+        assert_eq!(cg.num_channels(), 8);
+        for a in 0..4 {
+            let out = cg.leaving(a, 1).unwrap();
+            let (b, q) = cg.to_slot(out);
+            assert_eq!((b, q), ((a + 1) % 4, 2));
+            assert_eq!(cg.arriving(b, 2), Some(out));
+            let next = cg.leaving(b, 1).unwrap();
+            let d = cg.dep(out, next).unwrap();
+            assert_eq!(cg.dep_channels(d), Some((out, next)));
+            assert_eq!(cg.dep_at(b, 2, 1), Some(d));
+            assert!(
+                cg.dep(out, out).is_none(),
+                "a channel does not leave where it arrives"
+            );
+        }
+        assert!(cg.leaving(0, 3).is_none());
+    }
+
+    #[test]
+    fn ring_closes_a_cycle_and_dyntopo_refuses_it() {
+        let s = ring(5);
+        let g = SwitchGraph::build(&s);
+        let cg = ChannelGraph::new(&g);
+        let mut count = vec![0u32; cg.num_deps()];
+        let mut topo = DynTopo::new(cg.num_channels());
+        let chans: Vec<u32> = (0..5).map(|a| cg.leaving(a, 1).unwrap()).collect();
+        // Clockwise dependencies 0→1→2→3→4 are fine; 4→0 closes the ring.
+        for i in 0..5 {
+            let (a, b) = (chans[i], chans[(i + 1) % 5]);
+            let d = cg.dep(a, b).unwrap();
+            let present = |x: usize| count[x] > 0;
+            let ok = topo.try_add(&cg, &present, a, b);
+            assert_eq!(ok, i < 4, "edge {i}");
+            if ok {
+                count[d] += 1;
+            }
+        }
+        assert!(find_cycle(&cg, &|x: usize| count[x] > 0).is_none());
+        let d = cg.dep(chans[4], chans[0]).unwrap();
+        count[d] += 1;
+        let cyc = find_cycle(&cg, &|x: usize| count[x] > 0).unwrap();
+        assert_eq!(cyc.len(), 5);
+    }
+
+    proptest::proptest! {
+        /// DynTopo accepts an edge exactly when it closes no cycle, and its order stays a
+        /// topological order of the accepted edges.
+        #[test]
+        fn dyntopo_matches_cycle_search(edges in proptest::collection::vec((0u32..12, 0u32..4), 1..80)) {
+            // Complete-ish graph: 4 switches all linked; channels from the switch graph.
+            let mut s = Subnet::new();
+            let ids: Vec<NodeId> = (0..4)
+                .map(|i| s.add_active_node(Node::new(Guid(0x100 + i), NodeType::SWITCH, 8, "")))
+                .collect();
+            let mut port = [1u8; 4];
+            for a in 0..4 {
+                for b in a + 1..4 {
+                    s.connect_active((ids[a], PortNum(port[a])), (ids[b], PortNum(port[b])));
+                    port[a] += 1;
+                    port[b] += 1;
+                }
+            }
+            let g = SwitchGraph::build(&s);
+            let cg = ChannelGraph::new(&g);
+            let mut count = vec![0u32; cg.num_deps()];
+            let mut topo = DynTopo::new(cg.num_channels());
+            for (a, k) in edges {
+                let a = a % cg.num_channels() as u32;
+                let (u, _) = cg.to_slot(a);
+                let outs: Vec<u32> = (g.first_channel(u) as u32..g.first_channel(u + 1) as u32).collect();
+                let b = outs[k as usize % outs.len()];
+                let Some(d) = cg.dep(a, b) else { continue };
+                if count[d] > 0 {
+                    continue;
+                }
+                let ok = topo.try_add(&cg, &|x: usize| count[x] > 0, a, b);
+                count[d] += 1;
+                let cyclic = find_cycle(&cg, &|x: usize| count[x] > 0).is_some();
+                proptest::prop_assert_eq!(ok, !cyclic);
+                if !ok {
+                    count[d] -= 1;
+                }
+                for dd in 0..cg.num_deps() {
+                    if count[dd] > 0 {
+                        let (x, y) = cg.dep_channels(dd).unwrap();
+                        proptest::prop_assert!(topo.ord[x as usize] < topo.ord[y as usize]);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,793 @@
+//! SSSP and DFSSSP (OpenSM `sssp`, `dfsssp`, `osm_ucast_dfsssp.c`; Domke, Hoefler and Nagel,
+//! IPDPS 2011): globally balanced shortest paths, and for `dfsssp` service-level layers that
+//! make them free of credit loops.
+//!
+//! # Paths (both engines)
+//! Destinations are routed one LID at a time, in OpenSM's order: switches by the number of
+//! LIDs behind them (CA LIDs plus their own), most first (ties in GUID order), the CA ports of
+//! each in port order — with a `cn_guid_file`, compute nodes first, then the `io_guid_file`
+//! ports, then the rest — and last every switch's own LID. For each destination every switch
+//! takes, among its minimum-hop next hops, the one whose path carries the fewest routes so far:
+//! OpenSM runs Dijkstra with link weights `P²` + routes on the link (`P` = number of LIDs),
+//! which for any fabric a LID space holds is "fewest hops, then least summed load"; here that
+//! is computed exactly, by one pass over the breadth-first order of the destination switch
+//! (`O(links)` per LID, the search shared by every LID of one switch). After each LID, every
+//! link on the new paths gets the LIDs of the switches whose routes it carries added to its
+//! weight. So every route is a shortest path, and the load is balanced over the whole fabric.
+//! With LMC > 0 each LID of a port is routed in turn, which spreads its LIDs over different
+//! paths.
+//!
+//! # Layers (`dfsssp`)
+//! A route here is (source switch with CAs, destination CA LID): all CAs behind one switch
+//! follow the same tables, and CA links cannot be on a credit loop. Every route starts on
+//! layer 0. For each layer but the last, the layer's channel dependency graph is searched for
+//! a cycle; each cycle is broken at its dependency with the fewest routes, by moving every
+//! route through that dependency to the next layer (OpenSM `dfsssp_remove_deadlocks`). If the
+//! last usable layer still has a cycle, the engine fails with OpenSM's "ERR AD25: Not enough
+//! VLs available". Layers left over are then shared out, as OpenSM's `vl_split_count` does:
+//! each spare VL goes to the layer with the most routes per VL, and a route's SL is its layer's
+//! first SL plus a hash of (source, destination) over the layer's VLs (OpenSM draws at random
+//! per PathRecord query; a fixed SL per path keeps answers stable).
+//!
+//! The layer index is the path SL; SL-to-VL is left to the QoS configuration (OpenSM's dfsssp
+//! has no `update_sl2vl`), whose default maps SL *i* to VL *i* on ports with enough VLs. The
+//! usable layers are the switch ports' data VLs ([`super::vl::VlBudget`]); with `qos` off the
+//! SM programs no SL-to-VL, so only one layer is usable and a fabric that needs more fails.
+//!
+//! Routes to and from switch LIDs (management traffic) are not part of the layer analysis and
+//! get SL 0, as Nue does; OpenSM also layers them when the switch supports SL-to-VL mapping.
+
+use std::collections::HashSet;
+
+use ibmad::{Guid, Lid, PortNum};
+
+use super::cdg::ChannelGraph;
+use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
+use super::vl::PathSls;
+use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine, NO_PATH};
+use crate::subnet::Subnet;
+
+/// The SSSP family: `sssp` (balanced shortest paths) or `dfsssp` (plus deadlock-free layers).
+#[derive(Clone, Debug)]
+pub struct Sssp {
+    opts: EngineOptions,
+    deadlock_free: bool,
+}
+
+impl Sssp {
+    /// `sssp`.
+    #[must_use]
+    pub fn sssp(opts: EngineOptions) -> Sssp {
+        Sssp {
+            opts,
+            deadlock_free: false,
+        }
+    }
+
+    /// `dfsssp`.
+    #[must_use]
+    pub fn dfsssp(opts: EngineOptions) -> Sssp {
+        Sssp {
+            opts,
+            deadlock_free: true,
+        }
+    }
+
+    fn name_str(&self) -> &'static str {
+        if self.deadlock_free {
+            "dfsssp"
+        } else {
+            "sssp"
+        }
+    }
+
+    fn fail(&self, reason: String) -> RouteError {
+        RouteError::Unroutable {
+            engine: self.name_str(),
+            reason,
+        }
+    }
+}
+
+/// One destination LID: its switch (slot), and the port to use there (0 = the switch itself).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DestLid {
+    pub lid: u16,
+    pub slot: u32,
+    pub port: u8,
+    /// A CA (or router) LID, not a switch's own.
+    pub ca: bool,
+}
+
+/// What the engines of this family need to know about end ports.
+pub(crate) struct Endpoints {
+    /// Destination LIDs in routing order.
+    pub dests: Vec<DestLid>,
+    /// Per slot: LIDs behind the switch (CA LIDs with their LMC range, plus its own).
+    pub weight: Vec<u64>,
+    /// Per slot: CA ports attached.
+    pub cas: Vec<u32>,
+}
+
+fn parse_guids(f: &Option<OptionFile>, log: &mut Vec<String>, what: &str) -> HashSet<u64> {
+    let Some(f) = f else {
+        return HashSet::new();
+    };
+    let parsed = match &f.contents {
+        Ok(text) => super::updn::parse_guid_file(text).map_err(|e| e.to_string()),
+        Err(e) => Err(e.clone()),
+    };
+    match parsed {
+        Ok(v) => v.into_iter().map(|(_, g)| g.0).collect(),
+        Err(e) => {
+            log.push(format!(
+                "dfsssp_do_dijkstra_routing: ERR AD33: Problem parsing {what} guid file '{}': {e}",
+                f.path
+            ));
+            HashSet::new()
+        }
+    }
+}
+
+impl Endpoints {
+    /// End ports of `subnet` on the switches of `g`, in OpenSM's dfsssp order.
+    pub(crate) fn collect(
+        subnet: &Subnet,
+        g: &SwitchGraph,
+        opts: &EngineOptions,
+        log: &mut Vec<String>,
+    ) -> Endpoints {
+        let n = g.switch_count();
+        let mut weight = vec![0u64; n];
+        let mut cas = vec![0u32; n];
+        // (slot, switch port, port GUID, base LID, LIDs)
+        let mut per_sw: Vec<Vec<(u8, Guid, u16, u16)>> = vec![Vec::new(); n];
+        let mut own: Vec<(u16, u16)> = vec![(0, 0); n];
+        for (a, &sw) in g.slots().switches().iter().enumerate() {
+            if let Some(p0) = subnet.port(sw, PortNum(0)) {
+                if p0.lid != Lid::UNASSIGNED {
+                    let nl = 1u16 << p0.lmc.min(7);
+                    own[a] = (p0.lid.0, nl);
+                    weight[a] += u64::from(nl);
+                }
+            }
+            let mut seen = HashSet::new();
+            for p in 1..=subnet.node(sw).num_ports {
+                let Some((rn, rp)) = subnet.port(sw, PortNum(p)).and_then(|x| x.remote) else {
+                    continue;
+                };
+                if subnet.node(rn).is_switch() || !link_usable(subnet, sw, PortNum(p)) {
+                    continue;
+                }
+                let Some(rport) = subnet.port(rn, rp) else {
+                    continue;
+                };
+                if rport.lid == Lid::UNASSIGNED || !seen.insert(rport.guid) {
+                    continue;
+                }
+                let nl = 1u16 << rport.lmc.min(7);
+                per_sw[a].push((p, rport.guid, rport.lid.0, nl));
+                weight[a] += u64::from(nl);
+                cas[a] += 1;
+            }
+        }
+        let key = |a: usize| subnet.node(g.slots().switches()[a]).guid.0.swap_bytes();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&a| key(a));
+        order.sort_by(|&a, &b| weight[b].cmp(&weight[a])); // stable
+        let cn = parse_guids(&opts.cn_guid_file, log, "compute node");
+        let io = parse_guids(&opts.io_guid_file, log, "I/O");
+        let mut dests = Vec::new();
+        let push = |a: usize, e: &(u8, Guid, u16, u16), dests: &mut Vec<DestLid>| {
+            for o in 0..e.3 {
+                dests.push(DestLid {
+                    lid: e.2.saturating_add(o),
+                    slot: a as u32,
+                    port: e.0,
+                    ca: true,
+                });
+            }
+        };
+        let class = |g: &Guid| {
+            if cn.contains(&g.0) {
+                0
+            } else if io.contains(&g.0) {
+                1
+            } else {
+                2
+            }
+        };
+        for want in 0..3 {
+            for &a in &order {
+                for e in &per_sw[a] {
+                    if class(&e.1) == want {
+                        push(a, e, &mut dests);
+                    }
+                }
+            }
+        }
+        for &a in &order {
+            let (l, nl) = own[a];
+            for o in 0..nl {
+                dests.push(DestLid {
+                    lid: l.saturating_add(o),
+                    slot: a as u32,
+                    port: 0,
+                    ca: false,
+                });
+            }
+        }
+        Endpoints { dests, weight, cas }
+    }
+}
+
+/// Breadth-first distance and order from one switch, reused by every LID behind it.
+struct Bfs {
+    of: usize,
+    dist: Vec<u8>,
+    order: Vec<u32>,
+}
+
+impl Bfs {
+    fn new(n: usize) -> Bfs {
+        Bfs {
+            of: usize::MAX,
+            dist: vec![UNREACHABLE; n],
+            order: Vec::with_capacity(n),
+        }
+    }
+
+    fn at(&mut self, g: &SwitchGraph, t: usize) {
+        if self.of != t {
+            g.bfs([t], &mut self.dist, &mut self.order);
+            self.of = t;
+        }
+    }
+}
+
+/// Balanced shortest-path LFTs (the routing phase of both engines, see the module docs).
+pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lfts {
+    let n = g.switch_count();
+    let top = max_lid(subnet);
+    let mut lfts = Lfts::with_slots(g.slots().clone(), top);
+    let chans = g.channels();
+    let mut weight = vec![0u64; chans.len()];
+    let mut bfs = Bfs::new(n);
+    let mut cost = vec![0u64; n];
+    let mut next = vec![u32::MAX; n];
+    let mut acc = vec![0u64; n];
+    let width = usize::from(top.0) + 1;
+    let sws = g.slots().switches().to_vec();
+    // Column writes go to a destination-major buffer, transposed once at the end.
+    let mut cols = vec![NO_PATH; width * n];
+    for d in &ep.dests {
+        let t = d.slot as usize;
+        let lid = usize::from(d.lid);
+        if lid >= width {
+            continue;
+        }
+        bfs.at(g, t);
+        let col = &mut cols[lid * n..(lid + 1) * n];
+        col[t] = d.port;
+        cost[t] = 0;
+        for &v in bfs.order.iter().skip(1) {
+            let v = v as usize;
+            let dv = bfs.dist[v];
+            let (s, e) = (g.first_channel(v), g.first_channel(v + 1));
+            let mut best = u64::MAX;
+            let mut pick = u32::MAX;
+            for c in s..e {
+                let u = chans[c].to as usize;
+                if bfs.dist[u].wrapping_add(1) != dv {
+                    continue;
+                }
+                let k = cost[u].saturating_add(weight[c]);
+                if k < best {
+                    best = k;
+                    pick = c as u32;
+                }
+            }
+            cost[v] = best;
+            next[v] = pick;
+            col[v] = if pick == u32::MAX {
+                NO_PATH
+            } else {
+                chans[pick as usize].port
+            };
+        }
+        // Weights: each link gets the LIDs behind every switch whose path it carries.
+        for &v in &bfs.order {
+            acc[v as usize] = ep.weight[v as usize];
+        }
+        for &v in bfs.order.iter().skip(1).rev() {
+            let v = v as usize;
+            let c = next[v];
+            if c == u32::MAX {
+                continue;
+            }
+            weight[c as usize] += acc[v];
+            let u = chans[c as usize].to as usize;
+            acc[u] += acc[v];
+        }
+    }
+    // Transpose into the switch-major LFTs.
+    const B: usize = 64;
+    for ab in (0..n).step_by(B) {
+        for lb in (0..width).step_by(B) {
+            for a in ab..(ab + B).min(n) {
+                let Some(row) = lfts.table_mut(sws[a]) else {
+                    continue;
+                };
+                for l in lb..(lb + B).min(width) {
+                    let p = cols[l * n + a];
+                    if p != NO_PATH {
+                        row[l] = p;
+                    }
+                }
+            }
+        }
+    }
+    lfts
+}
+
+/// The next channel from `v` toward LID column `col` (`None` at the destination or a CA).
+#[inline]
+fn next_chan(cg: &ChannelGraph, col: &[u8], v: usize) -> Option<u32> {
+    let p = *col.get(v)?;
+    if p == NO_PATH || p == 0 {
+        return None;
+    }
+    cg.leaving(v, p)
+}
+
+/// Layer assignment for dfsssp (see the module docs). `Ok((layer per route, layers needed))`
+/// with routes indexed `src_index * ndest + dest_index`.
+struct Layering<'a> {
+    cg: &'a ChannelGraph,
+    /// Source slots (switches with CAs).
+    srcs: Vec<u32>,
+    /// Per slot: index into `srcs`, or u32::MAX.
+    src_of: Vec<u32>,
+    /// Destination CA LIDs.
+    dests: Vec<u16>,
+    /// Destination-major LFT columns (`dests[i]` → slice of n entries).
+    cols: Vec<u8>,
+    n: usize,
+    layer: Vec<u8>,
+    counts: Vec<Vec<u32>>,
+}
+
+impl<'a> Layering<'a> {
+    fn col(&self, di: usize) -> &[u8] {
+        &self.cols[di * self.n..(di + 1) * self.n]
+    }
+
+    /// Walks route (s, d) and applies `f` to every dependency on it.
+    fn for_deps(&self, s: usize, di: usize, mut f: impl FnMut(usize)) {
+        let col = self.col(di);
+        let mut v = self.srcs[s] as usize;
+        let mut prev: Option<u32> = None;
+        let mut guard = 0;
+        while let Some(c) = next_chan(self.cg, col, v) {
+            if let Some(p) = prev {
+                if let Some(d) = self.cg.dep(p, c) {
+                    f(d);
+                }
+            }
+            prev = Some(c);
+            v = self.cg.to_slot(c).0;
+            guard += 1;
+            if guard > self.n {
+                break;
+            }
+        }
+    }
+
+    fn ensure(&mut self, l: usize) {
+        while self.counts.len() <= l {
+            self.counts.push(vec![0; self.cg.num_deps()]);
+        }
+    }
+
+    /// Layer 0 holds every route: count each dependency once per route through it.
+    fn fill_layer0(&mut self) {
+        let nd = self.cg.num_deps();
+        let ndest = self.dests.len();
+        let n = self.n;
+        let cg = self.cg;
+        let is_src: Vec<u32> = (0..n)
+            .map(|v| u32::from(self.src_of[v] != u32::MAX))
+            .collect();
+        let work = |range: std::ops::Range<usize>| -> Vec<u32> {
+            let mut cnt = vec![0u32; nd];
+            let mut sub = vec![0u32; n];
+            let mut depth = vec![u32::MAX; n];
+            let mut order: Vec<u32> = Vec::with_capacity(n);
+            let mut path: Vec<usize> = Vec::with_capacity(n);
+            for di in range {
+                let col = &self.cols[di * n..(di + 1) * n];
+                // Depth of every switch in the destination's tree (walk with memo).
+                depth.fill(u32::MAX);
+                order.clear();
+                for v0 in 0..n {
+                    let mut v = v0;
+                    path.clear();
+                    let mut base = 0u32;
+                    loop {
+                        if depth[v] != u32::MAX {
+                            base = depth[v];
+                            break;
+                        }
+                        match next_chan(cg, col, v) {
+                            Some(c) => {
+                                path.push(v);
+                                v = cg.to_slot(c).0;
+                                if path.len() > n {
+                                    break;
+                                }
+                            }
+                            None => {
+                                depth[v] = 0;
+                                order.push(v as u32);
+                                base = 0;
+                                break;
+                            }
+                        }
+                    }
+                    for (k, &x) in path.iter().rev().enumerate() {
+                        if depth[x] == u32::MAX {
+                            depth[x] = base + 1 + k as u32;
+                            order.push(x as u32);
+                        }
+                    }
+                }
+                order.sort_unstable_by_key(|&v| std::cmp::Reverse(depth[v as usize]));
+                sub.copy_from_slice(&is_src);
+                for &v in &order {
+                    let v = v as usize;
+                    let Some(c) = next_chan(cg, col, v) else {
+                        continue;
+                    };
+                    let u = cg.to_slot(c).0;
+                    if sub[v] > 0 {
+                        if let Some(c2) = next_chan(cg, col, u) {
+                            if let Some(d) = cg.dep(c, c2) {
+                                cnt[d] += sub[v];
+                            }
+                        }
+                    }
+                    sub[u] += sub[v];
+                }
+            }
+            cnt
+        };
+        #[cfg(feature = "parallel")]
+        let total = {
+            use rayon::prelude::*;
+            let parts = rayon::current_num_threads().max(1);
+            let chunk = ndest.div_ceil(parts).max(1);
+            (0..ndest)
+                .step_by(chunk)
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|s| work(s..(s + chunk).min(ndest)))
+                .reduce(
+                    || vec![0u32; nd],
+                    |mut a, b| {
+                        for (x, y) in a.iter_mut().zip(b) {
+                            *x += y;
+                        }
+                        a
+                    },
+                )
+        };
+        #[cfg(not(feature = "parallel"))]
+        let total = work(0..ndest);
+        self.counts = vec![total];
+    }
+
+    /// Moves every route of layer `l` through dependency `dep` to layer `l + 1`.
+    fn move_routes(&mut self, l: usize, dep: usize) -> u64 {
+        self.ensure(l + 1);
+        let Some((a, b)) = self.cg.dep_channels(dep) else {
+            return 0;
+        };
+        let v = self.cg.from_slot(a);
+        let (u, _) = self.cg.to_slot(a);
+        let pa = self.cg.port(a);
+        let pb = self.cg.port(b);
+        let n = self.n;
+        let ns = self.srcs.len();
+        let nd = self.dests.len();
+        let mut moved = 0u64;
+        let mut via = vec![0u8; n]; // 0 unknown, 1 passes v→u, 2 does not
+        let mut deps = Vec::new();
+        let mut path = Vec::new();
+        for di in 0..nd {
+            {
+                let col = self.col(di);
+                if col[u] != pb || col[v] != pa {
+                    continue;
+                }
+            }
+            via.fill(0);
+            via[v] = 1;
+            for s in 0..ns {
+                if self.layer[s * nd + di] as usize != l {
+                    continue;
+                }
+                if !self.passes(di, self.srcs[s] as usize, &mut via, &mut path) {
+                    continue;
+                }
+                deps.clear();
+                self.for_deps(s, di, |d| deps.push(d));
+                for &d in &deps {
+                    self.counts[l][d] = self.counts[l][d].saturating_sub(1);
+                    self.counts[l + 1][d] += 1;
+                }
+                self.layer[s * nd + di] = (l + 1) as u8;
+                moved += 1;
+            }
+        }
+        moved
+    }
+
+    /// Whether the route from `s` toward destination `di` reaches `v` (marked 1 in `via`).
+    fn passes(&self, di: usize, s: usize, via: &mut [u8], path: &mut Vec<usize>) -> bool {
+        let col = self.col(di);
+        path.clear();
+        let mut x = s;
+        let res = loop {
+            match via[x] {
+                1 => break true,
+                2 => break false,
+                _ => {}
+            }
+            path.push(x);
+            match next_chan(self.cg, col, x) {
+                Some(c) => x = self.cg.to_slot(c).0,
+                None => break false,
+            }
+            if path.len() > self.n {
+                break false;
+            }
+        };
+        for &p in path.iter() {
+            via[p] = if res { 1 } else { 2 };
+        }
+        res
+    }
+
+    /// Breaks every cycle of layer `l` (OpenSM's search: depth first, finished channels stay
+    /// finished, since a layer only loses dependencies while it is searched).
+    fn break_cycles(&mut self, l: usize) -> usize {
+        let nch = self.cg.num_channels();
+        let mut color = vec![0u8; nch];
+        let mut breaks = 0;
+        loop {
+            let cycle = {
+                let counts = &self.counts[l];
+                let present = |d: usize| counts[d] > 0;
+                dfs_cycle(self.cg, &present, &mut color)
+            };
+            let Some(cyc) = cycle else { break };
+            // The weakest dependency on the cycle.
+            let counts = &self.counts[l];
+            let mut weakest: Option<(u32, usize)> = None;
+            for i in 0..cyc.len() {
+                let (a, b) = (cyc[i], cyc[(i + 1) % cyc.len()]);
+                if let Some(d) = self.cg.dep(a, b) {
+                    let c = counts[d];
+                    if c > 0 && weakest.is_none_or(|w| c < w.0) {
+                        weakest = Some((c, d));
+                    }
+                }
+            }
+            let Some((_, d)) = weakest else { break };
+            self.move_routes(l, d);
+            breaks += 1;
+        }
+        breaks
+    }
+
+    fn has_cycle(&self, l: usize) -> bool {
+        match self.counts.get(l) {
+            None => false,
+            Some(counts) => {
+                let mut color = vec![0u8; self.cg.num_channels()];
+                dfs_cycle(self.cg, &|d: usize| counts[d] > 0, &mut color).is_some()
+            }
+        }
+    }
+}
+
+/// One cycle among channels not yet `color == 2` (finished), or `None` once every channel is
+/// finished. Channels proven acyclic are left at 2; the rest are reset to 0.
+fn dfs_cycle(
+    cg: &ChannelGraph,
+    present: &(impl Fn(usize) -> bool + ?Sized),
+    color: &mut [u8],
+) -> Option<Vec<u32>> {
+    let n = cg.num_channels();
+    let mut stack: Vec<(u32, Vec<u32>, usize)> = Vec::new();
+    for root in 0..n as u32 {
+        if color[root as usize] != 0 {
+            continue;
+        }
+        color[root as usize] = 1;
+        stack.push((root, cg.successors(root, present).collect(), 0));
+        while let Some(top) = stack.last_mut() {
+            if let Some(&v) = top.1.get(top.2) {
+                top.2 += 1;
+                match color[v as usize] {
+                    0 => {
+                        color[v as usize] = 1;
+                        stack.push((v, cg.successors(v, present).collect(), 0));
+                    }
+                    1 => {
+                        let pos = stack.iter().position(|e| e.0 == v).unwrap_or(0);
+                        let cyc: Vec<u32> = stack[pos..].iter().map(|e| e.0).collect();
+                        for e in &stack {
+                            color[e.0 as usize] = 0;
+                        }
+                        return Some(cyc);
+                    }
+                    _ => {}
+                }
+            } else {
+                color[top.0 as usize] = 2;
+                stack.pop();
+            }
+        }
+    }
+    None
+}
+
+fn hash2(a: u64, b: u64) -> u64 {
+    let mut x = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^ (x >> 29)
+}
+
+impl RoutingEngine for Sssp {
+    fn name(&self) -> &'static str {
+        self.name_str()
+    }
+
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        _rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Routes, RouteError> {
+        let g = SwitchGraph::build(subnet);
+        let n = g.switch_count();
+        // OpenSM's dry run: every switch must be reachable (ERR AD0C).
+        let (mut dist, mut q) = (vec![0u8; n], Vec::new());
+        g.bfs([0], &mut dist, &mut q);
+        if q.len() != n {
+            return Err(self.fail(format!(
+                "ERR AD0C: unsupported network state (detached and inaccessible switches found: {} of {n} reachable)",
+                q.len()
+            )));
+        }
+        let ep = Endpoints::collect(subnet, &g, &self.opts, log);
+        let lfts = route_sssp(subnet, &g, &ep);
+        if !self.deadlock_free {
+            log.push(
+                "dfsssp_do_dijkstra_routing: SSSP routing specified -> skipping deadlock removal thru dfsssp_remove_deadlocks(...)"
+                    .to_string(),
+            );
+            return Ok(Routes::new(lfts));
+        }
+        let budget = self.opts.vl_budget(subnet);
+        let mut avail = budget.min_sw_data_vls.clamp(1, 15);
+        if !self.opts.qos && avail > 1 {
+            log.push(format!(
+                "dfsssp_remove_deadlocks: QoS is off: SL-to-VL is not programmed, so only VL0 of the {avail} available is usable (enable -Q for more)"
+            ));
+            avail = 1;
+        }
+        log.push(format!(
+            "dfsssp_remove_deadlocks: Virtual Lanes available: {avail}"
+        ));
+        let cg = ChannelGraph::new(&g);
+        let mut src_of = vec![u32::MAX; n];
+        let mut srcs = Vec::new();
+        for (a, &c) in ep.cas.iter().enumerate() {
+            if c > 0 {
+                src_of[a] = srcs.len() as u32;
+                srcs.push(a as u32);
+            }
+        }
+        let dests: Vec<u16> = ep.dests.iter().filter(|d| d.ca).map(|d| d.lid).collect();
+        let mut cols = vec![NO_PATH; dests.len() * n];
+        for (a, &sw) in g.slots().switches().iter().enumerate() {
+            if let Some(row) = lfts.table(sw) {
+                for (di, &l) in dests.iter().enumerate() {
+                    cols[di * n + a] = row.get(usize::from(l)).copied().unwrap_or(NO_PATH);
+                }
+            }
+        }
+        let mut lay = Layering {
+            cg: &cg,
+            src_of,
+            layer: vec![0; srcs.len() * dests.len()],
+            srcs,
+            dests,
+            cols,
+            n,
+            counts: Vec::new(),
+        };
+        lay.fill_layer0();
+        let avail_u = usize::from(avail);
+        let mut needed = 1usize;
+        for l in 0..avail_u.saturating_sub(1) {
+            if lay.counts.len() <= l {
+                break;
+            }
+            if lay.break_cycles(l) > 0 {
+                needed = needed.max(l + 2);
+            }
+        }
+        if lay.has_cycle(avail_u - 1) {
+            needed = avail_u + 1;
+        }
+        log.push(format!(
+            "dfsssp_remove_deadlocks: Virtual Lanes needed: {needed}"
+        ));
+        if needed > avail_u {
+            return Err(self.fail(format!(
+                "ERR AD25: Not enough VLs available (avail={avail}, needed={needed}); Stopping dfsssp routing!"
+            )));
+        }
+        // Paths per layer, then spare VLs to the fullest layers (OpenSM vl_split_count).
+        let ndest = lay.dests.len();
+        let mut paths = vec![0u64; needed];
+        for &l in &lay.layer {
+            paths[usize::from(l)] += 1;
+        }
+        let mut split = vec![1u64; needed];
+        for _ in needed..avail_u {
+            let mut best = 0;
+            let mut most = -1.0f64;
+            for l in 0..needed {
+                let avg = paths[l] as f64 / split[l] as f64;
+                if avg > most {
+                    most = avg;
+                    best = l;
+                }
+            }
+            split[best] += 1;
+        }
+        let mut first = vec![0u64; needed];
+        for l in 1..needed {
+            first[l] = first[l - 1] + split[l - 1];
+        }
+        for (l, p) in paths.iter().enumerate() {
+            log.push(format!(
+                "dfsssp_remove_deadlocks:    {l}. lane: {p} paths on SL {}..={}",
+                first[l],
+                first[l] + split[l] - 1
+            ));
+        }
+        let mut sls = PathSls::per_source_switch(subnet, g.slots(), lfts.top());
+        for (s, &a) in lay.srcs.iter().enumerate() {
+            let Some(sw) = g.switch_at(a as usize) else {
+                continue;
+            };
+            let Some(row) = sls.switch_row_mut(sw) else {
+                continue;
+            };
+            for (di, &dl) in lay.dests.iter().enumerate() {
+                let l = usize::from(lay.layer[s * ndest + di]);
+                let sl = first[l] + hash2(u64::from(a), u64::from(dl)) % split[l];
+                if let Some(e) = row.get_mut(usize::from(dl)) {
+                    *e = sl as u8;
+                }
+            }
+        }
+        Ok(Routes::new(lfts).with_path_sl(sls))
+    }
+}

@@ -1,0 +1,505 @@
+//! LASH, LAyered SHortest path routing (OpenSM `lash`, `osm_ucast_lash.c`; Skeie, Lysne and
+//! Theiss, CAC 2002): shortest switch-to-switch paths grouped into layers (SLs) so that no
+//! layer's channel dependency graph has a cycle.
+//!
+//! # Paths
+//! As OpenSM: a breadth-first tree from every switch in turn (switches in GUID order, links in
+//! port order); the first tree in which switch `y` lies below switch `x` gives `x`'s next hop
+//! toward `y` (the first port to that child). Every route is therefore a shortest path, and
+//! every CA behind a switch is reached through the switch's route. With `do_mesh_analysis`,
+//! parallel links between two switches count as one link and the LIDs behind the far switch
+//! are spread over them round-robin (OpenSM's mesh analysis also reorders ports by dimension;
+//! that reordering is not done).
+//!
+//! # Layers
+//! Switch pairs are taken in order; each pair's two paths (both directions, which LASH keeps on
+//! one SL) go on the first layer whose dependency graph stays acyclic with them; when none
+//! does, a new layer opens, and if that exceeds the usable VLs the engine fails with OpenSM's
+//! "ERR 4D02: Lane requirements (n) exceed available lanes (m)". Acyclicity is kept
+//! incrementally ([`super::cdg::DynTopo`]) rather than by OpenSM's full search per pair, which
+//! is what makes OpenSM's lash take minutes at k24. Then, as OpenSM's `balance_virtual_lanes`,
+//! pairs move at random (from the engine's RNG, so reproducibly) from the fullest layer to the
+//! emptiest while their paths fit, until the layers differ by fewer than 6 pairs or no more
+//! moves are possible.
+//!
+//! Only pairs of switches that have CAs are layered: no data traffic starts or ends at the
+//! others. The SL of a path is its layer plus `lash_start_vl`; paths within one switch, and
+//! paths to or from switches without CAs, get `lash_start_vl`. SL-to-VL is left to the QoS
+//! configuration (OpenSM's lash has no `update_sl2vl`); with `qos` off only one layer is
+//! usable. LMC > 0 is refused, as in OpenSM.
+
+use ibmad::{Lid, PortNum};
+use rand::Rng;
+
+use super::cdg::{ChannelGraph, DynTopo, NONE};
+use super::graph::{link_usable, SwitchGraph};
+use super::vl::PathSls;
+use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine};
+use crate::subnet::Subnet;
+
+/// The lash engine.
+#[derive(Clone, Debug, Default)]
+pub struct Lash {
+    opts: EngineOptions,
+}
+
+impl Lash {
+    /// With options (`lash_start_vl`, `do_mesh_analysis`, `qos`, `max_op_vls`).
+    #[must_use]
+    pub fn new(opts: EngineOptions) -> Lash {
+        Lash { opts }
+    }
+}
+
+fn fail(reason: String) -> RouteError {
+    RouteError::Unroutable {
+        engine: "lash",
+        reason,
+    }
+}
+
+/// Next-hop channel per (switch, destination switch), `NONE` when unreachable or the same.
+pub(crate) fn bfs_tree_routes(g: &SwitchGraph, order: &[usize]) -> Vec<u32> {
+    let n = g.switch_count();
+    let mut route = vec![NONE; n * n];
+    let mut parent = vec![NONE; n]; // channel from parent into the node
+    let mut pnode = vec![0usize; n];
+    let mut seen = vec![false; n];
+    let mut q: Vec<u32> = Vec::with_capacity(n);
+    let chans = g.channels();
+    for &i in order {
+        seen.fill(false);
+        parent.fill(NONE);
+        q.clear();
+        q.push(i as u32);
+        seen[i] = true;
+        let mut head = 0;
+        while let Some(&u) = q.get(head) {
+            head += 1;
+            let u = u as usize;
+            for c in g.first_channel(u)..g.first_channel(u + 1) {
+                let v = chans[c].to as usize;
+                if !seen[v] {
+                    seen[v] = true;
+                    parent[v] = c as u32;
+                    pnode[v] = u;
+                    q.push(v as u32);
+                }
+            }
+        }
+        for &y in &q {
+            let y = y as usize;
+            let mut c = parent[y];
+            let mut x = pnode[y];
+            while c != NONE {
+                // c goes x → child; x's route to y is c unless set by an earlier tree.
+                let e = &mut route[x * n + y];
+                if *e == NONE {
+                    *e = c;
+                }
+                c = parent[x];
+                x = pnode[x];
+            }
+        }
+    }
+    route
+}
+
+impl RoutingEngine for Lash {
+    fn name(&self) -> &'static str {
+        "lash"
+    }
+
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Routes, RouteError> {
+        if subnet
+            .end_ports()
+            .any(|(n, p)| subnet.port(n, p).is_some_and(|x| x.lmc > 0))
+        {
+            return Err(fail("LMC > 0 is not supported by LASH routing".to_string()));
+        }
+        let g = SwitchGraph::build(subnet);
+        let n = g.switch_count();
+        let budget = self.opts.vl_budget(subnet);
+        let mut vl_min = budget.min_sw_data_vls.clamp(1, 15);
+        if !self.opts.qos && vl_min > 1 {
+            log.push(format!(
+                "discover_network_properties: QoS is off: SL-to-VL is not programmed, so only one of the {vl_min} VLs is usable (enable -Q for more)"
+            ));
+            vl_min = 1;
+        }
+        let start = self.opts.lash_start_vl;
+        if start >= vl_min {
+            return Err(fail(format!(
+                "ERR 4D03: Start VL({start}) too high for min operational vl({vl_min})"
+            )));
+        }
+        let lanes_avail = usize::from(vl_min - start);
+        log.push(format!(
+            "discover_network_properties: min operational vl({lanes_avail}) start vl({start}) max_switches({n})"
+        ));
+        // Switch order: GUID order as OpenSM's sw_guid_tbl.
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&a| {
+            g.switch_at(a)
+                .map_or(0, |s| subnet.node(s).guid.0.swap_bytes())
+        });
+        let route = bfs_tree_routes(&g, &order);
+        let cg = ChannelGraph::new(&g);
+        // Switches with CAs, and the CA LIDs behind every switch.
+        let mut has_ca = vec![false; n];
+        let mut cas: Vec<Vec<(u16, u8)>> = vec![Vec::new(); n];
+        for (a, &sw) in g.slots().switches().iter().enumerate() {
+            for p in 1..=subnet.node(sw).num_ports {
+                let Some((rn, rp)) = subnet.port(sw, PortNum(p)).and_then(|x| x.remote) else {
+                    continue;
+                };
+                if subnet.node(rn).is_switch() || !link_usable(subnet, sw, PortNum(p)) {
+                    continue;
+                }
+                if let Some(rport) = subnet.port(rn, rp) {
+                    if rport.lid != Lid::UNASSIGNED {
+                        has_ca[a] = true;
+                        cas[a].push((rport.lid.0, p));
+                    }
+                }
+            }
+        }
+        let ca_sw: Vec<usize> = order.iter().copied().filter(|&a| has_ca[a]).collect();
+        // Unreachable CA switch pairs: LASH needs a connected fabric.
+        for &a in &ca_sw {
+            for &b in &ca_sw {
+                if a != b && route[a * n + b] == NONE {
+                    return Err(fail(format!(
+                        "switch {} cannot reach switch {}",
+                        describe(subnet, &g, a),
+                        describe(subnet, &g, b)
+                    )));
+                }
+            }
+        }
+        let mut lanes = Lanes::new(&cg, &route, n);
+        let mut lane_of = vec![u8::MAX; n * n];
+        for (ia, &a) in ca_sw.iter().enumerate() {
+            for &b in &ca_sw[ia + 1..] {
+                let mut placed = None;
+                for v in 0..lanes.count() {
+                    if lanes.try_add_pair(v, a, b) {
+                        placed = Some(v);
+                        break;
+                    }
+                }
+                let v = match placed {
+                    Some(v) => v,
+                    None => {
+                        let v = lanes.count();
+                        if v + 1 > lanes_avail {
+                            return Err(fail(format!(
+                                "ERR 4D02: Lane requirements ({}) exceed available lanes ({lanes_avail}) with starting lane ({start})",
+                                v + 1
+                            )));
+                        }
+                        lanes.open();
+                        if !lanes.try_add_pair(v, a, b) {
+                            return Err(fail("a pair does not fit an empty lane".to_string()));
+                        }
+                        v
+                    }
+                };
+                lane_of[a * n + b] = v as u8;
+                lane_of[b * n + a] = v as u8;
+            }
+        }
+        let needed = lanes.count().max(1);
+        for (v, c) in lanes.pairs.iter().enumerate() {
+            log.push(format!("lash_core: Lanes in layer {v}: {}", 2 * c));
+        }
+        log.push(format!("lash_core: Lanes needed: {needed}, Balancing"));
+        lanes.balance(&ca_sw, &mut lane_of, rng);
+        for (v, c) in lanes.pairs.iter().enumerate() {
+            log.push(format!("lash_core: Lanes in layer {v}: {}", 2 * c));
+        }
+        // LFTs.
+        let top = max_lid(subnet);
+        let mut lfts = Lfts::with_slots(g.slots().clone(), top);
+        let chans = g.channels();
+        let mesh = self.opts.do_mesh_analysis;
+        let own_lid: Vec<Option<u16>> = (0..n)
+            .map(|b| {
+                g.switch_at(b)
+                    .and_then(|s| subnet.port(s, PortNum(0)))
+                    .filter(|p| p.lid != Lid::UNASSIGNED)
+                    .map(|p| p.lid.0)
+            })
+            .collect();
+        let mut par: Vec<Vec<usize>> = Vec::new();
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            let (first, last) = (g.first_channel(a), g.first_channel(a + 1));
+            // Channels of `a` to the same neighbour as each channel (mesh analysis).
+            par.clear();
+            for c in first..last {
+                par.push(
+                    (first..last)
+                        .filter(|&x| chans[x].to == chans[c].to)
+                        .collect(),
+                );
+            }
+            let mut rr: Vec<u32> = vec![0; last - first];
+            let Some(row) = lfts.table_mut(sw) else {
+                continue;
+            };
+            let mut set = |l: u16, p: u8| {
+                if let Some(e) = row.get_mut(usize::from(l)) {
+                    *e = p;
+                }
+            };
+            for b in 0..n {
+                if b == a {
+                    for &(l, p) in &cas[a] {
+                        set(l, p);
+                    }
+                    if let Some(l) = own_lid[a] {
+                        set(l, 0);
+                    }
+                    continue;
+                }
+                let c = route[a * n + b];
+                if c == NONE {
+                    continue;
+                }
+                let c = c as usize;
+                let group = &par[c - first];
+                let port = |rr: &mut [u32]| {
+                    if mesh && group.len() > 1 {
+                        let k = &mut rr[c - first];
+                        let p = chans[group[*k as usize % group.len()]].port;
+                        *k += 1;
+                        p
+                    } else {
+                        chans[c].port
+                    }
+                };
+                for &(l, _) in &cas[b] {
+                    let p = port(&mut rr);
+                    set(l, p);
+                }
+                if let Some(l) = own_lid[b] {
+                    let p = port(&mut rr);
+                    set(l, p);
+                }
+            }
+        }
+        // Path SLs: per (source switch, destination switch).
+        let mut sls = PathSls::per_source_switch(subnet, g.slots(), top);
+        let mut dst_slot = vec![u32::MAX; usize::from(top.0) + 1];
+        for b in 0..n {
+            for &(l, _) in &cas[b] {
+                if let Some(e) = dst_slot.get_mut(usize::from(l)) {
+                    *e = b as u32;
+                }
+            }
+            if let Some(p0) = g.switch_at(b).and_then(|s| subnet.port(s, PortNum(0))) {
+                if let Some(e) = dst_slot.get_mut(usize::from(p0.lid.0)) {
+                    *e = b as u32;
+                }
+            }
+        }
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            let Some(row) = sls.switch_row_mut(sw) else {
+                continue;
+            };
+            for (l, e) in row.iter_mut().enumerate() {
+                let b = dst_slot[l];
+                *e = if b == u32::MAX {
+                    start
+                } else {
+                    let v = lane_of[a * n + b as usize];
+                    if v == u8::MAX {
+                        start
+                    } else {
+                        start + v
+                    }
+                };
+            }
+        }
+        Ok(Routes::new(lfts).with_path_sl(sls))
+    }
+}
+
+fn describe(subnet: &Subnet, g: &SwitchGraph, a: usize) -> String {
+    g.switch_at(a).map_or_else(
+        || format!("slot {a}"),
+        |s| {
+            let nd = subnet.node(s);
+            format!("0x{:016x} '{}'", nd.guid.0, nd.desc)
+        },
+    )
+}
+
+/// Layers: dependency counts and orders per lane.
+struct Lanes<'a> {
+    cg: &'a ChannelGraph,
+    route: &'a [u32],
+    n: usize,
+    counts: Vec<Vec<u32>>,
+    topo: Vec<DynTopo>,
+    /// Pairs per lane.
+    pairs: Vec<u64>,
+    added: Vec<usize>,
+}
+
+impl<'a> Lanes<'a> {
+    fn new(cg: &'a ChannelGraph, route: &'a [u32], n: usize) -> Lanes<'a> {
+        Lanes {
+            cg,
+            route,
+            n,
+            counts: Vec::new(),
+            topo: Vec::new(),
+            pairs: Vec::new(),
+            added: Vec::new(),
+        }
+    }
+
+    fn count(&self) -> usize {
+        self.counts.len()
+    }
+
+    fn open(&mut self) {
+        self.counts.push(vec![0; self.cg.num_deps()]);
+        self.topo.push(DynTopo::new(self.cg.num_channels()));
+        self.pairs.push(0);
+    }
+
+    /// The dependencies of the path a → b, in order.
+    fn path_deps(&self, a: usize, b: usize, out: &mut Vec<usize>) {
+        let mut x = a;
+        let mut prev: Option<u32> = None;
+        let mut guard = 0;
+        while x != b {
+            let c = self.route[x * self.n + b];
+            if c == NONE {
+                break;
+            }
+            if let Some(p) = prev {
+                if let Some(d) = self.cg.dep(p, c) {
+                    out.push(d);
+                }
+            }
+            prev = Some(c);
+            x = self.cg.to_slot(c).0;
+            guard += 1;
+            if guard > self.n {
+                break;
+            }
+        }
+    }
+
+    /// Adds both paths of {a, b} to lane `v` if that keeps it acyclic.
+    fn try_add_pair(&mut self, v: usize, a: usize, b: usize) -> bool {
+        let mut deps = std::mem::take(&mut self.added);
+        deps.clear();
+        self.path_deps(a, b, &mut deps);
+        self.path_deps(b, a, &mut deps);
+        let mut ok = true;
+        let mut done = 0;
+        for &d in &deps {
+            let counts = &self.counts[v];
+            if counts[d] == 0 {
+                let Some((x, y)) = self.cg.dep_channels(d) else {
+                    ok = false;
+                    break;
+                };
+                let present = |e: usize| counts[e] > 0;
+                if !self.topo[v].try_add(self.cg, &present, x, y) {
+                    ok = false;
+                    break;
+                }
+            }
+            self.counts[v][d] += 1;
+            done += 1;
+        }
+        if !ok {
+            for &d in &deps[..done] {
+                self.counts[v][d] -= 1;
+            }
+        } else {
+            self.pairs[v] += 1;
+        }
+        self.added = deps;
+        ok
+    }
+
+    fn remove_pair(&mut self, v: usize, a: usize, b: usize) {
+        let mut deps = std::mem::take(&mut self.added);
+        deps.clear();
+        self.path_deps(a, b, &mut deps);
+        self.path_deps(b, a, &mut deps);
+        for &d in &deps {
+            self.counts[v][d] = self.counts[v][d].saturating_sub(1);
+        }
+        self.pairs[v] = self.pairs[v].saturating_sub(1);
+        self.added = deps;
+    }
+
+    /// OpenSM's `balance_virtual_lanes` (see the module docs).
+    fn balance(&mut self, ca_sw: &[usize], lane_of: &mut [u8], rng: &mut dyn rand::RngCore) {
+        const LIMIT: u64 = 6;
+        let k = self.count();
+        if k < 2 {
+            return;
+        }
+        let n = self.n;
+        let mut pairs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); k];
+        for (i, &a) in ca_sw.iter().enumerate() {
+            for &b in &ca_sw[i + 1..] {
+                let v = lane_of[a * n + b];
+                if usize::from(v) < k {
+                    pairs[usize::from(v)].push((a as u32, b as u32));
+                }
+            }
+        }
+        let pick_lanes = |p: &[u64]| {
+            let mut mx = 0;
+            let mut mn = 0;
+            for i in 0..p.len() {
+                if p[i] > p[mx] {
+                    mx = i;
+                }
+                if p[i] < p[mn] {
+                    mn = i;
+                }
+            }
+            (mx, mn)
+        };
+        let (mut mx, mut mn) = pick_lanes(&self.pairs);
+        // Pairs of the fullest lane not yet tried for the current (fullest, emptiest) lanes.
+        let mut untried: Vec<(u32, u32)> = pairs[mx].clone();
+        while self.pairs[mx] - self.pairs[mn] >= LIMIT && !untried.is_empty() {
+            let i = rng.gen_range(0..untried.len());
+            let (a, b) = untried.swap_remove(i);
+            let (a, b) = (a as usize, b as usize);
+            if self.try_add_pair(mn, a, b) {
+                self.remove_pair(mx, a, b);
+                lane_of[a * n + b] = mn as u8;
+                lane_of[b * n + a] = mn as u8;
+                if let Some(pos) = pairs[mx].iter().position(|&p| p == (a as u32, b as u32)) {
+                    pairs[mx].swap_remove(pos);
+                }
+                pairs[mn].push((a as u32, b as u32));
+                let (nmx, nmn) = pick_lanes(&self.pairs);
+                if (nmx, nmn) != (mx, mn) {
+                    mx = nmx;
+                    mn = nmn;
+                    untried = pairs[mx].clone();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! lash on generated fabrics: shortest paths, one SL per switch pair (both directions), layers
+//! free of credit loops under the VL-aware check, OpenSM's failures when lanes run out.
+#![allow(clippy::unwrap_used)]
+
+mod vl_util;
+
+use sm::check::check_all_pairs;
+use sm::routing::{route_chain_with, EngineOptions, RouteError};
+use vl_util::{subnet, vl_check};
+
+fn opts(qos: bool) -> EngineOptions {
+    EngineOptions {
+        qos,
+        ..EngineOptions::default()
+    }
+}
+
+fn lanes_needed(log: &[String]) -> u8 {
+    log.iter()
+        .find_map(|l| l.strip_prefix("lash_core: Lanes needed: "))
+        .and_then(|r| r.split(',').next())
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn lash_on_tori_meshes_trees_and_random_graphs() {
+    for (spec, min_lanes) in [
+        ("fat-tree:2,8", 1),
+        ("mesh:4,4", 1),
+        ("torus:5,5", 2),
+        ("torus:4,4,4", 2),
+        ("torus:3,3,3,cas=2", 1),
+        ("random:20,30,15,3,ports=10", 1),
+        ("random:30,40,30,4,ports=12", 1),
+    ] {
+        let s = subnet(spec, 0, 4);
+        let out = route_chain_with(&["lash".to_string()], true, &s, 7, &opts(true)).unwrap();
+        assert_eq!(out.engine, "lash", "{spec}: {:?}", out.log);
+        let n = lanes_needed(&out.log);
+        assert!(n >= min_lanes, "{spec}: {n} lanes");
+        let reach = check_all_pairs(&s, &out.routes.lfts);
+        assert_eq!(
+            (reach.unreachable_count, reach.non_shortest),
+            (0, 0),
+            "{spec}: {reach:?}"
+        );
+        let rep = vl_check(&s, &out.routes, 5);
+        assert!(rep.ok(), "{spec}: {rep:?}");
+        assert!(rep.max_sl < n, "{spec}: SLs within the lanes");
+        // Both directions of a pair share the SL.
+        let t = out.routes.path_sl.as_ref().unwrap();
+        let cas: Vec<_> = s
+            .end_ports()
+            .filter(|&(x, _)| !s.node(x).is_switch())
+            .map(|(x, p)| s.port(x, p).unwrap().lid)
+            .collect();
+        for &a in &cas {
+            for &b in &cas {
+                assert_eq!(t.get(a, b), t.get(b, a), "{spec}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lash_start_vl_shifts_the_sls() {
+    let s = subnet("torus:5,5", 0, 4);
+    let o = EngineOptions {
+        lash_start_vl: 2,
+        ..opts(true)
+    };
+    let out = route_chain_with(&["lash".to_string()], true, &s, 0, &o).unwrap();
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{rep:?}");
+    assert!(rep.vls_used.iter().all(|&v| v >= 2), "{rep:?}");
+    let o = EngineOptions {
+        lash_start_vl: 8,
+        ..opts(true)
+    };
+    let err = route_chain_with(&["lash".to_string()], true, &s, 0, &o).unwrap_err();
+    assert!(format!("{err:?}").contains("ERR 4D03"), "{err:?}");
+}
+
+#[test]
+fn lash_fails_without_lanes_and_with_lmc() {
+    let s = subnet("torus:5,5", 0, 4);
+    let err = route_chain_with(&["lash".to_string()], true, &s, 0, &opts(false)).unwrap_err();
+    let RouteError::AllEnginesFailed { log, .. } = err else {
+        panic!()
+    };
+    assert!(log.iter().any(|l| l.contains("ERR 4D02")), "{log:?}");
+    let s = subnet("torus:4,4", 1, 4);
+    let out = route_chain_with(&["lash".to_string()], false, &s, 0, &opts(true)).unwrap();
+    assert_eq!(out.engine, "minhop");
+    assert!(
+        out.log.iter().any(|l| l.contains("LMC > 0")),
+        "{:?}",
+        out.log
+    );
+}

@@ -1,0 +1,127 @@
+//! sssp and dfsssp on generated fabrics: shortest paths everywhere, balanced, and for dfsssp
+//! free of credit loops under the VL-aware check with the VLs the ports allow.
+#![allow(clippy::unwrap_used)]
+
+mod vl_util;
+
+use sm::check::check_all_pairs;
+use sm::routing::{route_chain_with, EngineOptions, RouteError};
+use vl_util::{subnet, vl_check};
+
+fn opts(qos: bool) -> EngineOptions {
+    EngineOptions {
+        qos,
+        ..EngineOptions::default()
+    }
+}
+
+fn run(spec: &str, engine: &str, qos: bool, vl_cap: u8) -> (sm::Subnet, sm::routing::RouteOutcome) {
+    let s = subnet(spec, 0, vl_cap);
+    let out = route_chain_with(&[engine.to_string()], true, &s, 0, &opts(qos)).unwrap();
+    (s, out)
+}
+
+#[test]
+fn dfsssp_fat_tree_needs_one_layer() {
+    let (s, out) = run("fat-tree:2,8", "dfsssp", true, 4);
+    assert_eq!(out.engine, "dfsssp");
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.ends_with("Virtual Lanes needed: 1")),
+        "{:?}",
+        out.log
+    );
+    let reach = check_all_pairs(&s, &out.routes.lfts);
+    assert_eq!(
+        (reach.unreachable_count, reach.non_shortest),
+        (0, 0),
+        "{reach:?}"
+    );
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{rep:?}");
+    assert_eq!(rep.detours, 0);
+}
+
+#[test]
+fn dfsssp_torus_uses_layers_and_is_deadlock_free() {
+    for spec in ["torus:5,5", "torus:4,4,3", "torus:6,3,cas=2"] {
+        let (s, out) = run(spec, "dfsssp", true, 4);
+        assert_eq!(out.engine, "dfsssp", "{spec}: {:?}", out.log);
+        let needed: u8 = out
+            .log
+            .iter()
+            .find_map(|l| l.strip_prefix("dfsssp_remove_deadlocks: Virtual Lanes needed: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        // Rings of 5 or more switches carry two-hop shortest paths all the way round: a loop
+        // on one layer. (A ring of 4 may be balanced without one.)
+        if spec != "torus:4,4,3" {
+            assert!(needed >= 2, "{spec}: needs more than one layer");
+        }
+        let rep = vl_check(&s, &out.routes, 5);
+        assert!(rep.ok(), "{spec}: {rep:?}");
+        assert_eq!(rep.detours, 0, "{spec}: shortest paths");
+        // The path SLs use the spare VLs too (OpenSM's vl_split_count).
+        assert_eq!(rep.max_sl, 7, "{spec}");
+    }
+}
+
+#[test]
+fn sssp_is_shortest_and_not_layered() {
+    let (s, out) = run("torus:5,5", "sssp", true, 4);
+    assert_eq!(out.engine, "sssp");
+    assert!(out.routes.path_sl.is_none());
+    let reach = check_all_pairs(&s, &out.routes.lfts);
+    assert_eq!(
+        (reach.unreachable_count, reach.non_shortest),
+        (0, 0),
+        "{reach:?}"
+    );
+    // sssp promises no deadlock freedom: on a torus its single layer has a loop.
+    assert!(vl_check(&s, &out.routes, 5).cycle.is_some());
+}
+
+#[test]
+fn dfsssp_without_qos_or_vls_fails_on_a_torus_and_the_chain_falls_back() {
+    for (qos, cap) in [(false, 4), (true, 1)] {
+        let s = subnet("torus:5,5", 0, cap);
+        let err = route_chain_with(&["dfsssp".to_string()], true, &s, 0, &opts(qos)).unwrap_err();
+        let RouteError::AllEnginesFailed { log, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert!(
+            log.iter()
+                .any(|l| l.contains("ERR AD25: Not enough VLs available (avail=1")),
+            "{log:?}"
+        );
+        let out = route_chain_with(&["dfsssp".to_string()], false, &s, 0, &opts(qos)).unwrap();
+        assert_eq!(out.engine, "minhop");
+    }
+}
+
+#[test]
+fn dfsssp_random_irregular_fabrics() {
+    for seed in 1..6u64 {
+        let spec = format!("random:24,30,20,{seed},ports=10");
+        let (s, out) = run(&spec, "dfsssp", true, 4);
+        assert_eq!(out.engine, "dfsssp", "{spec}: {:?}", out.log);
+        let rep = vl_check(&s, &out.routes, 5);
+        assert!(rep.ok(), "{spec}: {rep:?}");
+        assert_eq!(rep.detours, 0, "{spec}");
+    }
+}
+
+#[test]
+fn dfsssp_lmc_routes_every_lid() {
+    let s = subnet("torus:4,4", 2, 4);
+    let out = route_chain_with(&["dfsssp".to_string()], true, &s, 0, &opts(true)).unwrap();
+    assert_eq!(out.engine, "dfsssp");
+    let reach = check_all_pairs(&s, &out.routes.lfts);
+    assert_eq!(
+        (reach.unreachable_count, reach.non_shortest),
+        (0, 0),
+        "{reach:?}"
+    );
+}
