@@ -149,6 +149,30 @@ fn torus_and_mesh() {
 }
 
 #[test]
+fn hypercube() {
+    let t = gen("hypercube:4,cas=2");
+    assert_eq!(counts(&t), (16, 32));
+    assert_eq!(t.num_links(), 16 * 4 / 2 + 32);
+    symmetric(&t);
+    assert!(connected(&t));
+    // Port d+1 is dimension d on both ends: sw-0101 port 2 reaches sw-0111 port 2.
+    let a = t.node_by_name("sw-0101").unwrap();
+    let b = t.node_by_name("sw-0111").unwrap();
+    assert_eq!(
+        t.peer(PortRef {
+            node: a,
+            port: PortNum(2)
+        }),
+        Some(PortRef {
+            node: b,
+            port: PortNum(2)
+        })
+    );
+    assert!(Topology::generate("hypercube:0").is_err());
+    assert!(Topology::generate("hypercube:17").is_err());
+}
+
+#[test]
 fn dragonfly_plus() {
     let t = gen("dragonfly:5,4,3,2");
     assert_eq!(counts(&t), (5 * 7, 5 * 4 * 2));

@@ -12,7 +12,7 @@ commands:
   sim TOPOLOGY [options]   run the subnet manager against the built-in simulated fabric;
                            TOPOLOGY is a topology file (ibnetdiscover or ibsim .net format)
                            or a generator spec such as fat-tree:2,36, fat-tree:3,36,
-                           torus:8,8,8, mesh:4,4, dragonfly:..., random:...
+                           torus:8,8,8, mesh:4,4, hypercube:4, dragonfly:..., random:...
   sim serve TOPOLOGY       serve the simulated fabric over ibsim's protocol (OpenSM, diags)
   run [options]            run the subnet manager on a real port (OpenSM's options)
   bench opensm TOPOLOGY    OpenSM vs `ibsm run -o` on ibsim: time to SUBNET UP, SMPs, CPU

@@ -9,6 +9,7 @@
 //! | `fat-tree:3,R` | 3-level fat tree (k-ary fat tree, k = R): R pods of R/2 edge and R/2 aggregation switches, (R/2)² cores. 5R²/4 switches, R³/4 CAs (R=36: 1,620 and 11,664; R=74: 6,845 and 101,306). |
 //! | `kary-ntree:k,n` | k-ary n-tree: n levels of k^(n-1) switches with 2k ports, k^n CAs. |
 //! | `torus:X,Y[,Z]`, `mesh:X,Y[,Z]` | one switch per coordinate, `cas=N` CAs on each (default 1); torus links wrap around. |
+//! | `hypercube:D` | 2^D switches, switch *i* linked to *i* XOR 2^d for each dimension *d* < D; `cas=N` CAs on each (default 1). |
 //! | `dragonfly:G,L,S,H` | dragonfly+: G groups, each a complete bipartite graph of L leaves and S spines, H CAs per leaf; every pair of groups joined by `links=M` global spine-to-spine links (default 1). |
 //! | `random:S,C,E,seed` | S switches (`ports=P`, default 36) joined by a random spanning tree plus E extra random links (so cycles), and C dual-port CAs whose two ports go to two different random switches. |
 //!
@@ -32,6 +33,8 @@
 //!   the switch above whose digit l is d). CA h sits on leaf h mod k^(n-1), port h div k^(n-1) + 1.
 //! - torus/mesh: port 2d+1 goes to +dimension d, port 2d+2 to −d (d = 0 for X); CA ports
 //!   follow (2·dims+1 …). A torus dimension of size 2 gets two parallel links; size 1 none.
+//! - hypercube: port d+1 is dimension d on both ends of every cable (as OpenSM's dor needs);
+//!   CA ports follow (D+1 …). Switch *i* is named `sw-<i in binary, D digits>`.
 //! - dragonfly: leaf ports 1..=H face CAs, port H+1+s goes to spine s; spine port 1+l goes to
 //!   leaf l, ports L+1… are global.
 //! - random: ports are used in increasing order as links are made.
@@ -58,11 +61,12 @@ pub const SWITCH_GUID_BASE: u64 = 0x0002_0000_0000_0000;
 pub const CA_GUID_BASE: u64 = 0x0001_0000_0000_0000;
 
 /// The generator names [`Topology::generate`] accepts.
-pub const GENERATORS: [&str; 6] = [
+pub const GENERATORS: [&str; 7] = [
     "fat-tree",
     "kary-ntree",
     "torus",
     "mesh",
+    "hypercube",
     "dragonfly",
     "random",
 ];
@@ -96,6 +100,7 @@ impl Topology {
             "kary-ntree" => kary_ntree(&s),
             "torus" => grid(&s, true),
             "mesh" => grid(&s, false),
+            "hypercube" => hypercube(&s),
             "dragonfly" => dragonfly(&s),
             "random" => random(&s),
             other => Err(s.bad(format!(
@@ -543,6 +548,46 @@ fn grid(s: &Spec<'_>, wrap: bool) -> Result<Topology, SpecError> {
         for k in 0..cas {
             let ca = b.ca(1, format!("ca-{c}-{k}"))?;
             b.link(ids[i as usize], 2 * nd + 1 + k, ca, 1)?;
+        }
+    }
+    Ok(b.t)
+}
+
+fn hypercube(s: &Spec<'_>) -> Result<Topology, SpecError> {
+    s.expect(
+        1,
+        1,
+        "hypercube:DIMENSIONS[,cas=N] (DIMENSIONS 1..=16)",
+        &["cas"],
+    )?;
+    let d = s.args[0];
+    if d == 0 || d > 16 {
+        return Err(s.bad(format!("DIMENSIONS={d} must be in 1..=16")));
+    }
+    let cas = s.opt("cas", 254)?.unwrap_or(1);
+    let switches = 1u64 << d;
+    let ports = d + cas;
+    let mut b = Builder::new(
+        s,
+        switches * (1 + cas),
+        switches * (ports + 1) + switches * cas * 2,
+    )?;
+    let name = |i: u64| format!("sw-{:0w$b}", i, w = d as usize);
+    let ids = (0..switches)
+        .map(|i| b.switch(ports, name(i)))
+        .collect::<Result<Vec<_>, _>>()?;
+    for i in 0..switches {
+        for k in 0..d {
+            let j = i ^ (1 << k);
+            if j > i {
+                b.link(ids[i as usize], k + 1, ids[j as usize], k + 1)?;
+            }
+        }
+    }
+    for i in 0..switches {
+        for k in 0..cas {
+            let ca = b.ca(1, format!("ca-{:0w$b}-{k}", i, w = d as usize))?;
+            b.link(ids[i as usize], d + 1 + k, ca, 1)?;
         }
     }
     Ok(b.t)

@@ -402,6 +402,148 @@ pub fn find_cycle(
     None
 }
 
+/// The channel switch `v` leaves on toward a destination, from the destination's LFT column
+/// (`col[v]` = egress port; `None` at the destination, toward a CA or without a path).
+#[inline]
+#[must_use]
+pub fn lft_next(cg: &ChannelGraph, col: &[u8], v: usize) -> Option<u32> {
+    let p = *col.get(v)?;
+    if p == super::NO_PATH || p == 0 {
+        return None;
+    }
+    cg.leaving(v, p)
+}
+
+/// Destination-major copy of the LFTs: for each LID of `lids`, one entry per switch slot of
+/// `g` (row `i` is `lids[i]`), so walks toward one destination read one contiguous slice.
+#[must_use]
+pub fn lft_columns(g: &SwitchGraph, lfts: &super::Lfts, lids: &[u16]) -> Vec<u8> {
+    let n = g.switch_count();
+    let mut cols = vec![super::NO_PATH; lids.len() * n];
+    for (a, &sw) in g.slots().switches().iter().enumerate() {
+        if let Some(row) = lfts.table(sw) {
+            for (di, &l) in lids.iter().enumerate() {
+                cols[di * n + a] = row.get(usize::from(l)).copied().unwrap_or(super::NO_PATH);
+            }
+        }
+    }
+    cols
+}
+
+/// The switches of an in-tree toward one destination, deepest first: `next(v)` is the
+/// channel `v` leaves on (`None` at the root, or where the tree ends). Scratch buffers are the
+/// caller's; `depth` gets each switch's hop count to where its walk ends.
+pub fn deepest_first(
+    cg: &ChannelGraph,
+    next: impl Fn(usize) -> Option<u32>,
+    depth: &mut [u32],
+    order: &mut Vec<u32>,
+    path: &mut Vec<usize>,
+) {
+    let n = depth.len();
+    depth.fill(u32::MAX);
+    order.clear();
+    for v0 in 0..n {
+        let mut v = v0;
+        path.clear();
+        let base = loop {
+            if depth[v] != u32::MAX {
+                break depth[v];
+            }
+            match next(v) {
+                Some(c) if path.len() <= n => {
+                    path.push(v);
+                    v = cg.to_slot(c).0;
+                }
+                _ => {
+                    depth[v] = 0;
+                    order.push(v as u32);
+                    break 0;
+                }
+            }
+        };
+        for (k, &x) in path.iter().rev().enumerate() {
+            if depth[x] == u32::MAX {
+                depth[x] = base + 1 + k as u32;
+                order.push(x as u32);
+            }
+        }
+    }
+    order.sort_unstable_by_key(|&v| std::cmp::Reverse(depth[v as usize]));
+}
+
+/// How many routes use each dependency: one route per (source switch, destination), sources
+/// being the slots with `is_src[v] = 1`, destinations the `ndest` columns of `cols` (see
+/// [`lft_columns`]). Each destination costs O(switches): the routes toward it form a tree, and
+/// a dependency `v → u → w` carries as many routes as there are sources below `v`. In
+/// parallel over destinations with the `parallel` feature.
+#[must_use]
+pub fn route_dep_counts(
+    cg: &ChannelGraph,
+    cols: &[u8],
+    n: usize,
+    ndest: usize,
+    is_src: &[u32],
+) -> Vec<u32> {
+    let nd = cg.num_deps();
+    let work = |range: std::ops::Range<usize>| -> Vec<u32> {
+        let mut cnt = vec![0u32; nd];
+        let mut sub = vec![0u32; n];
+        let mut depth = vec![u32::MAX; n];
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut path: Vec<usize> = Vec::with_capacity(n);
+        for di in range {
+            let col = &cols[di * n..(di + 1) * n];
+            deepest_first(
+                cg,
+                |v| lft_next(cg, col, v),
+                &mut depth,
+                &mut order,
+                &mut path,
+            );
+            sub.copy_from_slice(is_src);
+            for &v in &order {
+                let v = v as usize;
+                let Some(c) = lft_next(cg, col, v) else {
+                    continue;
+                };
+                let u = cg.to_slot(c).0;
+                if sub[v] > 0 {
+                    if let Some(c2) = lft_next(cg, col, u) {
+                        if let Some(d) = cg.dep(c, c2) {
+                            cnt[d] += sub[v];
+                        }
+                    }
+                }
+                sub[u] += sub[v];
+            }
+        }
+        cnt
+    };
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        let parts = rayon::current_num_threads().max(1);
+        let chunk = ndest.div_ceil(parts).max(1);
+        (0..ndest)
+            .step_by(chunk)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|s| work(s..(s + chunk).min(ndest)))
+            .reduce(
+                || vec![0u32; nd],
+                |mut a, b| {
+                    for (x, y) in a.iter_mut().zip(b) {
+                        *x += y;
+                    }
+                    a
+                },
+            )
+    }
+    #[cfg(not(feature = "parallel"))]
+    work(0..ndest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

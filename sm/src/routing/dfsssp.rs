@@ -41,7 +41,7 @@ use std::collections::HashSet;
 
 use ibmad::{Guid, Lid, PortNum};
 
-use super::cdg::ChannelGraph;
+use super::cdg::{lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph};
 use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
 use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine, NO_PATH};
@@ -330,16 +330,6 @@ pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lf
     lfts
 }
 
-/// The next channel from `v` toward LID column `col` (`None` at the destination or a CA).
-#[inline]
-fn next_chan(cg: &ChannelGraph, col: &[u8], v: usize) -> Option<u32> {
-    let p = *col.get(v)?;
-    if p == NO_PATH || p == 0 {
-        return None;
-    }
-    cg.leaving(v, p)
-}
-
 /// Layer assignment for dfsssp (see the module docs). `Ok((layer per route, layers needed))`
 /// with routes indexed `src_index * ndest + dest_index`.
 struct Layering<'a> {
@@ -391,98 +381,10 @@ impl<'a> Layering<'a> {
 
     /// Layer 0 holds every route: count each dependency once per route through it.
     fn fill_layer0(&mut self) {
-        let nd = self.cg.num_deps();
-        let ndest = self.dests.len();
-        let n = self.n;
-        let cg = self.cg;
-        let is_src: Vec<u32> = (0..n)
+        let is_src: Vec<u32> = (0..self.n)
             .map(|v| u32::from(self.src_of[v] != u32::MAX))
             .collect();
-        let work = |range: std::ops::Range<usize>| -> Vec<u32> {
-            let mut cnt = vec![0u32; nd];
-            let mut sub = vec![0u32; n];
-            let mut depth = vec![u32::MAX; n];
-            let mut order: Vec<u32> = Vec::with_capacity(n);
-            let mut path: Vec<usize> = Vec::with_capacity(n);
-            for di in range {
-                let col = &self.cols[di * n..(di + 1) * n];
-                // Depth of every switch in the destination's tree (walk with memo).
-                depth.fill(u32::MAX);
-                order.clear();
-                for v0 in 0..n {
-                    let mut v = v0;
-                    path.clear();
-                    let mut base = 0u32;
-                    loop {
-                        if depth[v] != u32::MAX {
-                            base = depth[v];
-                            break;
-                        }
-                        match next_chan(cg, col, v) {
-                            Some(c) => {
-                                path.push(v);
-                                v = cg.to_slot(c).0;
-                                if path.len() > n {
-                                    break;
-                                }
-                            }
-                            None => {
-                                depth[v] = 0;
-                                order.push(v as u32);
-                                base = 0;
-                                break;
-                            }
-                        }
-                    }
-                    for (k, &x) in path.iter().rev().enumerate() {
-                        if depth[x] == u32::MAX {
-                            depth[x] = base + 1 + k as u32;
-                            order.push(x as u32);
-                        }
-                    }
-                }
-                order.sort_unstable_by_key(|&v| std::cmp::Reverse(depth[v as usize]));
-                sub.copy_from_slice(&is_src);
-                for &v in &order {
-                    let v = v as usize;
-                    let Some(c) = next_chan(cg, col, v) else {
-                        continue;
-                    };
-                    let u = cg.to_slot(c).0;
-                    if sub[v] > 0 {
-                        if let Some(c2) = next_chan(cg, col, u) {
-                            if let Some(d) = cg.dep(c, c2) {
-                                cnt[d] += sub[v];
-                            }
-                        }
-                    }
-                    sub[u] += sub[v];
-                }
-            }
-            cnt
-        };
-        #[cfg(feature = "parallel")]
-        let total = {
-            use rayon::prelude::*;
-            let parts = rayon::current_num_threads().max(1);
-            let chunk = ndest.div_ceil(parts).max(1);
-            (0..ndest)
-                .step_by(chunk)
-                .collect::<Vec<_>>()
-                .into_par_iter()
-                .map(|s| work(s..(s + chunk).min(ndest)))
-                .reduce(
-                    || vec![0u32; nd],
-                    |mut a, b| {
-                        for (x, y) in a.iter_mut().zip(b) {
-                            *x += y;
-                        }
-                        a
-                    },
-                )
-        };
-        #[cfg(not(feature = "parallel"))]
-        let total = work(0..ndest);
+        let total = route_dep_counts(self.cg, &self.cols, self.n, self.dests.len(), &is_src);
         self.counts = vec![total];
     }
 
@@ -702,14 +604,7 @@ impl RoutingEngine for Sssp {
             }
         }
         let dests: Vec<u16> = ep.dests.iter().filter(|d| d.ca).map(|d| d.lid).collect();
-        let mut cols = vec![NO_PATH; dests.len() * n];
-        for (a, &sw) in g.slots().switches().iter().enumerate() {
-            if let Some(row) = lfts.table(sw) {
-                for (di, &l) in dests.iter().enumerate() {
-                    cols[di * n + a] = row.get(usize::from(l)).copied().unwrap_or(NO_PATH);
-                }
-            }
-        }
+        let cols = lft_columns(&g, &lfts, &dests);
         let mut lay = Layering {
             cg: &cg,
             src_of,

@@ -13,11 +13,13 @@
 
 pub mod cdg;
 pub mod dfsssp;
+pub mod dor;
 pub mod file;
 pub mod ftree;
 pub mod graph;
 pub mod lash;
 pub mod minhop;
+pub mod nue;
 pub mod updn;
 pub mod vl;
 
@@ -416,7 +418,7 @@ pub fn log_line_level(line: &str) -> crate::event::Level {
 }
 
 /// OpenSM engine names this SM recognises but does not implement yet.
-pub const PLANNED_ENGINES: &[&str] = &["dor", "torus-2QoS", "nue", "dfp", "dfp2"];
+pub const PLANNED_ENGINES: &[&str] = &["torus-2QoS", "dfp", "dfp2"];
 
 /// The engine called `name` (`"minhop"`, or the legacy `"null"`).
 pub fn engine_by_name(
@@ -432,6 +434,8 @@ pub fn engine_by_name(
         "sssp" => Ok(Box::new(dfsssp::Sssp::sssp(opts.clone()))),
         "dfsssp" => Ok(Box::new(dfsssp::Sssp::dfsssp(opts.clone()))),
         "lash" => Ok(Box::new(lash::Lash::new(opts.clone()))),
+        "nue" => Ok(Box::new(nue::Nue::new(opts.clone()))),
+        "dor" => Ok(Box::new(dor::Dor::new(opts.clone()))),
         n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }

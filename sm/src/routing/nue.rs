@@ -1,0 +1,487 @@
+//! Nue: routing on the channel dependency graph (OpenSM `nue`, `osm_ucast_nue.c`; Domke,
+//! Hoefler and Matsuoka, HPDC 2016): deadlock-free on any topology within any VL budget,
+//! one VL included.
+//!
+//! # Layers and escape paths
+//! The destination LIDs (CA LIDs; with `nue_include_switches` switch LIDs too), in LID order,
+//! are dealt round-robin onto `k` virtual layers — `nue_max_num_vls` (default 1; 0 means
+//! every VL the switch ports allow), at most the ports' data VLs, and 1 when `qos` is off
+//! (OpenSM's WRN NUE48). OpenSM can partition with METIS instead; without METIS it deals
+//! round-robin as here. Each layer has its own channel dependency graph, kept acyclic. It
+//! starts with the *escape paths*: a breadth-first spanning tree rooted at the switch closest
+//! to the layer's destination switches (OpenSM uses betweenness centrality), whose every
+//! up-up, down-down and turning dependency is marked as used. Routes along that tree are
+//! deadlock-free together with anything added later, because everything added later is
+//! checked against them.
+//!
+//! # Paths
+//! For each destination, Dijkstra runs outward from its switch over switches, where reaching
+//! switch `v` through channel `v → u` also uses the dependency from that channel to `u`'s
+//! already chosen next channel: the dependency must already be used in this layer, or adding
+//! it must keep the layer acyclic ([`super::cdg::DynTopo`]); otherwise it is blocked for
+//! the rest of the layer. Distance is fewest hops, then least summed load (OpenSM: weights
+//! `D²` + load, `D` destination LIDs). A dependency a switch held while it had a worse
+//! candidate is released when the candidate is replaced. If some switch cannot be reached
+//! at all (an impasse), the destination falls back to the escape tree for every switch and its
+//! tentative dependencies are released (OpenSM first tries a local backtracking step). After
+//! each destination, the links of its paths carry the LIDs behind the switches using them, as
+//! in dfsssp. Nue therefore may route around (detour); it promises deadlock freedom, not
+//! shortest paths.
+//!
+//! The path SL of a destination is its layer (Nue's SL depends on the destination only); SL
+//! to VL is left to the QoS configuration, which should map SL *i* to VL *i*. Switch LIDs
+//! that are not destinations get min-hop balanced routes and SL 0, as OpenSM does.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use ibmad::Lid;
+
+use super::cdg::{deepest_first, ChannelGraph, DynTopo, NONE};
+use super::dfsssp::{DestLid, Endpoints};
+use super::graph::{HopMatrix, SwitchGraph, UNREACHABLE};
+use super::vl::PathSls;
+use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine, NO_PATH};
+use crate::subnet::Subnet;
+
+/// The nue engine.
+#[derive(Clone, Debug, Default)]
+pub struct Nue {
+    opts: EngineOptions,
+}
+
+impl Nue {
+    /// With options (`nue_max_num_vls`, `nue_include_switches`, `qos`, `max_op_vls`).
+    #[must_use]
+    pub fn new(opts: EngineOptions) -> Nue {
+        Nue { opts }
+    }
+}
+
+/// A dependency of an escape path (never released).
+const ESC: u32 = 1 << 31;
+const HOP: u64 = 1 << 40;
+
+/// One layer's dependency graph.
+struct Layer {
+    counts: Vec<u32>,
+    blocked: Vec<bool>,
+    topo: DynTopo,
+}
+
+impl Layer {
+    fn new(cg: &ChannelGraph) -> Layer {
+        Layer {
+            counts: vec![0; cg.num_deps()],
+            blocked: vec![false; cg.num_deps()],
+            topo: DynTopo::new(cg.num_channels()),
+        }
+    }
+
+    /// Uses dependency a → b (d) once more if the layer stays acyclic.
+    fn use_dep(&mut self, cg: &ChannelGraph, d: usize, a: u32, b: u32) -> bool {
+        if self.counts[d] > 0 {
+            self.counts[d] += 1;
+            return true;
+        }
+        if self.blocked[d] {
+            return false;
+        }
+        let counts = &self.counts;
+        let present = |e: usize| counts[e] > 0;
+        if self.topo.try_add(cg, &present, a, b) {
+            self.counts[d] = 1;
+            true
+        } else {
+            self.blocked[d] = true;
+            false
+        }
+    }
+
+    fn release(&mut self, d: usize) {
+        if self.counts[d] & ESC == 0 {
+            self.counts[d] = self.counts[d].saturating_sub(1);
+        }
+    }
+}
+
+/// A spanning tree: per slot the channel to its parent (NONE at the root and for switches the
+/// tree does not reach).
+struct Escape {
+    root: usize,
+    up: Vec<u32>,
+    parent: Vec<u32>,
+    /// Children per slot (CSR).
+    kids_start: Vec<u32>,
+    kids: Vec<u32>,
+}
+
+impl Escape {
+    fn build(g: &SwitchGraph, root: usize) -> Escape {
+        let n = g.switch_count();
+        let chans = g.channels();
+        let mut up = vec![NONE; n];
+        let mut parent = vec![u32::MAX; n];
+        let mut seen = vec![false; n];
+        let mut q = vec![root as u32];
+        seen[root] = true;
+        let mut head = 0;
+        while let Some(&u) = q.get(head) {
+            head += 1;
+            let u = u as usize;
+            for c in g.first_channel(u)..g.first_channel(u + 1) {
+                let v = chans[c].to as usize;
+                if seen[v] {
+                    continue;
+                }
+                // The channel v → u: v's port toward u.
+                let back = (g.first_channel(v)..g.first_channel(v + 1))
+                    .find(|&x| chans[x].to as usize == u && chans[x].port == chans[c].remote_port);
+                if let Some(b) = back {
+                    seen[v] = true;
+                    up[v] = b as u32;
+                    parent[v] = u as u32;
+                    q.push(v as u32);
+                }
+            }
+        }
+        let mut cnt = vec![0u32; n + 1];
+        for v in 0..n {
+            if parent[v] != u32::MAX {
+                cnt[parent[v] as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            cnt[i + 1] += cnt[i];
+        }
+        let mut fill = cnt.clone();
+        let mut kids = vec![0u32; cnt[n] as usize];
+        for v in 0..n {
+            if parent[v] != u32::MAX {
+                let p = parent[v] as usize;
+                kids[fill[p] as usize] = v as u32;
+                fill[p] += 1;
+            }
+        }
+        Escape {
+            root,
+            up,
+            parent,
+            kids_start: cnt,
+            kids,
+        }
+    }
+
+    fn children(&self, p: usize) -> &[u32] {
+        &self.kids[self.kids_start[p] as usize..self.kids_start[p + 1] as usize]
+    }
+
+    /// The channel parent(x) → x.
+    fn down(&self, cg: &ChannelGraph, x: usize) -> Option<u32> {
+        let u = self.up[x];
+        if u == NONE {
+            return None;
+        }
+        let (p, q) = cg.to_slot(u);
+        cg.leaving(p, q)
+    }
+
+    /// Every dependency of a route along the tree (see the module docs).
+    fn deps(&self, cg: &ChannelGraph, mut f: impl FnMut(u32, u32)) {
+        let n = self.up.len();
+        for x in 0..n {
+            let p = self.parent[x];
+            if p == u32::MAX {
+                continue;
+            }
+            let p = p as usize;
+            let (ux, dx) = (self.up[x], self.down(cg, x));
+            if p != self.root {
+                if self.up[p] != NONE {
+                    f(ux, self.up[p]);
+                }
+                if let (Some(dp), Some(dx)) = (self.down(cg, p), dx) {
+                    f(dp, dx);
+                }
+            }
+            for &y in self.children(p) {
+                let y = y as usize;
+                if y != x {
+                    if let Some(dy) = self.down(cg, y) {
+                        f(ux, dy);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Next channel from every switch toward `t` along the tree.
+    fn routes_to(&self, cg: &ChannelGraph, t: usize, next: &mut [u32]) {
+        for (x, e) in next.iter_mut().enumerate() {
+            *e = self.up[x];
+        }
+        // The ancestors of t go down toward it instead.
+        let mut x = t;
+        next[t] = NONE;
+        while self.parent[x] != u32::MAX {
+            let p = self.parent[x] as usize;
+            next[p] = self.down(cg, x).unwrap_or(NONE);
+            x = p;
+        }
+    }
+}
+
+fn fail(reason: String) -> RouteError {
+    RouteError::Unroutable {
+        engine: "nue",
+        reason,
+    }
+}
+
+impl RoutingEngine for Nue {
+    fn name(&self) -> &'static str {
+        "nue"
+    }
+
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        _rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Routes, RouteError> {
+        let g = SwitchGraph::build(subnet);
+        let n = g.switch_count();
+        let hm = HopMatrix::from_graph(g);
+        let g = hm.graph();
+        if (0..n).any(|v| hm.hops_idx(0, v).is_none()) {
+            return Err(fail(
+                "ERR NUE45: unsupported network state (detached and inaccessible switches found; gracefully shutdown this routing engine)"
+                    .to_string(),
+            ));
+        }
+        let cg = ChannelGraph::new(g);
+        let budget = self.opts.vl_budget(subnet);
+        let avail = budget.min_sw_data_vls.clamp(1, 15);
+        let mut k = match self.opts.nue_max_num_vls {
+            0 => avail,
+            m if m <= avail => m,
+            m => {
+                log.push(format!(
+                    "get_max_num_vls: WRN NUE47: user requested maximum #VLs ({m}) is larger than supported #VLs ({avail})"
+                ));
+                avail
+            }
+        };
+        if k != 1 && !self.opts.qos {
+            log.push(format!(
+                "nue_discover_network: WRN NUE48: Nue routing with nue_max_num_vls == {k} should enable QoS for valid SL2VL mapping,  using nue_max_num_vls 1"
+            ));
+            k = 1;
+        }
+        let ep = Endpoints::collect(subnet, g, &EngineOptions::default(), log);
+        let include_sw = self.opts.nue_include_switches;
+        let mut dests: Vec<DestLid> = ep
+            .dests
+            .iter()
+            .copied()
+            .filter(|d| d.ca || include_sw)
+            .collect();
+        dests.sort_by_key(|d| d.lid);
+        let mut layers_of: Vec<Vec<DestLid>> = vec![Vec::new(); usize::from(k)];
+        for (i, d) in dests.iter().enumerate() {
+            layers_of[i % usize::from(k)].push(*d);
+        }
+        log.push(format!(
+            "nue_do_ucast_routing: Start routing process with nue ({k} virtual layers, {} destination LIDs)",
+            dests.len()
+        ));
+        let top = max_lid(subnet);
+        let width = usize::from(top.0) + 1;
+        let mut cols = vec![NO_PATH; width * n];
+        let mut sls = PathSls::per_dest(top);
+        let chans = g.channels();
+        let mut weight = vec![0u64; chans.len()];
+        let mut dist = vec![u64::MAX; n];
+        let mut next = vec![NONE; n];
+        let mut tdep = vec![usize::MAX; n];
+        let mut done = vec![false; n];
+        let mut depth = vec![0u32; n];
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        let mut path: Vec<usize> = Vec::with_capacity(n);
+        let mut acc = vec![0u64; n];
+        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+        let mut fallbacks = 0u64;
+        for (li, ldests) in layers_of.iter().enumerate() {
+            if ldests.is_empty() {
+                log.push("nue_do_ucast_routing: WRN NUE43: no desti in this VL; skipping".into());
+                continue;
+            }
+            // Escape tree: the switch with the least total distance to the layer's switches.
+            let mut tsw: Vec<usize> = ldests.iter().map(|d| d.slot as usize).collect();
+            tsw.sort_unstable();
+            tsw.dedup();
+            let root = (0..n)
+                .min_by_key(|&r| {
+                    let row = hm.row(r);
+                    tsw.iter().map(|&t| u64::from(row[t])).sum::<u64>()
+                })
+                .unwrap_or(0);
+            let esc = Escape::build(g, root);
+            let mut layer = Layer::new(&cg);
+            let mut bad = false;
+            esc.deps(&cg, |a, b| {
+                if let Some(d) = cg.dep(a, b) {
+                    if layer.counts[d] == 0 {
+                        let counts = &layer.counts;
+                        if !layer.topo.try_add(&cg, &|e: usize| counts[e] > 0, a, b) {
+                            bad = true;
+                        }
+                    }
+                    layer.counts[d] = ESC;
+                }
+            });
+            if bad {
+                return Err(fail("escape paths are not acyclic".to_string()));
+            }
+            for d in ldests {
+                let t = d.slot as usize;
+                let lid = usize::from(d.lid);
+                dist.fill(u64::MAX);
+                next.fill(NONE);
+                tdep.fill(usize::MAX);
+                done.fill(false);
+                heap.clear();
+                dist[t] = 0;
+                heap.push(Reverse((0, t as u32)));
+                let mut reached = 0usize;
+                while let Some(Reverse((du, u))) = heap.pop() {
+                    let u = u as usize;
+                    if done[u] || du != dist[u] {
+                        continue;
+                    }
+                    done[u] = true;
+                    reached += 1;
+                    let out_u = next[u];
+                    for o in g.first_channel(u)..g.first_channel(u + 1) {
+                        let Some(c) = cg.arriving(u, chans[o].port) else {
+                            continue;
+                        };
+                        let v = cg.from_slot(c);
+                        if done[v] {
+                            continue;
+                        }
+                        let nd = du + HOP + weight[c as usize];
+                        if nd >= dist[v] {
+                            continue;
+                        }
+                        let mut dep = usize::MAX;
+                        if out_u != NONE {
+                            let Some(dd) = cg.dep(c, out_u) else {
+                                continue;
+                            };
+                            if !layer.use_dep(&cg, dd, c, out_u) {
+                                continue;
+                            }
+                            dep = dd;
+                        }
+                        if tdep[v] != usize::MAX {
+                            layer.release(tdep[v]);
+                        }
+                        tdep[v] = dep;
+                        dist[v] = nd;
+                        next[v] = c;
+                        heap.push(Reverse((nd, v as u32)));
+                    }
+                }
+                if reached < n {
+                    // Impasse: the whole destination takes the escape tree.
+                    for &x in tdep.iter().filter(|&&x| x != usize::MAX) {
+                        layer.release(x);
+                    }
+                    esc.routes_to(&cg, t, &mut next);
+                    fallbacks += 1;
+                    log.push(format!(
+                        "route_via_modified_dijkstra_on_ccdg: unsolvable impass reached; fallback to escape paths for destination LID {lid}"
+                    ));
+                }
+                if lid < width {
+                    let col = &mut cols[lid * n..(lid + 1) * n];
+                    for v in 0..n {
+                        col[v] = if v == t {
+                            d.port
+                        } else if next[v] == NONE {
+                            NO_PATH
+                        } else {
+                            cg.port(next[v])
+                        };
+                    }
+                    sls.set_dest(Lid(d.lid), li as u8);
+                }
+                // Balance: every link carries the LIDs behind the switches routed over it.
+                deepest_first(
+                    &cg,
+                    |v| (next[v] != NONE).then_some(next[v]),
+                    &mut depth,
+                    &mut order,
+                    &mut path,
+                );
+                acc.copy_from_slice(&ep.weight);
+                for &v in &order {
+                    let v = v as usize;
+                    let c = next[v];
+                    if c == NONE || v == t {
+                        continue;
+                    }
+                    weight[c as usize] += acc[v];
+                    let u = cg.to_slot(c).0;
+                    acc[u] += acc[v];
+                }
+            }
+        }
+        if fallbacks > 0 {
+            log.push(format!(
+                "nue_do_ucast_routing: {fallbacks} destinations routed on escape paths"
+            ));
+        }
+        // Switch LIDs that are not destinations: balanced min-hop, SL 0 (OpenSM's simple
+        // Dijkstra for them).
+        if !include_sw {
+            for d in ep.dests.iter().filter(|d| !d.ca) {
+                let t = d.slot as usize;
+                let lid = usize::from(d.lid);
+                if lid >= width {
+                    continue;
+                }
+                let row = hm.row(t);
+                let col = &mut cols[lid * n..(lid + 1) * n];
+                for v in 0..n {
+                    if v == t {
+                        col[v] = 0;
+                        continue;
+                    }
+                    let dv = row[v];
+                    if dv == UNREACHABLE {
+                        continue;
+                    }
+                    let mut best = (u64::MAX, NO_PATH);
+                    for c in g.first_channel(v)..g.first_channel(v + 1) {
+                        if row[chans[c].to as usize].wrapping_add(1) == dv && weight[c] < best.0 {
+                            best = (weight[c], chans[c].port);
+                        }
+                    }
+                    col[v] = best.1;
+                }
+            }
+        }
+        let mut lfts = Lfts::with_slots(g.slots().clone(), top);
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            if let Some(row) = lfts.table_mut(sw) {
+                for (l, e) in row.iter_mut().enumerate() {
+                    *e = cols[l * n + a];
+                }
+            }
+        }
+        Ok(Routes::new(lfts).with_path_sl(sls))
+    }
+}

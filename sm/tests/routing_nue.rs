@@ -1,0 +1,79 @@
+//! nue on generated fabrics: deadlock-free under the VL-aware check within any VL budget (one
+//! VL included), on tori, meshes, trees and random graphs, also after failures.
+#![allow(clippy::unwrap_used)]
+
+mod vl_util;
+
+use sm::check::check_all_pairs;
+use sm::routing::{route_chain_with, EngineOptions};
+use vl_util::{remove_switch, subnet, topo_subnet, vl_check};
+
+fn opts(qos: bool, vls: u8) -> EngineOptions {
+    EngineOptions {
+        qos,
+        nue_max_num_vls: vls,
+        ..EngineOptions::default()
+    }
+}
+
+#[test]
+fn nue_any_budget_is_deadlock_free() {
+    for spec in [
+        "fat-tree:2,8",
+        "torus:5,5",
+        "torus:4,4,3,cas=2",
+        "mesh:4,5",
+        "random:30,40,30,4,ports=12",
+        "random:40,40,60,9,ports=12",
+    ] {
+        for vls in [1u8, 2, 4, 0] {
+            let s = subnet(spec, 0, 4);
+            let out =
+                route_chain_with(&["nue".to_string()], true, &s, 0, &opts(true, vls)).unwrap();
+            assert_eq!(out.engine, "nue", "{spec}: {:?}", out.log);
+            let rep = vl_check(&s, &out.routes, 5);
+            assert!(rep.ok(), "{spec} vls={vls}: {rep:?}");
+            let budget = if vls == 0 { 8 } else { vls };
+            assert!(rep.max_sl < budget, "{spec} vls={vls}: {rep:?}");
+            assert!(rep.vls_used.len() <= usize::from(budget), "{spec}: {rep:?}");
+            let reach = check_all_pairs(&s, &out.routes.lfts);
+            assert_eq!(reach.unreachable_count, 0, "{spec}");
+            if spec.starts_with("fat-tree") {
+                assert_eq!(rep.detours, 0, "{spec}: shortest on a fat tree");
+            }
+        }
+    }
+}
+
+#[test]
+fn nue_without_qos_uses_one_layer() {
+    let s = subnet("torus:5,5", 0, 4);
+    let out = route_chain_with(&["nue".to_string()], true, &s, 0, &opts(false, 4)).unwrap();
+    assert!(
+        out.log.iter().any(|l| l.contains("WRN NUE48")),
+        "{:?}",
+        out.log
+    );
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{rep:?}");
+    assert_eq!(rep.vls_used, vec![0]);
+}
+
+#[test]
+fn nue_after_a_failed_link_and_switch() {
+    use fabric_sim::topo::{PortRef, Topology};
+    let mut t = Topology::generate("torus:5,5,cas=2").unwrap();
+    let sw = t.node_by_name("sw-2-2").unwrap();
+    t.disconnect(PortRef {
+        node: sw,
+        port: ibmad::PortNum(1),
+    })
+    .unwrap();
+    let t = remove_switch(&t, "sw-0-3");
+    let s = topo_subnet(&t, 0, 4);
+    for vls in [1u8, 2] {
+        let out = route_chain_with(&["nue".to_string()], true, &s, 0, &opts(true, vls)).unwrap();
+        let rep = vl_check(&s, &out.routes, 5);
+        assert!(rep.ok(), "{rep:?}");
+    }
+}
