@@ -20,6 +20,7 @@ pub mod graph;
 pub mod lash;
 pub mod minhop;
 pub mod nue;
+pub mod torus;
 pub mod updn;
 pub mod vl;
 
@@ -418,7 +419,7 @@ pub fn log_line_level(line: &str) -> crate::event::Level {
 }
 
 /// OpenSM engine names this SM recognises but does not implement yet.
-pub const PLANNED_ENGINES: &[&str] = &["torus-2QoS", "dfp", "dfp2"];
+pub const PLANNED_ENGINES: &[&str] = &["dfp", "dfp2"];
 
 /// The engine called `name` (`"minhop"`, or the legacy `"null"`).
 pub fn engine_by_name(
@@ -436,6 +437,7 @@ pub fn engine_by_name(
         "lash" => Ok(Box::new(lash::Lash::new(opts.clone()))),
         "nue" => Ok(Box::new(nue::Nue::new(opts.clone()))),
         "dor" => Ok(Box::new(dor::Dor::new(opts.clone()))),
+        "torus-2QoS" => Ok(Box::new(torus::Torus2QoS::new(opts.clone()))),
         n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }

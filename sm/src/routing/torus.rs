@@ -1,0 +1,1134 @@
+//! torus-2QoS (OpenSM `torus-2QoS`, `osm_torus.c`, torus-2QoS(8), torus-2QoS.conf(5)):
+//! dimension-order routing on 2D/3D tori and meshes, free of credit loops through datelines,
+//! with two QoS levels, that routes around failed links and a failed switch without changing
+//! any path's SL.
+//!
+//! # Configuration ([`TorusConfig`], torus-2QoS.conf)
+//! `torus X Y Z` or `mesh X Y Z` (a radix may carry `m`/`t` to make that dimension a mesh or a
+//! torus; a radix of 1 makes a 2D fabric), seed links `xp_link`/`xm_link`/`yp_link`/… `GUID0
+//! GUID1` (from a common switch, GUID0, to its neighbour in that direction), `x_dateline` /
+//! `y_dateline` / `z_dateline` offsets, `next_seed` (further seeds, used when a switch of an
+//! earlier one is missing), `portgroup_max_ports`, `port_order`, `max_changes`. Blank lines
+//! and `#` lines are ignored, so are tokens after a keyword's values. A radix-4 torus
+//! dimension needs both seed directions, as in OpenSM. Errors name the line.
+//!
+//! # Topology discovery
+//! The common switch of the first seed whose switches all exist sits at coordinate −dateline;
+//! its seed neighbours one step away. Positions then spread by completing squares (the
+//! unique common neighbour of two perpendicular neighbours of a placed switch, other than that
+//! switch, is their diagonal) and, where squares cannot reach, by extending lines (the next
+//! switch along a ring is the neighbour that shares no other neighbour with the previous one;
+//! on a radix-3 ring, the third corner of the triangle; on a radix-4 ring, the fourth corner
+//! of the square across the ring). A placement is taken only when it is unique and every
+//! placed neighbour of the switch is one step away from the new position. This is a different
+//! method from OpenSM's cube-by-cube case analysis; it needs the same seeds. A switch that
+//! cannot be placed makes the engine fail; a link between placed switches that are not
+//! neighbours in the torus is not used.
+//!
+//! # Routing
+//! As OpenSM's `torus_lft`/`lft_port`: X first, then Y, then Z, each along the shorter way
+//! round its ring (ties: the way that does not wrap), going the long way round a ring that a
+//! failed link breaks. When the switch where a path would turn is missing, the path makes as
+//! much progress as it can and turns early (an "illegal" turn). The LIDs behind a destination
+//! switch are spread round-robin over parallel links, CA and switch LIDs counted apart, CA
+//! ports in `port_order`. A fabric is refused (OpenSM's messages) when a 1D ring is broken
+//! into disjoint pieces, when missing switches are not adjacent in one Z column, when QoS is
+//! off (`-Q` is required), or when switch ports have fewer than 2 data VLs; this engine also
+//! refuses a missing switch with fewer than 4 data VLs, where OpenSM only warns, since the
+//! illegal turns then have no VL of their own.
+//!
+//! # SLs and VLs
+//! The path SL has bit *d* set when the path between the two switches' coordinates wraps in
+//! dimension *d* (the shorter way round crosses the dateline, between coordinate radix−1 and
+//! 0) — from coordinates alone, so failures never change it. SL bit 3 is the QoS level, which
+//! the engine leaves at 0: SL | 8 is the same path on the other QoS level. On an inter-switch
+//! output port pointing along dimension *d*, VL bit 0 = SL bit *d* (2 data VLs), VL bit 1 is
+//! set for a turn from a higher to a lower dimension, illegal under XYZ order (4 VLs), VL bit
+//! 2 is the QoS level (8 VLs); toward end ports VL = QoS level (2 VLs). The engine writes
+//! every switch's SL-to-VL per (input, output) port pair and every CA's; OpenSM's VLArb
+//! adjustment for CA-facing ports is not made (the QoS configuration's VLArb applies).
+
+use std::collections::HashMap;
+
+use ibmad::attr::SlToVl;
+use ibmad::{Guid, Lid, NodeType, PortNum};
+
+use super::graph::{link_usable, SwitchGraph};
+use super::vl::{sl2vl_from, PathSls, Sl2VlTables, NUM_SLS};
+use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine};
+use crate::subnet::Subnet;
+
+const NONE: u32 = u32::MAX;
+/// "No dimension": an end port (CA, switch port 0) or an unplaced link.
+const NO_DIM: usize = 3;
+const ENDPORT: usize = 6;
+
+/// A torus-2QoS.conf parse error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {what}")]
+pub struct ConfError {
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// One seed: links from a common switch, and its dateline offsets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Seed {
+    /// `[xm, xp, ym, yp, zm, zp]` links (from, to) node GUIDs.
+    pub links: [Option<(Guid, Guid)>; 6],
+    /// `x_dateline`, `y_dateline`, `z_dateline`.
+    pub dateline: [i32; 3],
+}
+
+/// torus-2QoS.conf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TorusConfig {
+    /// Radix per dimension (1 = absent).
+    pub size: [usize; 3],
+    /// Mesh (not wrapped) per dimension.
+    pub mesh: [bool; 3],
+    /// Seeds in order.
+    pub seeds: Vec<Seed>,
+    /// `portgroup_max_ports` (default 16).
+    pub portgroup_max_ports: usize,
+    /// `port_order` as given (the remaining ports follow in increasing order).
+    pub port_order: Vec<u8>,
+    /// `max_changes` (default 32).
+    pub max_changes: usize,
+}
+
+fn parse_num(tok: &str) -> Option<i64> {
+    let (neg, t) = match tok.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, tok.strip_prefix('+').unwrap_or(tok)),
+    };
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()?
+    } else if t.len() > 1 && t.starts_with('0') {
+        i64::from_str_radix(&t[1..], 8).ok()?
+    } else {
+        t.parse::<i64>().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+fn parse_guid(tok: Option<&str>) -> Option<Guid> {
+    let t = tok?;
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()?
+    } else {
+        t.parse::<u64>().ok()?
+    };
+    Some(Guid(v))
+}
+
+impl TorusConfig {
+    /// Parses torus-2QoS.conf text (see the module docs).
+    pub fn parse(text: &str) -> Result<TorusConfig, ConfError> {
+        let mut size: Option<[usize; 3]> = None;
+        let mut mesh = [false; 3];
+        let mut seeds: Vec<Seed> = Vec::new();
+        let mut pg = 16usize;
+        let mut order: Vec<u8> = Vec::new();
+        let mut max_changes = 32usize;
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let err = |what: String| ConfError { line, what };
+            let mut toks = raw.split_whitespace();
+            let Some(kw) = toks.next() else { continue };
+            if kw.starts_with('#') {
+                continue;
+            }
+            match kw {
+                "torus" | "mesh" => {
+                    if size.is_some() {
+                        continue; // "There can be only one."
+                    }
+                    let all_mesh = kw == "mesh";
+                    let mut sz = [1usize; 3];
+                    for d in 0..3 {
+                        let t = toks
+                            .next()
+                            .ok_or_else(|| err(format!("{kw}: expected three radices (x y z)")))?;
+                        let (num, suf) =
+                            t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+                        let v: usize = num
+                            .parse()
+                            .ok()
+                            .filter(|&v| (1..=256).contains(&v))
+                            .ok_or_else(|| err(format!("{kw}: bad radix {t:?}")))?;
+                        mesh[d] = match suf {
+                            "" => all_mesh,
+                            "m" | "M" => true,
+                            "t" | "T" => false,
+                            _ => {
+                                return Err(err(format!(
+                                    "{kw}: bad radix suffix in {t:?} (m or t)"
+                                )))
+                            }
+                        };
+                        sz[d] = v;
+                    }
+                    size = Some(sz);
+                }
+                "xp_link" | "xm_link" | "yp_link" | "ym_link" | "zp_link" | "zm_link" => {
+                    let d = usize::from(kw.as_bytes()[0] - b'x');
+                    let plus = kw.as_bytes()[1] == b'p';
+                    let a = parse_guid(toks.next());
+                    let b = parse_guid(toks.next());
+                    let (Some(a), Some(b)) = (a, b) else {
+                        return Err(err(format!("{kw}: expected two switch GUIDs")));
+                    };
+                    if seeds.is_empty() {
+                        seeds.push(Seed::default());
+                    }
+                    if let Some(s) = seeds.last_mut() {
+                        s.links[2 * d + usize::from(plus)] = Some((a, b));
+                    }
+                }
+                "x_dateline" | "y_dateline" | "z_dateline" => {
+                    let d = usize::from(kw.as_bytes()[0] - b'x');
+                    let v = toks
+                        .next()
+                        .and_then(parse_num)
+                        .ok_or_else(|| err(format!("{kw}: expected a number")))?;
+                    let max = size.map_or(i64::MAX, |s| s[d] as i64);
+                    if v <= -max || v >= max {
+                        return Err(err(format!(
+                            "ERR 4E10: dateline value for coordinate direction {} must be {} < dl < {max}",
+                            d + 1,
+                            -max
+                        )));
+                    }
+                    if seeds.is_empty() {
+                        seeds.push(Seed::default());
+                    }
+                    if let Some(s) = seeds.last_mut() {
+                        s.dateline[d] = v as i32;
+                    }
+                }
+                "next_seed" => {
+                    if seeds.is_empty() {
+                        seeds.push(Seed::default());
+                    }
+                    seeds.push(Seed::default());
+                }
+                "portgroup_max_ports" | "max_changes" => {
+                    let v = toks
+                        .next()
+                        .and_then(parse_num)
+                        .filter(|&v| v >= 0)
+                        .ok_or_else(|| err(format!("{kw}: expected a number")))?;
+                    if kw == "max_changes" {
+                        max_changes = v as usize;
+                    } else {
+                        pg = v as usize;
+                    }
+                }
+                "port_order" => {
+                    for t in toks {
+                        let Some(v) = parse_num(t).filter(|&v| (0..=254).contains(&v)) else {
+                            break;
+                        };
+                        if !order.contains(&(v as u8)) {
+                            order.push(v as u8);
+                        }
+                    }
+                }
+                other => {
+                    return Err(err(format!(
+                        "ERR 4E12: no keyword found: {other:?} is not a torus-2QoS.conf keyword"
+                    )))
+                }
+            }
+        }
+        let size = size.ok_or_else(|| ConfError {
+            line: text.lines().count().max(1),
+            what: "ERR 4E20: missing required torus size specification (torus X Y Z)".into(),
+        })?;
+        seeds.retain(|s| s.links.iter().any(Option::is_some));
+        Ok(TorusConfig {
+            size,
+            mesh,
+            seeds,
+            portgroup_max_ports: pg,
+            port_order: order,
+            max_changes,
+        })
+    }
+
+    /// The configuration of a torus (or mesh) generated by fabric-sim's `torus:`/`mesh:` with
+    /// switch GUIDs `base + index`, index = x + X·(y + Y·z): seeds from switch 0 in the
+    /// positive directions (and the negative ones for radix-4 dimensions).
+    #[must_use]
+    pub fn for_grid(size: [usize; 3], mesh: bool, base: u64) -> String {
+        let mut s = format!(
+            "{} {} {} {}\n",
+            if mesh { "mesh" } else { "torus" },
+            size[0],
+            size[1],
+            size[2]
+        );
+        let stride = [1, size[0], size[0] * size[1]];
+        for d in 0..3 {
+            if size[d] < 2 {
+                continue;
+            }
+            let n = ["x", "y", "z"][d];
+            s += &format!(
+                "{n}p_link 0x{:016x} 0x{:016x}\n",
+                base,
+                base + stride[d] as u64
+            );
+            if size[d] == 4 && !mesh {
+                s += &format!(
+                    "{n}m_link 0x{:016x} 0x{:016x}\n",
+                    base,
+                    base + (stride[d] * (size[d] - 1)) as u64
+                );
+            }
+        }
+        s
+    }
+}
+
+/// The torus-2QoS engine.
+#[derive(Clone, Debug, Default)]
+pub struct Torus2QoS {
+    opts: EngineOptions,
+}
+
+impl Torus2QoS {
+    /// With options (`torus_config`, `qos`, `max_op_vls`).
+    #[must_use]
+    pub fn new(opts: EngineOptions) -> Torus2QoS {
+        Torus2QoS { opts }
+    }
+}
+
+fn fail(reason: String) -> RouteError {
+    RouteError::Unroutable {
+        engine: "torus-2QoS",
+        reason,
+    }
+}
+
+/// A placed torus: positions, port groups.
+pub(crate) struct Torus {
+    size: [usize; 3],
+    mesh: [bool; 3],
+    /// Per slot.
+    pos: Vec<Option<[usize; 3]>>,
+    grid: Vec<u32>,
+    /// Per slot: 7 port groups (2d = −d, 2d+1 = +d, 6 = end ports incl. port 0).
+    groups: Vec<[Vec<u8>; 7]>,
+    /// Per slot, per port: the dimension the port points along (NO_DIM for end ports).
+    port_dim: Vec<Vec<u8>>,
+}
+
+impl Torus {
+    fn idx(&self, p: [usize; 3]) -> usize {
+        p[0] + self.size[0] * (p[1] + self.size[1] * p[2])
+    }
+
+    fn at(&self, p: [usize; 3]) -> Option<usize> {
+        let s = self.grid[self.idx(p)];
+        (s != NONE).then_some(s as usize)
+    }
+
+    /// `p` moved by `k` steps along `d` (None off a mesh edge).
+    fn step(&self, p: [usize; 3], d: usize, k: i64) -> Option<[usize; 3]> {
+        let n = self.size[d] as i64;
+        let v = p[d] as i64 + k;
+        let v = if self.mesh[d] {
+            if v < 0 || v >= n {
+                return None;
+            }
+            v
+        } else {
+            v.rem_euclid(n)
+        };
+        let mut q = p;
+        q[d] = v as usize;
+        Some(q)
+    }
+
+    /// The dimension and sign of the step from `p` to `q` (None if not one step apart).
+    fn dir(&self, p: [usize; 3], q: [usize; 3]) -> Option<(usize, bool, bool)> {
+        let mut out = None;
+        for d in 0..3 {
+            if p[d] == q[d] {
+                continue;
+            }
+            if out.is_some() {
+                return None;
+            }
+            let plus = self.step(p, d, 1) == Some(q);
+            let minus = self.step(p, d, -1) == Some(q);
+            if !plus && !minus {
+                return None;
+            }
+            out = Some((d, plus, minus));
+        }
+        out
+    }
+}
+
+/// Neighbour sets of every switch (sorted, no repeats).
+fn neighbour_sets(g: &SwitchGraph) -> Vec<Vec<u32>> {
+    (0..g.switch_count())
+        .map(|a| {
+            let mut v: Vec<u32> = g
+                .neighbors(a)
+                .iter()
+                .map(|e| e.to)
+                .filter(|&t| t as usize != a)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect()
+}
+
+fn adjacent(nb: &[Vec<u32>], a: usize, b: usize) -> bool {
+    nb[a].binary_search(&(b as u32)).is_ok()
+}
+
+fn common(nb: &[Vec<u32>], a: usize, b: usize) -> impl Iterator<Item = usize> + '_ {
+    nb[a]
+        .iter()
+        .filter(move |x| nb[b].binary_search(x).is_ok())
+        .map(|&x| x as usize)
+}
+
+/// Places the switches (see the module docs). Returns the torus and log lines, or why not.
+pub(crate) fn discover(
+    subnet: &Subnet,
+    g: &SwitchGraph,
+    cfg: &TorusConfig,
+    log: &mut Vec<String>,
+) -> Result<Torus, String> {
+    let n = g.switch_count();
+    let cells = cfg.size.iter().product::<usize>();
+    let mut t = Torus {
+        size: cfg.size,
+        mesh: cfg.mesh,
+        pos: vec![None; n],
+        grid: vec![NONE; cells],
+        groups: Vec::new(),
+        port_dim: Vec::new(),
+    };
+    for d in 0..3 {
+        if t.size[d] == 1 {
+            t.mesh[d] = false;
+        }
+        if t.size[d] == 4 && !t.mesh[d] {
+            for (i, s) in cfg.seeds.iter().enumerate() {
+                if s.links[2 * d].is_none() || s.links[2 * d + 1].is_none() {
+                    return Err(format!(
+                        "ERR 4E22: a radix-4 torus dimension ({}) needs both its positive and negative seed links (seed {})",
+                        ["x", "y", "z"][d],
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    let by_guid: HashMap<Guid, usize> = g
+        .slots()
+        .switches()
+        .iter()
+        .enumerate()
+        .map(|(a, &s)| (subnet.node(s).guid, a))
+        .collect();
+    let nb = neighbour_sets(g);
+    // The first seed whose switches all exist.
+    let seed = cfg.seeds.iter().find(|s| {
+        s.links
+            .iter()
+            .flatten()
+            .all(|(a, b)| by_guid.contains_key(a) && by_guid.contains_key(b))
+    });
+    let Some(seed) = seed else {
+        return Err(
+            "ERR 4E30: Every configured torus seed has at least one switch missing in fabric"
+                .into(),
+        );
+    };
+    let common_sw: Vec<Guid> = seed.links.iter().flatten().map(|l| l.0).collect();
+    if common_sw.windows(2).any(|w| w[0] != w[1]) {
+        return Err("the links of a seed must all start at the same switch".into());
+    }
+    let origin_slot = by_guid[&common_sw[0]];
+    let mut origin = [0usize; 3];
+    for d in 0..3 {
+        origin[d] = (-(seed.dateline[d] as i64)).rem_euclid(t.size[d] as i64) as usize;
+    }
+    let place = |t: &mut Torus, s: usize, p: [usize; 3]| -> Result<bool, String> {
+        if let Some(q) = t.pos[s] {
+            return if q == p {
+                Ok(false)
+            } else {
+                Err(format!("switch placed at both {q:?} and {p:?}"))
+            };
+        }
+        let i = t.idx(p);
+        if t.grid[i] != NONE {
+            return Err(format!("two switches at {p:?}"));
+        }
+        t.pos[s] = Some(p);
+        t.grid[i] = s as u32;
+        Ok(true)
+    };
+    // Strict check: every placed neighbour of `s` is one step from `p`.
+    let fits = |t: &Torus, s: usize, p: [usize; 3]| {
+        t.grid[t.idx(p)] == NONE
+            && nb[s]
+                .iter()
+                .all(|&x| t.pos[x as usize].is_none_or(|q| t.dir(p, q).is_some()))
+    };
+    place(&mut t, origin_slot, origin)?;
+    for d in 0..3 {
+        for (k, sign) in [(2 * d, -1i64), (2 * d + 1, 1)] {
+            let Some((_, to)) = seed.links[k] else {
+                continue;
+            };
+            let b = by_guid[&to];
+            if !adjacent(&nb, origin_slot, b) {
+                return Err(format!(
+                    "seed link 0x{:016x} -> 0x{:016x}: the switches are not linked",
+                    common_sw[0].0, to.0
+                ));
+            }
+            let p = t
+                .step(origin, d, sign)
+                .ok_or("seed link off the mesh edge")?;
+            place(&mut t, b, p)?;
+        }
+    }
+    let dims: Vec<usize> = (0..3).filter(|&d| t.size[d] > 1).collect();
+    loop {
+        let mut progress = false;
+        // Squares.
+        loop {
+            let mut found = Vec::new();
+            for a in 0..n {
+                let Some(p) = t.pos[a] else { continue };
+                for (ii, &i) in dims.iter().enumerate() {
+                    for &j in &dims[ii + 1..] {
+                        for si in [-1i64, 1] {
+                            for sj in [-1i64, 1] {
+                                let (Some(pb), Some(pc)) = (t.step(p, i, si), t.step(p, j, sj))
+                                else {
+                                    continue;
+                                };
+                                let (Some(b), Some(c)) = (t.at(pb), t.at(pc)) else {
+                                    continue;
+                                };
+                                let Some(q) = t.step(pb, j, sj) else { continue };
+                                if t.at(q).is_some() {
+                                    continue;
+                                }
+                                let mut cand =
+                                    common(&nb, b, c).filter(|&x| x != a && t.pos[x].is_none());
+                                if let (Some(x), None) = (cand.next(), cand.next()) {
+                                    found.push((x, q));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let mut any = false;
+            for (x, q) in found {
+                if t.pos[x].is_none() && fits(&t, x, q) {
+                    place(&mut t, x, q)?;
+                    any = true;
+                }
+            }
+            if !any {
+                break;
+            }
+            progress = true;
+        }
+        // Lines.
+        let mut found = Vec::new();
+        for a in 0..n {
+            let Some(p) = t.pos[a] else { continue };
+            for &d in &dims {
+                let r = t.size[d];
+                if r == 2 {
+                    continue;
+                }
+                for s in [-1i64, 1] {
+                    let Some(pb) = t.step(p, d, s) else { continue };
+                    let Some(b) = t.at(pb) else { continue };
+                    let Some(q) = t.step(p, d, 2 * s) else {
+                        continue;
+                    };
+                    if t.at(q).is_some() {
+                        continue;
+                    }
+                    // A mesh dimension is a line: no triangle or square across the ring.
+                    let ring = if t.mesh[d] { usize::MAX } else { r };
+                    let cands: Vec<usize> = match ring {
+                        3 => common(&nb, a, b).filter(|&x| t.pos[x].is_none()).collect(),
+                        4 => match t.step(p, d, -s).and_then(|pm| t.at(pm)) {
+                            Some(m) => common(&nb, b, m)
+                                .filter(|&x| x != a && t.pos[x].is_none())
+                                .collect(),
+                            None => Vec::new(),
+                        },
+                        _ => nb[b]
+                            .iter()
+                            .map(|&x| x as usize)
+                            .filter(|&x| {
+                                x != a
+                                    && t.pos[x].is_none()
+                                    && !adjacent(&nb, a, x)
+                                    && common(&nb, a, x).count() == 1
+                            })
+                            .collect(),
+                    };
+                    if cands.len() == 1 {
+                        found.push((cands[0], q));
+                    }
+                }
+            }
+        }
+        let mut any = false;
+        for (x, q) in found {
+            if t.pos[x].is_none() && fits(&t, x, q) {
+                place(&mut t, x, q)?;
+                any = true;
+            }
+        }
+        progress |= any;
+        if !progress {
+            break;
+        }
+    }
+    let unplaced: Vec<usize> = (0..n).filter(|&a| t.pos[a].is_none()).collect();
+    if let Some(&a) = unplaced.first() {
+        let sw = g.switch_at(a).map(|s| subnet.node(s));
+        return Err(format!(
+            "could not place {} of {n} switches into the {}x{}x{} {} (first: 0x{:016x} '{}'); check the radices and seed links of torus-2QoS.conf",
+            unplaced.len(),
+            t.size[0],
+            t.size[1],
+            t.size[2],
+            if t.mesh.iter().all(|&m| m) { "mesh" } else { "torus" },
+            sw.map_or(0, |x| x.guid.0),
+            sw.map_or("", |x| x.desc.as_str())
+        ));
+    }
+    // Port groups.
+    let mut unused_links = 0;
+    for (a, &sw) in g.slots().switches().iter().enumerate() {
+        let np = subnet.node(sw).num_ports;
+        let mut gr: [Vec<u8>; 7] = Default::default();
+        let mut pd = vec![NO_DIM as u8; usize::from(np) + 1];
+        let p = t.pos[a].unwrap_or([0; 3]);
+        gr[ENDPORT].push(0);
+        for port in 1..=np {
+            let Some((rn, _)) = subnet.port(sw, PortNum(port)).and_then(|x| x.remote) else {
+                continue;
+            };
+            if !link_usable(subnet, sw, PortNum(port)) {
+                continue;
+            }
+            if !subnet.node(rn).is_switch() {
+                gr[ENDPORT].push(port);
+                continue;
+            }
+            let Some(r) = g.index_of(rn) else { continue };
+            let Some(q) = t.pos[r] else { continue };
+            match t.dir(p, q) {
+                Some((d, plus, minus)) => {
+                    pd[usize::from(port)] = d as u8;
+                    if plus {
+                        gr[2 * d + 1].push(port);
+                    }
+                    if minus {
+                        gr[2 * d].push(port);
+                    }
+                }
+                None => unused_links += 1,
+            }
+        }
+        t.groups.push(gr);
+        t.port_dim.push(pd);
+    }
+    if unused_links > 0 {
+        log.push(format!(
+            "build_torus: Warning: {unused_links} switch link ends do not join torus neighbours and are not used"
+        ));
+    }
+    Ok(t)
+}
+
+fn ring_dir_idx(src: usize, dst: usize, count: usize) -> i64 {
+    if src == dst {
+        return 0;
+    }
+    let (s, l) = if dst > src { (src, dst) } else { (dst, src) };
+    let vl0 = l - s;
+    let vl1 = s + count - l;
+    if dst > src {
+        if vl0 <= vl1 {
+            1
+        } else {
+            -1
+        }
+    } else if vl0 <= vl1 {
+        -1
+    } else {
+        1
+    }
+}
+
+/// True if the shorter way from `src` to `dst` on a ring of `count` wraps (the path SL bit).
+fn use_vl1(src: usize, dst: usize, count: usize) -> bool {
+    let (s, l) = if dst > src { (src, dst) } else { (dst, src) };
+    l - s > s + count - l
+}
+
+impl Torus {
+    fn group(&self, a: usize, d: usize, sign: i64) -> &[u8] {
+        &self.groups[a][2 * d + usize::from(sign > 0)]
+    }
+
+    fn ring_next(&self, g: &SwitchGraph, a: usize, d: usize, sign: i64) -> Option<usize> {
+        let p = *self.group(a, d, sign).first()?;
+        g.neighbors(a)
+            .iter()
+            .find(|e| e.port == p)
+            .map(|e| e.to as usize)
+    }
+
+    /// OpenSM `ring_dir_path`: the direction that reaches `b` from `a` along dimension `d`,
+    /// the shorter way if it is not broken.
+    fn ring_dir_path(&self, g: &SwitchGraph, d: usize, a: usize, b: usize) -> i64 {
+        let (pa, pb) = (self.pos[a].unwrap_or([0; 3]), self.pos[b].unwrap_or([0; 3]));
+        let dir = ring_dir_idx(pa[d], pb[d], self.size[d]);
+        if dir == 0 {
+            return 0;
+        }
+        for sign in [dir, -dir] {
+            let mut x = a;
+            for _ in 0..self.size[d] {
+                match self.ring_next(g, x, d, sign) {
+                    Some(y) if y == b => return sign,
+                    Some(y) => x = y,
+                    None => break,
+                }
+            }
+        }
+        0
+    }
+
+    /// OpenSM `next_hop_path`: toward the switch where the path turns off dimension `d`.
+    fn next_hop_path(&self, g: &SwitchGraph, d: usize, a: usize, b: usize) -> Option<usize> {
+        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
+        let mut tp = pa;
+        tp[d] = pb[d];
+        let ts = self.at(tp)?;
+        let s = self.ring_dir_path(g, d, a, ts);
+        if s == 0 {
+            return None;
+        }
+        Some(2 * d + usize::from(s > 0))
+    }
+
+    /// OpenSM `next_hop_idx`: the shorter way along `d`, whatever is broken.
+    fn next_hop_idx(&self, d: usize, a: usize, b: usize) -> Option<usize> {
+        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
+        let s = ring_dir_idx(pa[d], pb[d], self.size[d]);
+        if s == 0 {
+            return None;
+        }
+        let gi = 2 * d + usize::from(s > 0);
+        (!self.groups[a][gi].is_empty()).then_some(gi)
+    }
+
+    fn next_hop_xy(&self, g: &SwitchGraph, d: usize, a: usize, b: usize) -> Option<usize> {
+        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
+        let mut tp = pa;
+        tp[d] = pb[d];
+        if self.at(tp).is_some() {
+            self.next_hop_path(g, d, a, b)
+        } else {
+            self.next_hop_idx(d, a, b)
+        }
+    }
+
+    /// OpenSM `lft_port`: the port group switch `a` uses toward switch `b`.
+    fn lft_group(&self, g: &SwitchGraph, a: usize, b: usize) -> Option<usize> {
+        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
+        if pb[0] != pa[0] {
+            self.next_hop_xy(g, 0, a, b)
+                .or_else(|| {
+                    (pb[1] != pa[1])
+                        .then(|| self.next_hop_xy(g, 1, a, b))
+                        .flatten()
+                })
+                .or_else(|| {
+                    (pb[2] != pa[2])
+                        .then(|| self.next_hop_path(g, 2, a, b))
+                        .flatten()
+                })
+        } else if pb[1] != pa[1] {
+            self.next_hop_xy(g, 1, a, b).or_else(|| {
+                (pb[2] != pa[2])
+                    .then(|| self.next_hop_path(g, 2, a, b))
+                    .flatten()
+            })
+        } else {
+            self.next_hop_path(g, 2, a, b)
+        }
+    }
+
+    /// The SL (QoS level 0) of paths from switch `a` to switch `b`.
+    fn path_sl(&self, a: usize, b: usize) -> u8 {
+        let (Some(pa), Some(pb)) = (self.pos[a], self.pos[b]) else {
+            return 0;
+        };
+        let mut sl = 0u8;
+        for d in 0..3 {
+            if use_vl1(pa[d], pb[d], self.size[d]) {
+                sl |= 1 << d;
+            }
+        }
+        sl
+    }
+}
+
+/// OpenSM `sl2vl_entry` for a switch port pair (`dims` = dimension of each port).
+fn switch_vl(in_dim: usize, out_dim: usize, sl: u8, data_vls: u8) -> u8 {
+    let mut vl = 0;
+    if out_dim != NO_DIM {
+        if data_vls >= 2 {
+            vl |= (sl >> out_dim) & 1;
+        }
+        if data_vls >= 4 && in_dim != NO_DIM && in_dim > out_dim {
+            vl |= 1 << 1;
+        }
+        if data_vls >= 8 {
+            vl |= ((sl >> 3) & 1) << 2;
+        }
+    } else if data_vls >= 2 {
+        vl |= (sl >> 3) & 1;
+    }
+    vl
+}
+
+impl RoutingEngine for Torus2QoS {
+    fn name(&self) -> &'static str {
+        "torus-2QoS"
+    }
+
+    fn route_logged(
+        &self,
+        subnet: &Subnet,
+        _rng: &mut dyn rand::RngCore,
+        log: &mut Vec<String>,
+    ) -> Result<Routes, RouteError> {
+        if !self.opts.qos {
+            return Err(fail(
+                "ERR 4E44: Routing engine list contains torus-2QoS. Enable QoS for correct operation (-Q or 'qos TRUE' in opensm.conf)."
+                    .to_string(),
+            ));
+        }
+        let Some(file) = &self.opts.torus_config else {
+            return Err(fail(
+                "ERR 4E11: no torus-2QoS.conf (torus_config) was given".to_string(),
+            ));
+        };
+        let text = file
+            .contents
+            .as_ref()
+            .map_err(|e| fail(format!("ERR 4E11: Opening {}: {e}", file.path)))?;
+        let cfg = TorusConfig::parse(text).map_err(|e| {
+            fail(format!(
+                "ERR 4E13: parsing {}:{}: {}",
+                file.path, e.line, e.what
+            ))
+        })?;
+        let g = SwitchGraph::build(subnet);
+        let budget = self.opts.vl_budget(subnet);
+        let (sw_vls, ep_vls) = (budget.min_sw_data_vls, budget.min_data_vls);
+        log.push(format!(
+            "torus_build_lfts: Found fabric w/ {} switches, minimum data VLs: endport {ep_vls}, switchport {sw_vls}",
+            g.switch_count()
+        ));
+        if sw_vls < 2 {
+            return Err(fail(format!(
+                "ERR 4E48: Too few data VLs to support torus routing without credit loops (have switchport {sw_vls} need 2)"
+            )));
+        }
+        if sw_vls < 8 {
+            log.push(format!(
+                "verify_setup: Warning: Too few data VLs to support torus routing with two QoS levels (have switchport {sw_vls} need 8)"
+            ));
+        }
+        if ep_vls < 2 {
+            log.push(format!(
+                "verify_setup: Warning: Too few data VLs to support torus routing with two QoS levels (have endport {ep_vls} need 2)"
+            ));
+        }
+        log.push(format!(
+            "torus_build_lfts: Looking for {} x {} x {} {}",
+            cfg.size[0],
+            cfg.size[1],
+            cfg.size[2],
+            if cfg.mesh.iter().all(|&m| m) {
+                "mesh"
+            } else {
+                "torus"
+            }
+        ));
+        let t = discover(subnet, &g, &cfg, log).map_err(fail)?;
+        self.check_routable(&t, sw_vls, log)?;
+        let n = g.switch_count();
+        // End LIDs behind each switch: (LID, LMC count, CA?), in port_order.
+        let mut order: Vec<u8> = cfg.port_order.clone();
+        for p in 0..=254u8 {
+            if !order.contains(&p) {
+                order.push(p);
+            }
+        }
+        let mut ends: Vec<Vec<(u16, u16, bool, u8)>> = vec![Vec::new(); n];
+        for (b, &sw) in g.slots().switches().iter().enumerate() {
+            let grp = &t.groups[b][ENDPORT];
+            if grp.len() > cfg.portgroup_max_ports + 1 {
+                log.push(format!(
+                    "build_torus: ERR 4E03: port group of switch 0x{:016x} has {} ports; portgroup_max_ports is {}",
+                    subnet.node(sw).guid.0,
+                    grp.len(),
+                    cfg.portgroup_max_ports
+                ));
+            }
+            for &p in &order {
+                if !grp.contains(&p) {
+                    continue;
+                }
+                if p == 0 {
+                    if let Some(x) = subnet.port(sw, PortNum(0)) {
+                        if x.lid != Lid::UNASSIGNED {
+                            ends[b].push((x.lid.0, 1 << x.lmc.min(7), false, 0));
+                        }
+                    }
+                    continue;
+                }
+                let Some((rn, rp)) = subnet.port(sw, PortNum(p)).and_then(|x| x.remote) else {
+                    continue;
+                };
+                if let Some(x) = subnet.port(rn, rp) {
+                    if x.lid != Lid::UNASSIGNED {
+                        ends[b].push((x.lid.0, 1 << x.lmc.min(7), true, p));
+                    }
+                }
+            }
+        }
+        let top = max_lid(subnet);
+        let mut lfts = Lfts::with_slots(g.slots().clone(), top);
+        let mut unroutable = 0u64;
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            let mut ca_cnt = [0usize; 7];
+            let mut sw_cnt = [0usize; 7];
+            let Some(row) = lfts.table_mut(sw) else {
+                continue;
+            };
+            for b in 0..n {
+                let grp = if a == b { None } else { t.lft_group(&g, a, b) };
+                if a != b && grp.is_none() {
+                    unroutable += 1;
+                }
+                for &(lid, nl, ca, local) in &ends[b] {
+                    let port = if a == b {
+                        Some(local)
+                    } else {
+                        grp.and_then(|gi| {
+                            let pg = &t.groups[a][gi];
+                            let cnt = if ca { &mut ca_cnt[gi] } else { &mut sw_cnt[gi] };
+                            let p = pg.get(*cnt % pg.len().max(1)).copied();
+                            *cnt += 1;
+                            p
+                        })
+                    };
+                    if let Some(p) = port {
+                        for l in 0..nl {
+                            if let Some(e) = row.get_mut(usize::from(lid) + usize::from(l)) {
+                                *e = p;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if unroutable > 0 {
+            return Err(fail(format!(
+                "ERR 4E39: {unroutable} switch pairs cannot be routed (unable to route around the failures)"
+            )));
+        }
+        // Path SLs per (source switch, destination LID).
+        let mut sls = PathSls::per_source_switch(subnet, g.slots(), top);
+        let mut dst_of = vec![NONE; usize::from(top.0) + 1];
+        for (b, e) in ends.iter().enumerate() {
+            for &(lid, nl, _, _) in e {
+                for l in 0..nl {
+                    if let Some(x) = dst_of.get_mut(usize::from(lid) + usize::from(l)) {
+                        *x = b as u32;
+                    }
+                }
+            }
+        }
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            if let Some(row) = sls.switch_row_mut(sw) {
+                for (l, e) in row.iter_mut().enumerate() {
+                    let b = dst_of[l];
+                    if b != NONE {
+                        *e = t.path_sl(a, b as usize);
+                    }
+                }
+            }
+        }
+        // SL-to-VL: every switch port pair and every CA port.
+        let mut tables = Sl2VlTables::new(subnet);
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            let np = usize::from(subnet.node(sw).num_ports);
+            let dims = &t.port_dim[a];
+            let mut cache: HashMap<(usize, usize), SlToVl> = HashMap::new();
+            for i in 0..=np {
+                for o in 0..=np {
+                    let (di, dout) = (usize::from(dims[i]), usize::from(dims[o]));
+                    let tbl = *cache.entry((di, dout)).or_insert_with(|| {
+                        let mut v = [0u8; NUM_SLS];
+                        for (sl, e) in v.iter_mut().enumerate() {
+                            *e = switch_vl(di, dout, sl as u8, sw_vls);
+                        }
+                        sl2vl_from(v)
+                    });
+                    tables.set(subnet, sw, PortNum(i as u8), PortNum(o as u8), tbl);
+                }
+            }
+        }
+        let ca_table = {
+            let mut v = [0u8; NUM_SLS];
+            for (sl, e) in v.iter_mut().enumerate() {
+                *e = if ep_vls >= 2 {
+                    ((sl >> 3) & 1) as u8
+                } else {
+                    0
+                };
+            }
+            sl2vl_from(v)
+        };
+        for id in subnet.node_ids() {
+            let node = subnet.node(id);
+            if node.node_type == NodeType::SWITCH {
+                continue;
+            }
+            for p in 1..=node.num_ports {
+                if subnet
+                    .port(id, PortNum(p))
+                    .is_some_and(|x| x.remote.is_some())
+                {
+                    tables.set(subnet, id, PortNum(0), PortNum(p), ca_table);
+                }
+            }
+        }
+        log.push(format!(
+            "torus_build_lfts: Built {} x {} x {} torus w/ {n} switches",
+            cfg.size[0], cfg.size[1], cfg.size[2]
+        ));
+        Ok(Routes::new(lfts).with_path_sl(sls).with_sl2vl(tables))
+    }
+}
+
+impl Torus2QoS {
+    /// OpenSM `routable_torus`, plus the refusal of a missing switch without 4 VLs.
+    fn check_routable(
+        &self,
+        t: &Torus,
+        sw_vls: u8,
+        log: &mut Vec<String>,
+    ) -> Result<(), RouteError> {
+        let [x, y, z] = t.size;
+        let missing: Vec<[usize; 3]> = (0..z)
+            .flat_map(|k| (0..y).flat_map(move |j| (0..x).map(move |i| [i, j, k])))
+            .filter(|&p| t.at(p).is_none())
+            .collect();
+        for p in &missing {
+            log.push(format!(
+                "routable_torus: Missing torus switch at {},{},{}",
+                p[0], p[1], p[2]
+            ));
+        }
+        let mut deadlock = false;
+        if missing.len() > 1 {
+            let col = (missing[0][0], missing[0][1]);
+            for p in &missing {
+                if (p[0], p[1]) != col {
+                    deadlock = true;
+                }
+                let below = t.step(*p, 2, -1).and_then(|q| t.at(q));
+                let above = t.step(*p, 2, 1).and_then(|q| t.at(q));
+                if below.is_some() && above.is_some() {
+                    deadlock = true;
+                }
+            }
+        }
+        if deadlock {
+            return Err(fail(
+                "ERR 4E38: missing switch topology ==> message deadlock! (missing switches must be adjacent in one Z column)"
+                    .to_string(),
+            ));
+        }
+        if !missing.is_empty() && sw_vls < 4 {
+            return Err(fail(format!(
+                "a missing switch needs 4 data VLs on switch ports to route around it without credit loops (have {sw_vls})"
+            )));
+        }
+        for d in 0..3 {
+            let (a, b) = [(1, 2), (0, 2), (0, 1)][d];
+            for u in 0..t.size[a] {
+                for v in 0..t.size[b] {
+                    let (mut b2g, mut g2b) = (0, 0);
+                    for w in 0..t.size[d] {
+                        let mut p = [0; 3];
+                        p[d] = w;
+                        p[a] = u;
+                        p[b] = v;
+                        let Some(s) = t.at(p) else { continue };
+                        if t.groups[s][2 * d].is_empty() {
+                            b2g += 1;
+                        }
+                        if t.groups[s][2 * d + 1].is_empty() {
+                            g2b += 1;
+                        }
+                    }
+                    let dn = ["x", "y", "z"][d];
+                    let (an, bn) = (["x", "y", "z"][a], ["x", "y", "z"][b]);
+                    if b2g != g2b {
+                        return Err(fail(format!(
+                            "ERR 4E32: strange failures in {dn} ring at {an}={u} {bn}={v} b2g_cnt {b2g} g2b_cnt {g2b}"
+                        )));
+                    }
+                    if b2g > 1 {
+                        return Err(fail(format!(
+                            "ERR 4E33: disjoint failures in {dn} ring at {an}={u} {bn}={v}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
