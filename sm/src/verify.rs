@@ -334,24 +334,32 @@ impl Report {
 /// What a routing engine promises about the tables it computes; the verdict holds it to that.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Promise {
-    /// Every route is a shortest path (minhop, dor).
+    /// Every route is a shortest path (minhop, sssp; dor, lash, dfsssp).
     pub shortest: bool,
-    /// The tables are free of credit loops (updn, dnup, ftree; the VL engines on their VLs).
+    /// The tables are free of credit loops (updn, dnup, ftree, dor; the VL engines lash,
+    /// dfsssp, nue, torus-2QoS, dfp, dfp2 on their VLs).
     pub deadlock_free: bool,
 }
 
 impl Promise {
     /// The promise of the engine OpenSM calls `engine`. Every engine promises that every CA
-    /// reaches every CA; `file` and unknown names promise nothing more.
+    /// reaches every CA; `file` and unknown names promise nothing more. nue may detour to stay
+    /// deadlock-free within its VLs, torus-2QoS detours around failures, dfp's primary routes
+    /// are minimal Dragonfly+ routes (not shortest where a group pair has no direct link), so
+    /// they promise deadlock freedom only; dor refuses tables with a credit loop, so it
+    /// promises both.
     #[must_use]
     pub fn of(engine: &str) -> Promise {
         match engine {
-            "minhop" | "null" | "dor" => Promise {
+            "minhop" | "null" | "sssp" => Promise {
                 shortest: true,
                 deadlock_free: false,
             },
-            "updn" | "dnup" | "ftree" | "lash" | "dfsssp" | "nue" | "torus-2QoS" | "dfp"
-            | "dfp2" => Promise {
+            "dor" | "lash" | "dfsssp" => Promise {
+                shortest: true,
+                deadlock_free: true,
+            },
+            "updn" | "dnup" | "ftree" | "nue" | "torus-2QoS" | "dfp" | "dfp2" => Promise {
                 shortest: false,
                 deadlock_free: true,
             },

@@ -88,6 +88,14 @@ static CLI: &[CliOpt] = &[
         help: "LFTs for the file routing engine" },
     CliOpt { short: None, long: &["scatter-ports", "scatter_ports"], metavar: Some("SEED"), act: Act::Key("scatter_ports"),
         help: "random seed for choosing among equal ports (0: off)" },
+    CliOpt { short: None, long: &["do_mesh_analysis"], metavar: None, act: Act::Flag(|o| o.do_mesh_analysis = true),
+        help: "lash: treat parallel links as one, routes shared round-robin" },
+    CliOpt { short: None, long: &["lash_start_vl"], metavar: Some("VL"), act: Act::Key("lash_start_vl"),
+        help: "first SL/VL lash uses" },
+    CliOpt { short: None, long: &["nue_max_num_vls"], metavar: Some("N"), act: Act::Key("nue_max_num_vls"),
+        help: "VLs nue may use (0: all the fabric allows)" },
+    CliOpt { short: None, long: &["torus_config"], metavar: Some("FILE"), act: Act::Key("torus_config"),
+        help: "torus-2QoS configuration file" },
     CliOpt { short: Some('o'), long: &["once"], metavar: None, act: Act::Flag(|o| o.once = true),
         help: "configure the subnet once, then exit" },
     CliOpt { short: Some('s'), long: &["sweep"], metavar: Some("SECONDS"), act: Act::Key("sweep_interval"),
@@ -166,13 +174,9 @@ static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
     (Some('I'), "inactive"),
     (None, "prefix_routes_file"),
     (None, "consolidate_ipv6_snm_req"),
-    (None, "do_mesh_analysis"),
-    (None, "lash_start_vl"),
     (None, "sm_sl"),
     (None, "log_prefix"),
-    (None, "torus_config"),
     (None, "guid_routing_order_no_scatter"),
-    (None, "nue_max_num_vls"),
 ];
 
 /// An extra option a subcommand accepts besides the shared SM options (e.g. `ibsm sim`'s

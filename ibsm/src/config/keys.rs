@@ -460,6 +460,55 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "do_mesh_analysis",
+        section: Section::Routing,
+        doc: &["Do mesh topology analysis (for LASH algorithm)"],
+        get: |o| fmt_bool(o.do_mesh_analysis),
+        set: |o, v| {
+            o.do_mesh_analysis = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "lash_start_vl",
+        section: Section::Routing,
+        doc: &["Starting VL for LASH algorithm"],
+        get: |o| o.lash_start_vl.to_string(),
+        set: |o, v| {
+            o.lash_start_vl = u8_in(v, 0, 15)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "nue_max_num_vls",
+        section: Section::Routing,
+        doc: &[
+            "Maximum number of VLs for Nue routing algorithm (default: 1; to enforce",
+            "deadlock-freedom even if QoS is not enabled). Set to 0 if Nue should",
+            "automatically determine and choose maximum supported by the fabric, or",
+            "any integer >= 1 (then Nue uses min(max_supported,nue_max_num_vls)",
+        ],
+        get: |o| o.nue_max_num_vls.to_string(),
+        set: |o, v| {
+            o.nue_max_num_vls = u8_in(v, 0, 15)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "nue_include_switches",
+        section: Section::Routing,
+        doc: &[
+            "If TRUE, then Nue assumes that switches will send/receive",
+            "data traffic, too, and hence their paths are included in",
+            "the deadlock-avoidance calculation (use FALSE if unsure)",
+        ],
+        get: |o| fmt_bool(o.nue_include_switches),
+        set: |o, v| {
+            o.nue_include_switches = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "lfts_file",
         section: Section::Routing,
         doc: &["LFTs file name (for the file routing engine)"],
@@ -489,6 +538,17 @@ pub(crate) static KEYS: &[KeySpec] = &[
         get: |o| o.scatter_ports.to_string(),
         set: |o, v| {
             o.scatter_ports = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "torus_config",
+        section: Section::Routing,
+        doc: &["Torus-2QoS configuration file name"],
+        get: |o| o.torus_config.display().to_string(),
+        set: |o, v| {
+            o.torus_config =
+                opt_path(v)?.ok_or_else(|| "a file name (torus-2QoS needs one)".to_string())?;
             Ok(())
         },
     },

@@ -296,6 +296,18 @@ pub struct Options {
     /// `port_profile_switch_nodes`: count routes to switches in the per-port load balancing.
     /// Default FALSE.
     pub port_profile_switch_nodes: bool,
+    /// `do_mesh_analysis` (`--do_mesh_analysis`): lash treats parallel links as one and
+    /// shares their routes round-robin. Default false.
+    pub do_mesh_analysis: bool,
+    /// `lash_start_vl` (`--lash_start_vl`): the first SL/VL lash uses, 0..=15. Default 0.
+    pub lash_start_vl: u8,
+    /// `nue_max_num_vls` (`--nue_max_num_vls`): VLs nue may use, 0 = all. Default 1.
+    pub nue_max_num_vls: u8,
+    /// `nue_include_switches`: nue routes switch LIDs deadlock-free too. Default false.
+    pub nue_include_switches: bool,
+    /// `torus_config` (`--torus_config`): torus-2QoS.conf. Default
+    /// `/etc/opensm/torus-2QoS.conf`.
+    pub torus_config: PathBuf,
     /// `scatter_ports` (`--scatter-ports`): random seed for choosing among equal ports;
     /// 0 (default) = deterministic round robin.
     pub scatter_ports: u32,
@@ -423,6 +435,11 @@ impl Default for Options {
             guid_routing_order_file: None,
             lfts_file: None,
             port_profile_switch_nodes: false,
+            do_mesh_analysis: false,
+            lash_start_vl: 0,
+            nue_max_num_vls: 1,
+            nue_include_switches: false,
+            torus_config: PathBuf::from("/etc/opensm/torus-2QoS.conf"),
             scatter_ports: 0,
             sm_priority: 0,
             master_sm_priority: 0,

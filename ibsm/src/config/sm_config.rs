@@ -112,6 +112,11 @@ impl Options {
             cn_guid_file: option_file(self.cn_guid_file.as_ref()),
             io_guid_file: option_file(self.io_guid_file.as_ref()),
             max_op_vls: self.max_op_vls.max(1),
+            lash_start_vl: self.lash_start_vl,
+            do_mesh_analysis: self.do_mesh_analysis,
+            nue_max_num_vls: self.nue_max_num_vls,
+            nue_include_switches: self.nue_include_switches,
+            torus_config: option_file(Some(&self.torus_config)),
             ..EngineOptions::default()
         }
     }

@@ -405,7 +405,19 @@ pub trait RoutingEngine: Send + Sync {
 }
 
 /// The engines this SM implements, by OpenSM name (`null` is accepted as minhop too).
-pub const ENGINES: &[&str] = &["minhop", "updn", "dnup", "ftree", "file"];
+pub const ENGINES: &[&str] = &[
+    "minhop",
+    "updn",
+    "dnup",
+    "ftree",
+    "file",
+    "sssp",
+    "dfsssp",
+    "lash",
+    "nue",
+    "dor",
+    "torus-2QoS",
+];
 
 /// The severity of a [`RouteOutcome::log`] line: OpenSM logs the engine-setup lines and
 /// every `ERR` line at error level, the rest at info level.
