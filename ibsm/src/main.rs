@@ -35,8 +35,8 @@ commands:
   --version, -V            the version
 
 routing engines (-R, comma-separated, tried in order, then minhop unless no_fallback):
-  minhop, updn, dnup, ftree, file, sssp, dfsssp, lash, nue, dor, torus-2QoS
-  (lash, dfsssp and torus-2QoS need -Q for more than one VL; torus-2QoS needs --torus_config)
+  minhop, updn, dnup, ftree, file, sssp, dfsssp, lash, nue, dor, torus-2QoS, dfp, dfp2
+  (lash, dfsssp, nue: -Q for more than one VL; torus-2QoS: -Q and --torus_config)
 exit status: 0 success, 1 the subnet or its tables failed (the message says what), 2 bad
 usage or input
 ";

@@ -29,10 +29,11 @@ usage: ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [op
   --topology T          topology file (ibsim .net or ibnetdiscover) or generator spec
   --lfts DUMP           tables to judge: opensm-lfts.dump, dump_fts or ibroute output
   --routing ENGINES     compute our tables instead (as -R, e.g. updn,minhop; ibsm has
-                        minhop, updn, dnup, ftree, file, sssp, dfsssp, lash, nue, dor, torus-2QoS)
+                        minhop, updn, dnup, ftree, file, sssp, dfsssp, lash, nue, dor, torus-2QoS,
+                        dfp, dfp2)
   --engine NAME         judge a --lfts dump against what NAME promises (minhop, sssp:
                         shortest paths; dor, lash, dfsssp: shortest and no credit loop;
-                        updn, dnup, ftree, nue, torus-2QoS: no credit loop)
+                        updn, dnup, ftree, nue, torus-2QoS, dfp, dfp2: no credit loop)
   --root-guid-file F    root GUIDs for updn (with --routing)
   --lfts-file F         tables for the file engine (with --routing file)
   --scatter-ports N     scatter_ports seed (with --routing)

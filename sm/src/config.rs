@@ -231,7 +231,7 @@ impl SmConfig {
 mod tests {
     use super::*;
 
-    /// issue 11: `-R dfp,no_fallback` (no implemented engine, no fallback) refuses to start,
+    /// issue 11: `-R up-down,no_fallback` (no implemented engine, no fallback) refuses to start,
     /// naming the engines ibsm has; with a fallback, or one implemented engine, it starts.
     #[test]
     fn no_fallback_without_an_implemented_engine_is_refused() {
@@ -240,17 +240,19 @@ mod tests {
             no_fallback: nf,
             ..SmConfig::default()
         };
-        let e = with(&["dfp,no_fallback"], false).validate().unwrap_err();
+        let e = with(&["up-down,no_fallback"], false)
+            .validate()
+            .unwrap_err();
         assert!(
             e.to_string().contains(&crate::routing::ENGINES.join(", ")),
             "{e}"
         );
         assert!(matches!(
-            with(&["dfp", "dfp2"], true).validate(),
+            with(&["up-down", "updn_v2"], true).validate(),
             Err(ConfigError::NoUsableEngine { .. })
         ));
-        assert!(with(&["dfp"], false).validate().is_ok());
-        assert!(with(&["dfp", "updn"], true).validate().is_ok());
+        assert!(with(&["up-down"], false).validate().is_ok());
+        assert!(with(&["up-down", "dfp"], true).validate().is_ok());
     }
 
     #[test]

@@ -332,14 +332,14 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     let s = fat_tree(4);
     let mut s2 = s.clone();
     lids(&mut s2, &[], 0);
-    let out = route_chain(&["dfp".to_string()], false, &s2, 1).unwrap();
+    let out = route_chain(&["up-down".to_string()], false, &s2, 1).unwrap();
     assert_eq!(out.engine, "minhop");
     let have = sm::routing::ENGINES.join(", ");
     assert_eq!(
         out.log,
         vec![
-            format!("setup_routing_engine: routing engine 'dfp' is not implemented yet (ibsm has {have})"),
-            "setup_routing_engines: Failed to setup routing engine 'dfp'".to_string(),
+            format!("setup_routing_engine: cannot find or setup routing engine 'up-down' (ibsm has {have})"),
+            "setup_routing_engines: Failed to setup routing engine 'up-down'".to_string(),
             "osm_ucast_mgr_process: minhop tables configured on all switches".to_string(),
         ]
     );
@@ -358,12 +358,12 @@ fn engine_chain_falls_back_to_minhop_with_opensm_log_lines() {
     assert!(check_all_pairs(&s2, &out.routes.lfts).is_ok());
 
     for (engines, nf) in [
-        (vec!["dfp".to_string()], true),
-        (vec!["dfp,no_fallback".to_string()], false),
+        (vec!["up-down".to_string()], true),
+        (vec!["up-down,no_fallback".to_string()], false),
     ] {
         match route_chain(&engines, nf, &s2, 1) {
             Err(RouteError::AllEnginesFailed { tried, log }) => {
-                assert_eq!(tried, vec!["dfp".to_string()]);
+                assert_eq!(tried, vec!["up-down".to_string()]);
                 assert_eq!(
                     log.last().unwrap(),
                     "osm_ucast_mgr_process: No routing engine able to successfully configure  switch tables on current fabric"
@@ -381,10 +381,9 @@ fn engine_names() {
     let o = EngineOptions::default();
     assert_eq!(engine_by_name("minhop", &o).unwrap().name(), "minhop");
     assert_eq!(engine_by_name("null", &o).unwrap().name(), "minhop");
-    assert!(matches!(
-        engine_by_name("dfp", &o).err(),
-        Some(RouteError::NotImplemented(n)) if n == "dfp"
-    ));
+    for e in sm::routing::ENGINES {
+        assert_eq!(engine_by_name(e, &o).unwrap().name(), *e);
+    }
     assert!(matches!(
         engine_by_name("up-down", &o).err(),
         Some(RouteError::UnknownEngine(n)) if n == "up-down"

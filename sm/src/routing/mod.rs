@@ -11,7 +11,9 @@
 //! falls back to min-hop (OpenSM `osm_ucast_mgr_process`), recording the log lines OpenSM prints
 //! so operators can grep for `"<engine> tables configured on all switches"`.
 
+pub mod ar;
 pub mod cdg;
+pub mod dfp;
 pub mod dfsssp;
 pub mod dor;
 pub mod file;
@@ -220,6 +222,9 @@ pub struct Routes {
     pub sl2vl: Option<vl::Sl2VlTables>,
     /// VL arbitration; `None`: the engine leaves it to the QoS configuration.
     pub vlarb: Option<vl::VlArbTables>,
+    /// Adaptive-routing groups (dfp, dfp2); `None`: static routing only. Programmed with
+    /// ibsm's vendor attributes where switches support them ([`ar`]).
+    pub ar: Option<ar::ArTables>,
 }
 
 impl Routes {
@@ -231,6 +236,7 @@ impl Routes {
             path_sl: None,
             sl2vl: None,
             vlarb: None,
+            ar: None,
         }
     }
 
@@ -252,6 +258,13 @@ impl Routes {
     #[must_use]
     pub fn with_vlarb(mut self, t: vl::VlArbTables) -> Routes {
         self.vlarb = Some(t);
+        self
+    }
+
+    /// These routes with adaptive-routing groups.
+    #[must_use]
+    pub fn with_ar(mut self, t: ar::ArTables) -> Routes {
+        self.ar = Some(t);
         self
     }
 
@@ -277,9 +290,6 @@ pub enum RouteError {
     /// The name is no engine this SM knows.
     #[error("cannot find or setup routing engine '{0}'")]
     UnknownEngine(String),
-    /// A known OpenSM engine that this SM does not implement yet; the chain falls back.
-    #[error("routing engine '{0}' is not implemented yet")]
-    NotImplemented(String),
     /// The subnet is not routable by this engine (bad input, named in the text).
     #[error("{engine}: cannot route: {reason}")]
     Unroutable {
@@ -417,6 +427,8 @@ pub const ENGINES: &[&str] = &[
     "nue",
     "dor",
     "torus-2QoS",
+    "dfp",
+    "dfp2",
 ];
 
 /// The severity of a [`RouteOutcome::log`] line: OpenSM logs the engine-setup lines and
@@ -429,9 +441,6 @@ pub fn log_line_level(line: &str) -> crate::event::Level {
         crate::event::Level::Info
     }
 }
-
-/// OpenSM engine names this SM recognises but does not implement yet.
-pub const PLANNED_ENGINES: &[&str] = &["dfp", "dfp2"];
 
 /// The engine called `name` (`"minhop"`, or the legacy `"null"`).
 pub fn engine_by_name(
@@ -450,7 +459,8 @@ pub fn engine_by_name(
         "nue" => Ok(Box::new(nue::Nue::new(opts.clone()))),
         "dor" => Ok(Box::new(dor::Dor::new(opts.clone()))),
         "torus-2QoS" => Ok(Box::new(torus::Torus2QoS::new(opts.clone()))),
-        n if PLANNED_ENGINES.contains(&n) => Err(RouteError::NotImplemented(n.to_string())),
+        "dfp" => Ok(Box::new(dfp::Dfp::dfp(opts.clone()))),
+        "dfp2" => Ok(Box::new(dfp::Dfp::dfp2(opts.clone()))),
         n => Err(RouteError::UnknownEngine(n.to_string())),
     }
 }

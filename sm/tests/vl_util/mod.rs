@@ -194,6 +194,71 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
             }
         }
     }
+    // Adaptive-routing alternatives: every path a switch may choose, each hop's VL from the
+    // tables; every state must lead on to the destination.
+    if let Some(ar) = &r.ar {
+        for &(_, sp, slid, ssw, sin) in &cas {
+            for &(dn, dp, dlid, _, _) in &cas {
+                if (ssw, sin) == (dn, dp) || slid == dlid {
+                    continue;
+                }
+                let sl = r.sl(slid, dlid);
+                let _ = sp;
+                // States: (switch, in port, the (link, VL) node we arrived on).
+                let mut seen = std::collections::HashSet::new();
+                let mut stack = vec![(ssw, sin, None::<usize>)];
+                while let Some((cur, inp, prev)) = stack.pop() {
+                    if !seen.insert((cur, inp, prev)) {
+                        continue;
+                    }
+                    let mut outs: Vec<PortNum> = r.lfts.get(cur, dlid).into_iter().collect();
+                    if let Some(m) = ar.choices(cur, inp, dlid) {
+                        outs.extend(m.ports().map(PortNum));
+                    }
+                    outs.sort_unstable();
+                    outs.dedup();
+                    if outs.is_empty() {
+                        rep.unreachable += 1;
+                    }
+                    for port in outs {
+                        let Some((nx, nxp)) = s.port(cur, port).and_then(|x| x.remote) else {
+                            rep.unreachable += 1;
+                            continue;
+                        };
+                        if !s.node(nx).is_switch() {
+                            if (nx, nxp) != (dn, dp) {
+                                rep.unreachable += 1;
+                            }
+                            continue;
+                        }
+                        let op = port_op_vls(s, cur, port, max_op_vls).unwrap_or(1);
+                        let vl = match &r.sl2vl {
+                            Some(t) if t.has_node(cur) => {
+                                t.vl(cur, inp, port, sl).unwrap_or(0)
+                                    & ((1u8 << (op.clamp(1, 5) - 1)) - 1)
+                            }
+                            _ => default_vl(sl, op),
+                        };
+                        vls.insert(vl);
+                        let key = (cur, port.0, vl);
+                        let id = *ids.entry(key).or_insert_with(|| {
+                            names.push(key);
+                            edges.push(Default::default());
+                            names.len() - 1
+                        });
+                        if let Some(p) = prev {
+                            edges[p].insert(id);
+                        }
+                        if seen.len() > 64 * s.nodes.len() {
+                            rep.unreachable += 1;
+                            break;
+                        }
+                        stack.push((nx, nxp, Some(id)));
+                    }
+                }
+            }
+        }
+    }
     rep.vls_used = vls.into_iter().collect();
     // Cycle search.
     let n = names.len();
