@@ -1,0 +1,122 @@
+//! Route computation time of the VL engines (and any other engine) on a generated fabric: the
+//! figures docs/benchmarks.md sets beside OpenSM's same engine.
+//!
+//! Run: `cargo bench -p sm --bench route_vl -- ENGINE SPEC [VLCAP] [RUNS]`, e.g.
+//! `cargo bench -p sm --bench route_vl -- dfsssp fat-tree:3,24`. `SPEC` is a fabric-sim
+//! generator spec; every port gets VLCap `VLCAP` (default 4 = VL0-7, as ibsim's fabrics);
+//! QoS is on (`-Q`), `max_op_vls` 5. For torus-2QoS the torus-2QoS.conf of the generated torus
+//! is made from its GUIDs. Prints the best wall time of `RUNS` (default 3) runs on 1 and on
+//! 2 threads, the average CPU time per run, the engine's log lines that count VLs, and the
+//! peak memory.
+
+use fabric_sim::topo::gen::SWITCH_GUID_BASE;
+use fabric_sim::topo::Topology;
+use sm::lid::{assign_lids, Guid2Lid, LidConfig};
+use sm::routing::torus::TorusConfig;
+use sm::routing::{engine_by_name, EngineOptions, OptionFile};
+
+mod common;
+use common::{best_of, ms, vm_hwm_kib};
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let (Some(engine), Some(spec)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: cargo bench -p sm --bench route_vl -- ENGINE SPEC [VLCAP] [RUNS]");
+        return;
+    };
+    let vl_cap: u8 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
+    let runs: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let t = match Topology::generate(spec) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{spec}: {e}");
+            return;
+        }
+    };
+    let mut s = fabric_sim::topo::subnet::to_subnet(&t);
+    for p in &mut s.ports {
+        if let Some(i) = p.info.as_mut() {
+            i.set_vl_cap(vl_cap);
+        }
+    }
+    if let Err(e) = assign_lids(&mut s, &LidConfig::default(), &Guid2Lid::new()) {
+        eprintln!("LID assignment failed: {e}");
+        return;
+    }
+    println!(
+        "topology        {spec}: {} switches, {} CAs, VLCap {vl_cap}",
+        t.num_switches(),
+        t.num_cas()
+    );
+    let mut opts = EngineOptions {
+        qos: true,
+        ..EngineOptions::default()
+    };
+    if engine == "torus-2QoS" {
+        let dims: Vec<usize> = spec
+            .split(':')
+            .nth(1)
+            .unwrap_or("")
+            .split(',')
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let mut size = [1usize; 3];
+        for (d, v) in dims.iter().take(3).enumerate() {
+            size[d] = *v;
+        }
+        let conf = TorusConfig::for_grid(size, spec.starts_with("mesh"), SWITCH_GUID_BASE);
+        opts.torus_config = Some(OptionFile::from_text("torus-2QoS.conf", &conf));
+    }
+    let eng = match engine_by_name(engine, &opts) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{e}");
+            return;
+        }
+    };
+    for threads in [1usize, 2] {
+        let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
+            return;
+        };
+        let (wall, cpu, (r, log)) = best_of(runs, || {
+            pool.install(|| {
+                let mut rng = rand::rngs::mock::StepRng::new(0, 0);
+                let mut log = Vec::new();
+                let r = eng.route_logged(&s, &mut rng, &mut log);
+                (r, log)
+            })
+        });
+        match r {
+            Ok(_) => println!(
+                "{engine:<10} {threads} thread{} {} wall (cpu {})",
+                if threads == 1 { " " } else { "s" },
+                ms(wall),
+                ms(cpu)
+            ),
+            Err(e) => {
+                println!("{engine}: {e}");
+                for l in log {
+                    println!("  {l}");
+                }
+                return;
+            }
+        }
+        if threads == 1 {
+            for l in log.iter().filter(|l| {
+                l.contains("needed")
+                    || l.contains("Lanes")
+                    || l.contains("virtual layers")
+                    || l.contains("escape paths")
+                    || l.contains("islands")
+            }) {
+                println!("  {l}");
+            }
+        }
+    }
+    if let Some(kib) = vm_hwm_kib() {
+        println!("peak RSS        {:.0} MiB", kib as f64 / 1024.0);
+    }
+}
