@@ -154,16 +154,15 @@ fn dfp2_multi_level_islands() {
     }
     // Global links: top switch j of island a port 3 → island b (one per pair), port 4 the other.
     let pairs = [(0usize, 1usize, 3u8, 3u8), (1, 2, 4, 3), (2, 0, 4, 4)];
-    for (k, &(a, b, pa, pb)) in pairs.iter().enumerate() {
-        for j in 0..4 {
-            let _ = k;
+    for &(a, b, pa, pb) in &pairs {
+        for (&ta, &tb) in top[a].iter().zip(&top[b]) {
             t.connect(
                 PortRef {
-                    node: top[a][j],
+                    node: ta,
                     port: PortNum(pa),
                 },
                 PortRef {
-                    node: top[b][j],
+                    node: tb,
                     port: PortNum(pb),
                 },
             )

@@ -653,8 +653,8 @@ mod tests {
                 if !ok {
                     count[d] -= 1;
                 }
-                for dd in 0..cg.num_deps() {
-                    if count[dd] > 0 {
+                for (dd, &k) in count.iter().enumerate().take(cg.num_deps()) {
+                    if k > 0 {
                         let (x, y) = cg.dep_channels(dd).unwrap();
                         proptest::prop_assert!(topo.ord[x as usize] < topo.ord[y as usize]);
                     }

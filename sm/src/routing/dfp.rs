@@ -38,6 +38,10 @@
 //! it fails if an island pair has no direct global link. Path SLs are not decided (SL 0, or
 //! what the QoS policy grants; every SL maps to its VL pair).
 
+// Loop indices here are node, switch or channel ids that index several parallel arrays at
+// once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
+#![allow(clippy::needless_range_loop)]
+
 use ibmad::{Lid, PortNum};
 
 use super::ar::{ArTables, PortMask};
@@ -58,9 +62,9 @@ pub struct Dfp {
 }
 
 impl Dfp {
-    /// `dfp`.
+    /// `dfp`: two-level islands ([`Dfp::dfp2`]: islands of any depth).
     #[must_use]
-    pub fn dfp(opts: EngineOptions) -> Dfp {
+    pub fn new(opts: EngineOptions) -> Dfp {
         Dfp {
             opts,
             any_depth: false,

@@ -55,9 +55,9 @@ pub struct Sssp {
 }
 
 impl Sssp {
-    /// `sssp`.
+    /// `sssp` (no SL layers; [`Sssp::dfsssp`] adds them).
     #[must_use]
-    pub fn sssp(opts: EngineOptions) -> Sssp {
+    pub fn new(opts: EngineOptions) -> Sssp {
         Sssp {
             opts,
             deadlock_free: false,

@@ -28,6 +28,10 @@
 //! configuration (OpenSM's lash has no `update_sl2vl`); with `qos` off only one layer is
 //! usable. LMC > 0 is refused, as in OpenSM.
 
+// Loop indices here are node, switch or channel ids that index several parallel arrays at
+// once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
+#![allow(clippy::needless_range_loop)]
+
 use ibmad::{Lid, PortNum};
 use rand::Rng;
 
