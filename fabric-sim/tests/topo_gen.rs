@@ -287,7 +287,7 @@ fn bad_specs_are_explained() {
         ("kary-ntree:1,3", "K must be"),
         ("dragonfly:2,2,2", "usage: dragonfly"),
         ("random:3,2,1", "usage: random"),
-        ("hypercube:4", "unknown generator"),
+        ("hypertorus:4", "unknown generator"),
         ("fat-tree", "expected name:args"),
         ("fat-tree:2,4,rate=4xXDR", "is not like 4xQDR"),
         ("mesh:2,2,hosts=3", "unknown option"),
