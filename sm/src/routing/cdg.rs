@@ -369,9 +369,20 @@ pub fn find_cycle(
     cg: &ChannelGraph,
     present: &(impl Fn(usize) -> bool + ?Sized),
 ) -> Option<Vec<u32>> {
-    let n = cg.num_channels();
-    // 0 white, 1 on the stack, 2 done.
-    let mut color = vec![0u8; n];
+    let mut color = vec![0u8; cg.num_channels()];
+    find_cycle_resumable(cg, present, &mut color)
+}
+
+/// [`find_cycle`] that can be resumed: `color` (0 = unvisited, 1 = on the DFS stack,
+/// 2 = finished, one per channel) persists between calls. Channels proven acyclic are left at
+/// 2 and skipped next time; when a cycle is found the channels on the stack are reset to 0.
+/// `None` once every channel reachable from an unfinished one is finished.
+pub fn find_cycle_resumable(
+    cg: &ChannelGraph,
+    present: &(impl Fn(usize) -> bool + ?Sized),
+    color: &mut [u8],
+) -> Option<Vec<u32>> {
+    let n = cg.num_channels().min(color.len());
     let mut stack: Vec<(u32, Vec<u32>, usize)> = Vec::new();
     for root in 0..n as u32 {
         if color[root as usize] != 0 {
@@ -382,14 +393,18 @@ pub fn find_cycle(
         while let Some(top) = stack.last_mut() {
             if let Some(&v) = top.1.get(top.2) {
                 top.2 += 1;
-                match color[v as usize] {
-                    0 => {
+                match color.get(v as usize).copied() {
+                    Some(0) => {
                         color[v as usize] = 1;
                         stack.push((v, cg.successors(v, present).collect(), 0));
                     }
-                    1 => {
-                        let pos = stack.iter().position(|e| e.0 == v)?;
-                        return Some(stack[pos..].iter().map(|e| e.0).collect());
+                    Some(1) => {
+                        let pos = stack.iter().position(|e| e.0 == v).unwrap_or(0);
+                        let cyc: Vec<u32> = stack[pos..].iter().map(|e| e.0).collect();
+                        for e in &stack {
+                            color[e.0 as usize] = 0;
+                        }
+                        return Some(cyc);
                     }
                     _ => {}
                 }

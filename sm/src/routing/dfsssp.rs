@@ -41,7 +41,9 @@ use std::collections::HashSet;
 
 use ibmad::{Guid, Lid, PortNum};
 
-use super::cdg::{lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph};
+use super::cdg::{
+    find_cycle_resumable, lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph,
+};
 use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
 use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine, NO_PATH};
@@ -470,7 +472,7 @@ impl<'a> Layering<'a> {
             let cycle = {
                 let counts = &self.counts[l];
                 let present = |d: usize| counts[d] > 0;
-                dfs_cycle(self.cg, &present, &mut color)
+                find_cycle_resumable(self.cg, &present, &mut color)
             };
             let Some(cyc) = cycle else { break };
             // The weakest dependency on the cycle.
@@ -497,52 +499,10 @@ impl<'a> Layering<'a> {
             None => false,
             Some(counts) => {
                 let mut color = vec![0u8; self.cg.num_channels()];
-                dfs_cycle(self.cg, &|d: usize| counts[d] > 0, &mut color).is_some()
+                find_cycle_resumable(self.cg, &|d: usize| counts[d] > 0, &mut color).is_some()
             }
         }
     }
-}
-
-/// One cycle among channels not yet `color == 2` (finished), or `None` once every channel is
-/// finished. Channels proven acyclic are left at 2; the rest are reset to 0.
-fn dfs_cycle(
-    cg: &ChannelGraph,
-    present: &(impl Fn(usize) -> bool + ?Sized),
-    color: &mut [u8],
-) -> Option<Vec<u32>> {
-    let n = cg.num_channels();
-    let mut stack: Vec<(u32, Vec<u32>, usize)> = Vec::new();
-    for root in 0..n as u32 {
-        if color[root as usize] != 0 {
-            continue;
-        }
-        color[root as usize] = 1;
-        stack.push((root, cg.successors(root, present).collect(), 0));
-        while let Some(top) = stack.last_mut() {
-            if let Some(&v) = top.1.get(top.2) {
-                top.2 += 1;
-                match color[v as usize] {
-                    0 => {
-                        color[v as usize] = 1;
-                        stack.push((v, cg.successors(v, present).collect(), 0));
-                    }
-                    1 => {
-                        let pos = stack.iter().position(|e| e.0 == v).unwrap_or(0);
-                        let cyc: Vec<u32> = stack[pos..].iter().map(|e| e.0).collect();
-                        for e in &stack {
-                            color[e.0 as usize] = 0;
-                        }
-                        return Some(cyc);
-                    }
-                    _ => {}
-                }
-            } else {
-                color[top.0 as usize] = 2;
-                stack.pop();
-            }
-        }
-    }
-    None
 }
 
 fn hash2(a: u64, b: u64) -> u64 {
