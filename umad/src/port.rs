@@ -244,6 +244,8 @@ enum RxMsg {
 struct RxThread {
     rx: Receiver<RxMsg>,
     stop: Arc<AtomicBool>,
+    /// Write end of the pipe the thread polls beside the device: a byte ends its wait at once.
+    wake: Fd,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -896,6 +898,8 @@ impl Drop for UmadPort {
     fn drop(&mut self) {
         if let Backend::Thread(t) = &mut self.backend {
             t.stop.store(true, Ordering::Relaxed);
+            // Wake the thread from its poll (a full pipe is already readable: ignore EAGAIN).
+            let _ = sys::write(t.wake.raw(), &[1]);
             // Drop our end of the channel first: a thread blocked in `send` on a full channel
             // then fails instead of waiting forever for a consumer that is gone.
             drop(std::mem::replace(&mut t.rx, mpsc::sync_channel(1).1));
@@ -975,22 +979,26 @@ fn spawn_rx(
     let fd2 = Arc::clone(fd);
     let stop2 = Arc::clone(&stop);
     let stats2 = Arc::clone(stats);
+    let (wake_rx, wake) = sys::pipe()?;
     let handle = std::thread::Builder::new()
         .name(format!("umad-rx-p{}", port.0))
-        .spawn(move || rx_loop(&fd2, framing, max, &tx, &stop2, &stats2))
+        .spawn(move || rx_loop(&fd2, &wake_rx, framing, max, &tx, &stop2, &stats2))
         .map_err(UmadError::Thread)?;
     Ok(Backend::Thread(RxThread {
         rx,
         stop,
+        wake,
         handle: Some(handle),
     }))
 }
 
-/// The receive thread: `poll` (100 ms slices, so a stop request is seen promptly) then drain
-/// with non-blocking `read`s into the channel. Exits on stop, on a closed channel, or after
-/// reporting a read error.
+/// The receive thread: `poll` the device and the wake pipe (in 100 ms slices, a fallback: the
+/// port's drop writes the pipe, so a stop is seen at once and closing a port costs no poll
+/// slice) then drain with non-blocking `read`s into the channel. Exits on stop, on a closed
+/// channel, or after reporting a read error.
 fn rx_loop(
     fd: &Fd,
+    wake: &Fd,
     framing: HdrFraming,
     max: usize,
     tx: &SyncSender<RxMsg>,
@@ -1001,7 +1009,7 @@ fn rx_loop(
     let mut buf = vec![0u8; hl + MAD_LEN];
     let mut big = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        match sys::poll_in(fd.raw(), 100) {
+        match sys::poll_in_or_wake(fd.raw(), wake.raw(), 100) {
             Ok(false) => continue,
             Ok(true) => {}
             Err(e) => {

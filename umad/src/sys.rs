@@ -172,6 +172,58 @@ pub(crate) fn poll_in(fd: RawFd, timeout_ms: i32) -> Result<bool, SysError> {
     Ok(r > 0 && p.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
 }
 
+/// `poll(2)` for `POLLIN` on `fd` and on `wake` (the read end of a [`pipe`]) up to
+/// `timeout_ms`: returns whether `fd` is readable (error/hang-up count as readable so the
+/// caller's read reports them); a readable `wake` just ends the wait early. For the receive
+/// thread, whose descriptors are the kernel's (or an LD_PRELOAD shim's real eventfds), never
+/// umad2sim's fake ones (see [`poll_in`]).
+pub(crate) fn poll_in_or_wake(fd: RawFd, wake: RawFd, timeout_ms: i32) -> Result<bool, SysError> {
+    let mut p = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: `p` is a valid, exclusively borrowed array of two `pollfd`s on the stack and nfds
+    // is 2, so poll(2) reads and writes exactly those two structs during the call.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), 2, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINTR) {
+            return Ok(false);
+        }
+        return Err(err("poll", fd_name(fd), e));
+    }
+    Ok(r > 0 && p[0].revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0)
+}
+
+/// `pipe2(O_CLOEXEC | O_NONBLOCK)`: (read end, write end), e.g. to wake a thread blocked in
+/// [`poll_in_or_wake`].
+pub(crate) fn pipe() -> Result<(Fd, Fd), SysError> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a writable array of two c_ints, exactly what pipe2(2) fills in.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if r < 0 {
+        return Err(last("pipe2", "wake pipe"));
+    }
+    Ok((
+        Fd {
+            raw: fds[0],
+            what: "wake pipe (read end)".into(),
+        },
+        Fd {
+            raw: fds[1],
+            what: "wake pipe (write end)".into(),
+        },
+    ))
+}
+
 /// `ioctl(fd, IB_USER_MAD_REGISTER_AGENT, req)`; the kernel writes the agent id into `req.id`.
 pub(crate) fn register_agent(fd: RawFd, req: &mut RegReq) -> Result<(), SysError> {
     let p: *mut RegReq = req;
