@@ -748,3 +748,19 @@ fn vfio_user_transport_runs_every_diag() {
     );
     drop(procs);
 }
+
+/// [`umad_matches_stock_diags`] again, every program (`ibsm run -o`, the diagnostics, the stock
+/// tools) under `libibsm_umad.so` instead of ibsim's shim (issue 10: the interop tests run under
+/// both shims).
+#[test]
+fn umad_matches_stock_diags_under_libibsm_umad() {
+    umad::testutil::set_current_shim(umad::testutil::Shim::Ibsm);
+    umad_matches_stock_diags();
+}
+
+/// [`portstate_changes_the_port`] under `libibsm_umad.so`.
+#[test]
+fn portstate_changes_the_port_under_libibsm_umad() {
+    umad::testutil::set_current_shim(umad::testutil::Shim::Ibsm);
+    portstate_changes_the_port();
+}
