@@ -1,9 +1,9 @@
-//! `ibsm run` as a service on an ibsim fabric (under `libumad2sim.so`): readiness through
-//! `$NOTIFY_SOCKET` at SUBNET UP, the control socket (`ibsm ctl status | sweep | reroute |
-//! loglevel | dump | perfmgr`), SIGHUP (config re-read + heavy sweep), SIGUSR1 (log reopened
-//! after a rename, as logrotate does) and SIGTERM (clean exit, socket removed); the
-//! `--metrics-listen` endpoint, scraped with `curl` and checked by `promtool check metrics`
-//! (Debian `prometheus`), with values that match the fabric.
+//! `ibsm run` as a service on an ibsim fabric (under `libumad2sim.so`, then again under
+//! `libibsm_umad.so`): readiness through `$NOTIFY_SOCKET` at SUBNET UP, the control socket
+//! (`ibsm ctl status | sweep | reroute | loglevel | dump | perfmgr`), SIGHUP (config re-read +
+//! heavy sweep), SIGUSR1 (log reopened after a rename, as logrotate does) and SIGTERM (clean
+//! exit, socket removed); the `--metrics-listen` endpoint, scraped with `curl` and checked by
+//! `promtool check metrics` (Debian `prometheus`), with values that match the fabric.
 //!
 //! Without ibsim/the shim the test prints "SKIPPED: …" and passes, unless
 //! `IBSM_REQUIRE_PEERS=1`.
@@ -202,4 +202,12 @@ fn daemon_is_a_controllable_service() {
     assert!(!sock.exists(), "control socket left behind");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("exiting on SIGTERM"), "{text}");
+}
+
+/// [`daemon_is_a_controllable_service`] with `ibsm run` and its clients under
+/// `libibsm_umad.so` instead of ibsim's shim (issue 10: interop tests under both shims).
+#[test]
+fn daemon_is_a_controllable_service_under_libibsm_umad() {
+    umad::testutil::set_current_shim(umad::testutil::Shim::Ibsm);
+    daemon_is_a_controllable_service();
 }

@@ -2,9 +2,9 @@
 //! against the stock infiniband-diags on the same ibsim fabric, and over the simulator.
 //!
 //! * `umad_matches_stock_diags`: on ibsim fabrics brought up by `ibsm run -o`, every command
-//!   over umad (under `libumad2sim.so`) prints exactly what the stock tool prints — the only
-//!   difference allowed is ibnetdiscover's "generated on" date (docs/operator-guide.md) — and
-//!   its `--json` carries the same fields;
+//!   over umad (under `libumad2sim.so`, and again under `libibsm_umad.so`) prints exactly
+//!   what the stock tool prints — the only difference allowed is ibnetdiscover's "generated
+//!   on" date (docs/operator-guide.md) — and its `--json` carries the same fields;
 //! * `portstate_changes_the_port`: `ibsm portstate … disable/enable` changes the port, as the
 //!   stock `ibportstate` then reads it;
 //! * `sim_transport_matches_ibsim`: `--transport sim:TOPOLOGY` on the same topology prints what
