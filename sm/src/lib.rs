@@ -25,6 +25,7 @@ pub mod sa;
 pub mod sminfo;
 pub mod sweep;
 pub mod timer;
+pub mod trap;
 mod txn;
 pub mod verify;
 
