@@ -44,6 +44,26 @@ pub struct SmConfig {
     pub packet_life_time: u8,
     /// SM priority 0..=15 (`sm_priority`, default 0).
     pub sm_priority: u8,
+    /// Priority advertised (and compared) while MASTER, 0..=15 (`master_sm_priority`, from
+    /// the MLNX OpenSM fork; default 0 = the same as `sm_priority`). 15 keeps a recovered SM
+    /// from taking mastership back (no double failover).
+    pub master_sm_priority: u8,
+    /// Time between a standby's SMInfo polls of its master (`sminfo_polling_timeout`, default
+    /// 10 s; zero disables polling).
+    pub sminfo_polling_timeout: Duration,
+    /// Polls in a row without an answer after which the master counts as gone
+    /// (`polling_retry_number`, default 4; at least 1 is used).
+    pub polling_retry_number: u32,
+    /// Take no part in elections: never stand by (`ignore_other_sm`, default false).
+    pub ignore_other_sm: bool,
+    /// Traps 128 and 144 start a heavy sweep at once, other traps a light sweep
+    /// (`sweep_on_trap`, default true).
+    pub sweep_on_trap: bool,
+    /// Every sweep is a heavy sweep (`force_heavy_sweep`, default false).
+    pub force_heavy_sweep: bool,
+    /// On coming out of standby, use the persisted GUID→LID map before the LIDs the ports hold
+    /// (`honor_guid2lid_file`, default false: the ports' LIDs first, as OpenSM).
+    pub honor_guid2lid_file: bool,
     /// SM_Key (`sm_key`, default 1 as OpenSM).
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
@@ -97,6 +117,13 @@ impl Default for SmConfig {
             vl_high_limit: 0,
             packet_life_time: 0x12,
             sm_priority: 0,
+            master_sm_priority: 0,
+            sminfo_polling_timeout: Duration::from_secs(10),
+            polling_retry_number: 4,
+            ignore_other_sm: false,
+            sweep_on_trap: true,
+            force_heavy_sweep: false,
+            honor_guid2lid_file: false,
             sm_key: 1,
             m_key: 0,
             subnet_prefix: 0xfe80_0000_0000_0000,
@@ -138,6 +165,39 @@ pub enum ConfigError {
 }
 
 impl SmConfig {
+    /// The role machine's part of the configuration.
+    #[must_use]
+    pub fn role_config(&self) -> crate::role::RoleConfig {
+        crate::role::RoleConfig {
+            priority: self.sm_priority,
+            master_priority: self.master_sm_priority,
+            polling_timeout: self.sminfo_polling_timeout,
+            polling_retries: self.polling_retry_number,
+            sm_key: self.sm_key,
+            ignore_other_sm: self.ignore_other_sm,
+        }
+    }
+
+    /// Valid combinations that defeat their purpose (checklist item 33 of the monitoring
+    /// requirements): `sm_priority` 15 (any recovered SM of priority 15 takes mastership back),
+    /// or `master_sm_priority` set but not above `sm_priority` (it then changes nothing).
+    #[must_use]
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.sm_priority == 15 {
+            w.push(
+                "sm_priority 15: a recovered SM of priority 15 takes mastership back (double failover); use 14 or less and master_sm_priority 15".to_string(),
+            );
+        }
+        if self.master_sm_priority != 0 && self.sm_priority >= self.master_sm_priority {
+            w.push(format!(
+                "sm_priority {} >= master_sm_priority {}: master_sm_priority has no effect",
+                self.sm_priority, self.master_sm_priority
+            ));
+        }
+        w
+    }
+
     /// Checks every range; the first violation is returned.
     pub fn validate(&self) -> Result<(), ConfigError> {
         fn check(
@@ -202,6 +262,12 @@ impl SmConfig {
             "0..=15",
         )?;
         check(
+            "master_sm_priority",
+            self.master_sm_priority.into(),
+            self.master_sm_priority <= 15,
+            "0..=15",
+        )?;
+        check(
             "transaction_timeout",
             self.transaction_timeout.as_millis() as u64,
             !self.transaction_timeout.is_zero(),
@@ -263,6 +329,33 @@ mod tests {
         assert_eq!(c.subnet_timeout, 18);
         assert_eq!(c.routing_engine, vec!["minhop"]);
         c.validate().unwrap();
+    }
+
+    /// Monitoring checklist item 33.
+    #[test]
+    fn priority_15_and_a_useless_master_sm_priority_draw_warnings() {
+        assert!(SmConfig::default().warnings().is_empty());
+        let c = SmConfig {
+            sm_priority: 15,
+            ..SmConfig::default()
+        };
+        assert!(
+            c.warnings()[0].contains("sm_priority 15"),
+            "{:?}",
+            c.warnings()
+        );
+        let c = SmConfig {
+            sm_priority: 14,
+            master_sm_priority: 14,
+            ..SmConfig::default()
+        };
+        assert!(c.warnings()[0].contains("no effect"));
+        let c = SmConfig {
+            sm_priority: 14,
+            master_sm_priority: 15,
+            ..SmConfig::default()
+        };
+        assert!(c.warnings().is_empty());
     }
 
     #[test]

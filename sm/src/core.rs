@@ -21,7 +21,8 @@
 //! `Sm` is the facade: it parses and checks MADs, matches responses to requests, answers
 //! SMInfo Gets and traps, and hands everything else to its parts:
 //! - the **role machine** ([`crate::role::SmRole`]): NOTACTIVE/DISCOVERING/STANDBY/MASTER,
-//!   the election, its timers;
+//!   the election, standby polling, SMInfo Set (HANDOVER…) and trap 144; its polls and Sets
+//!   use a transaction window of their own, so a dead master never holds up a sweep phase;
 //! - the **sweep pipeline** ([`crate::sweep`]): heavy sweep (discovery ([`crate::discovery`])
 //!   → election poll → LID assignment ([`crate::lid`]) → routing
 //!   ([`crate::routing::route_chain`]) → programming ([`crate::program`]: only what differs
@@ -32,22 +33,28 @@
 //!   triggers a heavy sweep);
 //! - the **transaction engine** (window, TIDs, retries) and the **timer table**.
 //!
-//! A trap 128 (LinkStateChange) is answered with TrapRepress and triggers a heavy sweep.
+//! Every trap is answered with a TrapRepress carrying its TID; what it then triggers (heavy or
+//! light sweep, NodeDescription refresh, nothing for a flood) is [`crate::trap`]'s decision.
 
-use ibmad::attr::{NodeInfo, Notice};
-use ibmad::Lid;
-use ibmad::{MadMeta, Method, Smp, SmpAttrId, Status, Time, TrapNum, SMP_LEN};
-use zerocopy::{FromBytes, IntoBytes};
+use ibmad::attr::notice::{notice_type, producer};
+use ibmad::attr::{NodeInfo, Notice, SmInfo};
+use ibmad::{Lid, NodeType};
+use ibmad::{MadMeta, Method, SmState, Smp, SmpAttrId, Status, Time, TrapNum, SMP_LEN};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::config::{ConfigError, SmConfig};
 use crate::event::{Command, Event, Events, Level, Phase, PhaseStats};
 use crate::lid::Guid2Lid;
-use crate::role::{Role, RoleAction, SmRole};
+use crate::role::{Role, RoleAction, SmAddr, SmRole};
 use crate::routing::{Lfts, Routes};
 use crate::subnet::Subnet;
 use crate::sweep::{Ctx, Stage, Sweep};
 use crate::timer::{Timer, TimerTable};
-use crate::txn::{Engine, Purpose};
+use crate::trap::{TrapAction, TrapTracker, FLOOD_THRESHOLD};
+use crate::txn::{Engine, Purpose, Request};
+
+/// The role machine's transactions use TIDs from here on, apart from the sweep pipeline's.
+const ROLE_TID_BASE: u32 = 0x8000_0000;
 
 /// One MAD written by [`Sm::poll_transmit`] into the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,10 +86,18 @@ pub struct Sm {
     txn: Engine,
     timers: TimerTable,
     events: Events,
-    /// Answers (SMInfo GetResp, TrapRepress) waiting for `poll_transmit`.
+    /// The role machine's polls and SMInfo Sets: a window of their own, so that a poll of a
+    /// dead master never holds up a sweep phase.
+    role_txn: Engine,
+    /// Answers (SMInfo GetResp, TrapRepress) and traps waiting for `poll_transmit`.
     out_raw: std::collections::VecDeque<(MadMeta, [u8; SMP_LEN])>,
     role: SmRole,
     sweep: Sweep,
+    traps: TrapTracker,
+    /// MADs handed out by `poll_transmit` (SMInfo.ActCount, as OpenSM's `qp0_mads_sent`).
+    mads_sent: u64,
+    /// TIDs of the traps this SM sends (trap 144).
+    next_trap_tid: u32,
 }
 
 impl Sm {
@@ -96,16 +111,32 @@ impl Sm {
             cfg.transaction_retries,
             cfg.retry_rounds,
         );
+        let role_txn = Engine::with_first_tid(
+            ROLE_TID_BASE,
+            4,
+            1,
+            cfg.transaction_timeout,
+            cfg.transaction_retries,
+            1,
+        );
         let mut timers = TimerTable::default();
         timers.set(Timer::Sweep, Time::ZERO);
+        let mut events = Events::default();
+        for w in cfg.warnings() {
+            events.log(Level::Warn, w);
+        }
         Ok(Sm {
-            role: SmRole::new(cfg.sm_priority, cfg.sweep_interval),
+            role: SmRole::new(cfg.role_config()),
             sweep: Sweep::new(&cfg),
             cfg,
             txn,
+            role_txn,
             timers,
-            events: Events::default(),
+            events,
             out_raw: std::collections::VecDeque::new(),
+            traps: TrapTracker::default(),
+            mads_sent: 0,
+            next_trap_tid: 1,
         })
     }
 
@@ -203,33 +234,181 @@ impl Sm {
         }
         let smp = *smp;
         match smp.method() {
-            Method::GET_RESP => self.on_response(&smp),
+            Method::GET_RESP => self.on_response(now, &smp),
             Method::TRAP => self.on_trap(now, meta, &smp),
-            Method::GET if smp.attr() == SmpAttrId::SM_INFO => self.on_sminfo_get(meta, &smp),
+            Method::GET if smp.attr() == SmpAttrId::SM_INFO => {
+                self.answer_sminfo(meta, &smp, Status::OK);
+            }
+            Method::SET if smp.attr() == SmpAttrId::SM_INFO => self.on_sminfo_set(now, meta, &smp),
             _ => {}
         }
+        self.run_role(now);
         self.step(now);
     }
 
-    /// Another SM's SMInfo Get: answered with our GUID, SM_Key, activity count, priority and
-    /// role — see [`crate::sminfo`].
-    fn on_sminfo_get(&mut self, meta: &MadMeta, req: &Smp) {
+    /// This SM's SMInfo as the role machine reports it now.
+    fn facts(&mut self) -> crate::sminfo::Facts {
         // The own GUID is known from the first NodeInfo of the first sweep on.
-        let own = crate::sminfo::own_guid(self.sweep.subnet());
-        if own.0 != 0 {
-            self.role.set_own_guid(own);
-        }
-        let act_count = u32::try_from(self.sweep.heavy_sweeps()).unwrap_or(u32::MAX);
-        let facts = self
-            .role
-            .sminfo_facts(self.cfg.sm_key, self.cfg.m_key, act_count);
+        self.role
+            .set_own_guid(crate::sminfo::own_guid(self.sweep.subnet()));
+        let act_count = (self.mads_sent & u64::from(u32::MAX)) as u32;
+        self.role.sminfo_facts(self.cfg.m_key, act_count)
+    }
+
+    /// Another SM's SMInfo Get or Set: answered with our GUID, SM_Key (to an authenticated
+    /// requester), activity count, priority and role — see [`crate::sminfo`].
+    fn answer_sminfo(&mut self, meta: &MadMeta, req: &Smp, status: Status) {
+        let facts = self.facts();
+        self.answer_with(meta, req, &facts, status);
+    }
+
+    fn answer_with(
+        &mut self,
+        meta: &MadMeta,
+        req: &Smp,
+        facts: &crate::sminfo::Facts,
+        status: Status,
+    ) {
+        let own_lid = self.sweep.own_port_lid();
         if let Some((m, resp)) =
-            crate::sminfo::answer(meta, req, &facts, self.cfg.port, self.sweep.sm_lid())
+            crate::sminfo::respond(meta, req, facts, self.cfg.port, own_lid, status)
         {
             let mut raw = [0u8; SMP_LEN];
             raw.copy_from_slice(resp.as_bytes());
             self.out_raw.push_back((m, raw));
         }
+    }
+
+    /// SubnSet(SMInfo) from another SM (HANDOVER, ACKNOWLEDGE, DISABLE, STANDBY, DISCOVER):
+    /// the role machine decides; the answer carries our SMInfo as it was when the Set arrived,
+    /// with status 7 (InvalidField) if the Set was refused.
+    fn on_sminfo_set(&mut self, now: Time, meta: &MadMeta, req: &Smp) {
+        let Ok((sender, _)) = SmInfo::read_from_prefix(&req.data[..]) else {
+            return;
+        };
+        let facts = self.facts();
+        let from = SmAddr {
+            guid: sender.guid(),
+            path: crate::sminfo::route_back(req).unwrap_or_default(),
+            lid: if req.is_dr() {
+                Lid::UNASSIGNED
+            } else {
+                meta.slid
+            },
+        };
+        let attr_mod = req.attr_mod.get();
+        let status = match self
+            .role
+            .handle_set(now, &mut self.timers, attr_mod, &sender, from)
+        {
+            Ok(()) => Status::OK,
+            Err(why) => {
+                self.events.push(Event::SmInfoSetRefused {
+                    sender: sender.guid(),
+                    attr_mod,
+                    why,
+                });
+                Status::INVALID_FIELD
+            }
+        };
+        self.answer_with(meta, req, &facts, status);
+    }
+
+    /// Carries out what the role machine asked for and forwards its events.
+    fn run_role(&mut self, now: Time) {
+        for e in self.role.take_events() {
+            self.events.push(e);
+        }
+        for a in self.role.take_actions() {
+            match a {
+                RoleAction::Rediscover => self.sweep.request_rediscover(),
+                RoleAction::Poll(to) => {
+                    let mut r =
+                        Request::get(to.path, SmpAttrId::SM_INFO, 0, Purpose::SmPoll(to.guid));
+                    r.dlid = self.role_dlid(&to);
+                    self.role_txn.submit(r);
+                }
+                RoleAction::Set {
+                    to,
+                    attr_mod,
+                    state,
+                } => {
+                    let mut facts = self.facts();
+                    facts.state = state;
+                    let mut data = [0u8; 64];
+                    if let Ok((info, _)) = SmInfo::mut_from_prefix(&mut data[..]) {
+                        crate::sminfo::fill(info, &facts, true);
+                    }
+                    let mut r = Request::set(
+                        to.path,
+                        SmpAttrId::SM_INFO,
+                        attr_mod,
+                        data,
+                        Purpose::SmSet(to.guid),
+                    );
+                    r.dlid = self.role_dlid(&to);
+                    self.role_txn.submit(r);
+                }
+                RoleAction::Trap144(to) => self.send_trap_144(&to),
+            }
+        }
+        let _ = now;
+    }
+
+    /// LID-routed role traffic goes to the SM's LID when both ends have one (and LID routing
+    /// is on); else by directed route.
+    fn role_dlid(&self, to: &SmAddr) -> Lid {
+        if self.cfg.lid_routed && to.lid.is_unicast() && self.sweep.own_port_lid().is_unicast() {
+            to.lid
+        } else {
+            Lid::UNASSIGNED
+        }
+    }
+
+    /// Trap 144 (local changes, SM priority changed) to the master SM at `to`, as OpenSM's
+    /// `osm_send_trap144`: LID-routed from our port's LID, the Notice's DataDetails carrying
+    /// our LID, OtherLocalChanges, our CapabilityMask and the SM-priority ChangeFlag.
+    fn send_trap_144(&mut self, to: &SmAddr) {
+        let own = self.sweep.own_port_lid();
+        if !own.is_unicast() || !to.lid.is_unicast() {
+            return;
+        }
+        let cap = self.sweep.own_port_capability_mask();
+        let mut n = Notice::new_zeroed();
+        n.set_is_generic(1);
+        n.set_notice_type(notice_type::INFO);
+        n.set_producer_type(if self.sweep.own_node_type() == Some(NodeType::SWITCH) {
+            producer::SWITCH
+        } else {
+            producer::CA
+        });
+        n.trap_num.set(TrapNum::LOCAL_CHANGES.0);
+        n.issuer_lid.set(own.0);
+        let d = &mut n.data_details;
+        d[2..4].copy_from_slice(&own.0.to_be_bytes());
+        d[5] = 0x01; // OtherLocalChanges
+        d[6..10].copy_from_slice(&cap.to_be_bytes());
+        d[10..12].copy_from_slice(&0x0008u16.to_be_bytes()); // SM priority changed
+        let tid = ROLE_TID_BASE | 0x4000_0000 | (self.next_trap_tid & 0x3FFF_FFFF);
+        self.next_trap_tid = self.next_trap_tid.wrapping_add(1);
+        let mut smp = Smp::lid_request(Method::TRAP, SmpAttrId::NOTICE, 0, u64::from(tid));
+        smp.data.copy_from_slice(n.as_bytes());
+        let m = MadMeta {
+            port: self.cfg.port,
+            slid: own,
+            dlid: to.lid,
+            ..MadMeta::default()
+        };
+        let mut raw = [0u8; SMP_LEN];
+        raw.copy_from_slice(smp.as_bytes());
+        self.out_raw.push_back((m, raw));
+        self.events.log(
+            Level::Verbose,
+            format!(
+                "Sending Trap 144 (SM priority change) to SM {} at LID {}",
+                to.guid, to.lid
+            ),
+        );
     }
 
     /// Time has reached [`Sm::poll_timeout`]: resend or give up on late SMPs, fire timers.
@@ -238,15 +417,20 @@ impl Sm {
             let mut cx = ctx!(self);
             self.sweep.on_failed(f, &mut cx);
         }
+        // A poll or Set that got no answer: the poll timer counts the miss.
+        for f in self.role_txn.expire(now) {
+            self.events.log(
+                Level::Verbose,
+                format!("SMInfo {} to {} got no answer", f.req.method, f.req.path),
+            );
+        }
         // Only the timers due on entry: one re-armed while handling them (the next
         // computation step) waits for the next call.
         let due: Vec<Timer> = std::iter::from_fn(|| self.timers.take_expired(now)).collect();
         for t in due {
             if t.is_role_timer() {
-                match self.role.handle_timeout(t) {
-                    RoleAction::Rediscover => self.sweep.request_heavy(),
-                    RoleAction::None => {}
-                }
+                self.role.handle_timeout(now, t, &mut self.timers);
+                self.run_role(now);
                 continue;
             }
             match t {
@@ -262,6 +446,7 @@ impl Sm {
                 Timer::SmInfoPoll => {}
             }
         }
+        self.run_role(now);
         self.step(now);
     }
 
@@ -292,10 +477,23 @@ impl Sm {
     /// originator's `ibmad::smi::advance`.
     #[must_use]
     pub fn poll_transmit(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
+        let t = self.poll_transmit_inner(now, buf);
+        if t.is_some() {
+            self.mads_sent += 1;
+        }
+        t
+    }
+
+    fn poll_transmit_inner(&mut self, now: Time, buf: &mut [u8]) -> Option<Transmit> {
         let out = buf.get_mut(..SMP_LEN)?;
         if let Some((meta, raw)) = self.out_raw.pop_front() {
             out.copy_from_slice(&raw);
             return Some(Transmit { meta, len: SMP_LEN });
+        }
+        if let Some((tid, req)) = self.role_txn.next_to_send(now, |_| false) {
+            let req = req.clone();
+            let own = self.sweep.own_port_lid();
+            return Some(self.emit(out, tid, &req, own));
         }
         for _ in 0..8 {
             let disc = self.sweep.discovery();
@@ -339,13 +537,48 @@ impl Sm {
         None
     }
 
+    /// Writes a request of the role machine into `out`.
+    fn emit(&self, out: &mut [u8], tid: u32, req: &Request, own_lid: Lid) -> Transmit {
+        let lid_routed = req.dlid != Lid::UNASSIGNED;
+        let mut smp = if lid_routed {
+            Smp::lid_request(req.method, req.attr, req.attr_mod, u64::from(tid))
+        } else {
+            Smp::dr_request(
+                req.method,
+                req.attr,
+                req.attr_mod,
+                u64::from(tid),
+                &req.path,
+            )
+        };
+        smp.m_key.set(self.cfg.m_key);
+        smp.data = req.data;
+        out.copy_from_slice(smp.as_bytes());
+        let (slid, dlid) = if lid_routed {
+            (own_lid, req.dlid)
+        } else {
+            (Lid::PERMISSIVE, Lid::PERMISSIVE)
+        };
+        let meta = MadMeta {
+            port: self.cfg.port,
+            slid,
+            dlid,
+            ..MadMeta::default()
+        };
+        Transmit { meta, len: SMP_LEN }
+    }
+
     /// The time at which [`Sm::handle_timeout`] must next be called, if any.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Time> {
-        match (self.txn.next_deadline(), self.timers.next_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.txn.next_deadline(),
+            self.role_txn.next_deadline(),
+            self.timers.next_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The next event, if any.
@@ -362,12 +595,16 @@ impl Sm {
         self.sweep.step(now, &mut cx);
     }
 
-    fn on_response(&mut self, smp: &Smp) {
+    fn on_response(&mut self, now: Time, smp: &Smp) {
         // Directed-route responses come back with D set; LID-routed ones as class 0x01.
         if smp.is_dr() && !smp.direction() {
             return;
         }
         let tid = smp.tid.get() as u32;
+        if self.role_txn.peek(tid).is_some() {
+            self.on_role_response(now, tid, smp);
+            return;
+        }
         let Some(req) = self.txn.peek(tid) else {
             return; // unknown TID: a late duplicate or not ours
         };
@@ -436,40 +673,96 @@ impl Sm {
         self.sweep.on_answer(&req, &smp.data, &mut cx);
     }
 
-    fn on_trap(&mut self, now: Time, meta: &MadMeta, smp: &Smp) {
-        let Ok((notice, _)) = Notice::ref_from_prefix(&smp.data) else {
+    /// The answer to a poll or SMInfo Set of the role machine.
+    fn on_role_response(&mut self, _now: Time, tid: u32, smp: &Smp) {
+        let Some(req) = self.role_txn.peek(tid) else {
             return;
         };
-        let trap = notice.trap_num();
-        self.events.log(
-            Level::Info,
-            format!(
-                "Received Trap {} ({}) from LID {}",
-                trap.0,
-                trap,
-                notice.issuer_lid()
-            ),
-        );
-        // TrapRepress (IBA vol1 §13.4.9): same TID and attribute, method 0x07, back to the
-        // issuer.
+        if req.attr != smp.attr() || req.attr_mod != smp.attr_mod.get() {
+            return;
+        }
+        let Some(req) = self.role_txn.complete(tid) else {
+            return;
+        };
+        self.role_txn.prune();
+        let Ok((info, _)) = SmInfo::read_from_prefix(&smp.data[..]) else {
+            return;
+        };
+        match req.purpose {
+            Purpose::SmPoll(guid) if smp.status() == Status::OK && info.guid() == guid => {
+                self.role.on_poll_answer(&info);
+            }
+            Purpose::SmSet(guid) => {
+                let level = if smp.status() == Status::OK {
+                    Level::Verbose
+                } else {
+                    Level::Error
+                };
+                self.events.log(
+                    level,
+                    format!(
+                        "SMInfo Set {} to SM {guid} answered with status {} (remote state {})",
+                        req.attr_mod,
+                        smp.status(),
+                        SmState(info.sm_state_raw())
+                    ),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// A trap (IBA vol1 §13.4.8): repressed (same TID) whatever it says, counted against
+    /// floods, then acted on as [`crate::trap::classify`] says.
+    fn on_trap(&mut self, now: Time, meta: &MadMeta, smp: &Smp) {
+        let Ok((notice, _)) = Notice::read_from_prefix(&smp.data[..]) else {
+            return;
+        };
+        // TrapRepress (IBA vol1 §13.4.9): same TID, attribute and Notice, method 0x07, back to
+        // the issuer. Traps are LID-routed; a directed-route one is not answered.
         if !smp.is_dr() {
             let mut rep = *smp;
             rep.method = Method::TRAP_REPRESS.0;
             rep.status.set(0);
+            let own = self.sweep.own_port_lid();
             let m = MadMeta {
                 port: meta.port,
-                slid: self.sweep.sm_lid(),
+                slid: own,
                 dlid: meta.slid,
-                qp: 0,
                 sl: meta.sl,
-                ..Default::default()
+                ..MadMeta::default()
             };
             let mut raw = [0u8; SMP_LEN];
             raw.copy_from_slice(rep.as_bytes());
             self.out_raw.push_back((m, raw));
         }
-        if trap == TrapNum::LINK_STATE_CHANGE && self.timers.get(Timer::TrapSweep).is_none() {
-            self.timers.set(Timer::TrapSweep, now);
+        let count = self.traps.register(now, meta.slid, &notice);
+        let flood = count >= FLOOD_THRESHOLD;
+        self.events.push(Event::TrapReceived {
+            trap: notice.trap_num(),
+            issuer: notice.issuer_lid(),
+            tid: smp.tid.get(),
+            repeat: count,
+            ignored: flood,
+        });
+        if flood || !self.role.may_sweep() {
+            return;
+        }
+        match crate::trap::classify(&notice, self.cfg.sweep_on_trap) {
+            TrapAction::None => {}
+            TrapAction::HeavySweep { .. } => {
+                if self.timers.get(Timer::TrapSweep).is_none() {
+                    self.timers.set(Timer::TrapSweep, now);
+                }
+            }
+            TrapAction::LightSweep => {
+                let mut cx = ctx!(self);
+                self.sweep.request_sweep(now, &mut cx);
+            }
+            TrapAction::NodeDescription { issuer } => {
+                let mut cx = ctx!(self);
+                self.sweep.refresh_node_desc(issuer, &mut cx);
+            }
         }
     }
 }

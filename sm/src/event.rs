@@ -16,9 +16,10 @@ use std::collections::VecDeque;
 use core::fmt;
 use core::time::Duration;
 
-use ibmad::{DrPath, Guid, Method, SmpAttrId, Status};
+use ibmad::{DrPath, Guid, Lid, Method, SmpAttrId, Status, TrapNum};
 
 use crate::lid::{Guid2LidWarning, LidError};
+use crate::role::{Role, RoleCause, SetRefused};
 use crate::routing::RouteError;
 
 /// Severity of a [`Event::Log`] line (OpenSM's log levels).
@@ -189,6 +190,53 @@ pub enum Event {
         /// Why.
         reason: SweepFailure,
     },
+    /// The SM's role changed (IBA vol1 §14.4).
+    RoleChanged {
+        /// The role before.
+        from: Role,
+        /// The role now.
+        to: Role,
+        /// Why.
+        cause: RoleCause,
+    },
+    /// Another SM's SMInfo carries an SM_Key other than this SM's (non-zero) one: that SM is
+    /// ignored (OpenSM ERR 2F18).
+    SmKeyMismatch {
+        /// Its port GUID.
+        sm: Guid,
+        /// The SM_Key it showed.
+        sm_key: u64,
+    },
+    /// The lower master this (master) SM waited on for a HANDOVER stopped answering; the SM
+    /// sweeps and configures the subnet.
+    PolledSmLost {
+        /// Its port GUID.
+        sm: Guid,
+        /// Polls in a row without an answer.
+        misses: u32,
+    },
+    /// A trap arrived (it was repressed with its TID).
+    TrapReceived {
+        /// Its number.
+        trap: TrapNum,
+        /// IssuerLID.
+        issuer: Lid,
+        /// Its TID.
+        tid: u64,
+        /// Identical traps in a row within the aging window, this one included.
+        repeat: u32,
+        /// True if ignored as part of a flood ([`crate::trap::FLOOD_THRESHOLD`] or more).
+        ignored: bool,
+    },
+    /// An SMInfo Set from another SM was refused (answered with status 7).
+    SmInfoSetRefused {
+        /// The sender's port GUID (from the Set's payload).
+        sender: Guid,
+        /// The AttributeModifier.
+        attr_mod: u32,
+        /// Why.
+        why: SetRefused,
+    },
 }
 
 impl Event {
@@ -254,7 +302,82 @@ impl Event {
                 ),
             ),
             Event::SweepFailed { reason } => (Level::Error, reason.to_string()),
+            Event::RoleChanged { from, to, cause } => (
+                Level::Info,
+                format!("Entering {to} state (was {from}): {}", role_cause_text(cause)),
+            ),
+            Event::SmKeyMismatch { sm, sm_key } => (
+                Level::Error,
+                format!(
+                    "ERR 2F18: Got SM {sm} with sm_key {sm_key:#018x} that doesn't match our local sm_key. Ignoring SMInfo"
+                ),
+            ),
+            Event::PolledSmLost { sm, misses } => (
+                Level::Info,
+                format!("master SM {sm} we waited on for a HANDOVER did not answer {misses} polls: forcing a heavy sweep"),
+            ),
+            Event::TrapReceived {
+                trap,
+                issuer,
+                tid,
+                repeat,
+                ignored,
+            } => {
+                let base = format!("Received Trap {} ({trap}) from LID {issuer}, TID {tid:#x}", trap.0);
+                if *ignored {
+                    (
+                        Level::Verbose,
+                        format!("{base}: received {repeat} times in a row, ignoring noisy traps"),
+                    )
+                } else if *repeat > 1 {
+                    (Level::Info, format!("{base} (repeat {repeat})"))
+                } else {
+                    (Level::Info, base)
+                }
+            }
+            Event::SmInfoSetRefused {
+                sender,
+                attr_mod,
+                why,
+            } => (
+                Level::Error,
+                format!(
+                    "ERR 2F04: SMInfo Set AttributeModifier {attr_mod} ({}) from SM {sender} refused: {why}",
+                    control_name(*attr_mod)
+                ),
+            ),
         })
+    }
+}
+
+/// The name of an SMInfo control value (IBA vol1 §14.4.1).
+fn control_name(attr_mod: u32) -> &'static str {
+    use ibmad::attr::sm_info::control;
+    match attr_mod {
+        control::HANDOVER => "HANDOVER",
+        control::ACKNOWLEDGE => "ACKNOWLEDGE",
+        control::DISABLE => "DISABLE",
+        control::STANDBY => "STANDBY",
+        control::DISCOVER => "DISCOVER",
+        _ => "unknown",
+    }
+}
+
+fn role_cause_text(cause: &RoleCause) -> String {
+    match cause {
+        RoleCause::Sweep => "sweeping".to_string(),
+        RoleCause::Elected => "no SM outranks this one".to_string(),
+        RoleCause::Outranked(m) => format!(
+            "SM {} (priority {}, state {}) is master or outranks this one",
+            m.guid, m.priority, m.state
+        ),
+        RoleCause::MasterLost { master, misses } => {
+            format!("master SM {master} did not answer {misses} SMInfo polls in a row")
+        }
+        RoleCause::SetFrom { sender, attr_mod } => {
+            format!("SMInfo Set {} from SM {sender}", control_name(*attr_mod))
+        }
+        RoleCause::HandedOver(to) => format!("handed the subnet over to SM {to}"),
     }
 }
 

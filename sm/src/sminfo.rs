@@ -1,9 +1,10 @@
 //! SMInfo responder (IBA vol1 §14.4.1 "Subnet Manager Information", the SMInfo attribute of
-//! §14.2.5.13): answering another SM's SMInfo Get, so that two SMs in one subnet see each other's
-//! GUID, priority and state — the input of the master election (§14.4.1.1). The election itself
-//! (polling other SMs, handover, standby) is not here yet: [`crate::Sm`] answers, it does not ask.
+//! §14.2.5.13): answering another SM's SMInfo Get or Set, so that SMs in one subnet see each
+//! other's GUID, priority and state — the input of the master election (§14.4.1.1) — and can
+//! hand the subnet over. What a Set does is the role machine's ([`crate::role`]); here is only
+//! the answer.
 //!
-//! Pure functions: [`answer`] turns a request into its GetResp.
+//! Pure functions: [`respond`] turns a Get or Set into its GetResp, [`answer`] a Get.
 
 use ibmad::attr::SmInfo;
 use ibmad::zerocopy::FromBytes;
@@ -26,6 +27,31 @@ pub struct Facts {
     pub priority: u8,
     /// SMState.
     pub state: SmState,
+}
+
+/// Writes `facts` into an SMInfo: SM_Key only if `disclose_key`, else 0.
+pub fn fill(info: &mut SmInfo, facts: &Facts, disclose_key: bool) {
+    info.guid.set(facts.guid.0);
+    info.sm_key.set(if disclose_key { facts.sm_key } else { 0 });
+    info.act_count.set(facts.act_count);
+    info.set_priority(facts.priority.min(15));
+    info.set_sm_state_raw(facts.state.0);
+}
+
+/// The directed route back to the sender of a directed-route request that reached us: its
+/// ReturnPath read backwards (the port it arrived on at each hop, last hop first). `None` for a
+/// LID-routed request or a bad hop count.
+#[must_use]
+pub fn route_back(req: &Smp) -> Option<ibmad::DrPath> {
+    if !req.is_dr() {
+        return None;
+    }
+    let n = usize::from(req.hop_cnt);
+    if n > ibmad::DrPath::MAX_HOPS {
+        return None;
+    }
+    let ports: Vec<u8> = (1..=n).rev().map(|i| req.return_path[i]).collect();
+    ibmad::DrPath::new(&ports).ok()
 }
 
 /// The SM's own port GUID, from the subnet it discovered (the node reached by the empty
@@ -53,20 +79,33 @@ pub fn answer(
     port: PortNum,
     own_lid: Lid,
 ) -> Option<(MadMeta, Smp)> {
-    if req.method() != Method::GET || req.attr() != SmpAttrId::SM_INFO {
+    if req.method() != Method::GET {
+        return None;
+    }
+    respond(meta, req, facts, port, own_lid, ibmad::Status::OK)
+}
+
+/// The GetResp to an SMInfo Get or Set, with `status` (a refused Set: 7, InvalidField) and
+/// where to send it, as [`answer`]. `None` if `req` is neither.
+#[must_use]
+pub fn respond(
+    meta: &MadMeta,
+    req: &Smp,
+    facts: &Facts,
+    port: PortNum,
+    own_lid: Lid,
+    status: ibmad::Status,
+) -> Option<(MadMeta, Smp)> {
+    if !matches!(req.method(), Method::GET | Method::SET) || req.attr() != SmpAttrId::SM_INFO {
         return None;
     }
     let authenticated = facts.m_key == 0 || req.m_key.get() == facts.m_key;
     let mut resp = *req;
     smi::make_response(&mut resp);
+    resp.set_status(status);
     resp.data = [0; 64];
     let (info, _) = SmInfo::mut_from_prefix(&mut resp.data).ok()?;
-    info.guid.set(facts.guid.0);
-    info.sm_key
-        .set(if authenticated { facts.sm_key } else { 0 });
-    info.act_count.set(facts.act_count);
-    info.set_priority(facts.priority.min(15));
-    info.set_sm_state_raw(facts.state.0);
+    fill(info, facts, authenticated);
     let out = if resp.is_dr() {
         MadMeta {
             port,
@@ -186,6 +225,29 @@ mod tests {
         assert!(answer(&meta(), &set, &facts(), PortNum(1), Lid(4)).is_none());
         let ni = Smp::lid_request(Method::GET, SmpAttrId::NODE_INFO, 0, 5);
         assert!(answer(&meta(), &ni, &facts(), PortNum(1), Lid(4)).is_none());
+    }
+
+    #[test]
+    fn a_set_is_answered_with_its_status_and_the_way_back_is_the_return_path_reversed() {
+        let mut req = dr_get(0xABCD);
+        req.method = Method::SET.0;
+        req.return_path[1] = 7;
+        req.return_path[2] = 9;
+        let (_, resp) = respond(
+            &meta(),
+            &req,
+            &facts(),
+            PortNum(1),
+            Lid(4),
+            ibmad::Status::INVALID_FIELD,
+        )
+        .unwrap();
+        assert_eq!(resp.method(), Method::GET_RESP);
+        assert_eq!(resp.status(), ibmad::Status::INVALID_FIELD);
+        assert_eq!(route_back(&req).unwrap().ports(), &[9, 7]);
+        assert!(answer(&meta(), &req, &facts(), PortNum(1), Lid(4)).is_none());
+        let lr = Smp::lid_request(Method::SET, SmpAttrId::SM_INFO, 0, 5);
+        assert!(route_back(&lr).is_none());
     }
 
     #[test]

@@ -25,7 +25,7 @@ use crate::discovery::Discovery;
 use crate::event::{Event, Events, Level, Phase, PhaseStats, SweepFailure};
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
 use crate::program::{self, Programmer};
-use crate::role::{Election, RemoteSm, SmRole};
+use crate::role::{Election, SmAddr, SmRole};
 use crate::routing::{route_chain_with, Lfts, Routes};
 use crate::subnet::Subnet;
 use crate::timer::{Timer, TimerTable};
@@ -181,21 +181,92 @@ impl Sweep {
         self.resweep_due
     }
 
+    /// The LID the SM's own port holds now (as last read or acknowledged; 0 before the first
+    /// discovery): a standby's is the one its master assigned.
+    pub fn own_port_lid(&self) -> Lid {
+        let s = &self.disc.subnet;
+        s.sm_port()
+            .and_then(|(n, p)| {
+                let p = if s.node(n).is_switch() { PortNum(0) } else { p };
+                s.port(n, p)
+            })
+            .and_then(|x| x.info)
+            .map_or(Lid::UNASSIGNED, |i| i.lid())
+    }
+
+    /// The CapabilityMask of the SM's own port, as last read.
+    pub fn own_port_capability_mask(&self) -> u32 {
+        let s = &self.disc.subnet;
+        s.sm_port()
+            .and_then(|(n, p)| s.port(n, p))
+            .and_then(|x| x.info)
+            .map_or(0, |i| i.capability_mask.get())
+    }
+
+    /// The type of the SM's own node, once discovered.
+    pub fn own_node_type(&self) -> Option<ibmad::NodeType> {
+        let s = &self.disc.subnet;
+        s.sm_port().map(|(n, _)| s.node(n).node_type)
+    }
+
+    /// The end port holding `lid` in the current model.
+    fn port_by_lid(&self, lid: Lid) -> Option<(crate::subnet::NodeId, PortNum)> {
+        if !lid.is_unicast() {
+            return None;
+        }
+        let s = &self.disc.subnet;
+        s.end_ports().find(|&(n, p)| {
+            s.port(n, p).is_some_and(|x| {
+                let base = x.info.map_or(x.lid, |i| i.lid());
+                let n_lids = 1u32 << x.lmc.min(7);
+                base.is_unicast()
+                    && u32::from(lid.0) >= u32::from(base.0)
+                    && u32::from(lid.0) < u32::from(base.0) + n_lids
+            })
+        })
+    }
+
     // ----- requests from the SM --------------------------------------------------------
 
     /// Sweep timer or operator `Sweep`: a light sweep when the subnet is up and the pipeline
-    /// idle, else a heavy sweep.
+    /// idle, else a heavy sweep. Nothing while STANDBY or NOTACTIVE: such an SM sweeps only
+    /// when the role machine says so.
     pub fn request_sweep(&mut self, now: Time, cx: &mut Ctx<'_>) {
-        if !self.up {
+        if !cx.role.may_sweep() {
+            return;
+        }
+        if !self.up || cx.cfg.force_heavy_sweep {
             self.heavy_requested = true;
         } else if self.stage == Stage::Idle {
             self.start_light(now, cx);
         }
     }
 
-    /// A heavy sweep as soon as the pipeline is idle.
+    /// A heavy sweep as soon as the pipeline is idle (while DISCOVERING or MASTER).
     pub fn request_heavy(&mut self) {
         self.heavy_requested = true;
+    }
+
+    /// The role machine's heavy sweep from scratch (failover, handover, DISCOVER).
+    pub fn request_rediscover(&mut self) {
+        self.heavy_requested = true;
+    }
+
+    /// Trap 144 reported a new NodeDescription at `lid`: read it again (when no sweep runs;
+    /// a running heavy sweep reads every description anyway).
+    pub fn refresh_node_desc(&mut self, lid: Lid, cx: &mut Ctx<'_>) {
+        if self.stage != Stage::Idle {
+            return;
+        }
+        if let Some((id, _)) = self.port_by_lid(lid) {
+            let path = self.disc.subnet.node(id).dr_path;
+            cx.txn.submit(Request::get(
+                path,
+                SmpAttrId::NODE_DESC,
+                0,
+                Purpose::NodeDesc(id),
+            ));
+        }
     }
 
     // ----- answers -----------------------------------------------------------------------
@@ -237,11 +308,37 @@ impl Sweep {
                     }
                 }
             }
-            Purpose::SmInfo(_) => {
+            Purpose::SmInfo(id, p) => {
                 if let Ok((info, _)) = SmInfo::ref_from_prefix(data) {
-                    cx.role.on_remote_sm(RemoteSm::from_sm_info(info));
+                    let s = &self.disc.subnet;
+                    let addr = SmAddr {
+                        guid: info.guid(),
+                        path: self.disc.port_path(id, p),
+                        lid: s
+                            .port(id, p)
+                            .and_then(|x| x.info)
+                            .map_or(Lid::UNASSIGNED, |i| i.lid()),
+                    };
+                    cx.role.on_remote_sm(info, addr);
                 }
             }
+            Purpose::LightSmInfo(_) => {
+                if let Ok((info, _)) = SmInfo::ref_from_prefix(data) {
+                    if cx.role.on_light_sweep_sm(info) {
+                        cx.events.log(
+                            Level::Info,
+                            format!(
+                                "light sweep: SM {} is {} with priority {}: a heavy sweep decides who is master",
+                                info.guid(),
+                                info.sm_state(),
+                                info.priority()
+                            ),
+                        );
+                        self.light_changed = true;
+                    }
+                }
+            }
+            Purpose::SmPoll(_) | Purpose::SmSet(_) => {}
         }
         cx.submit_all(out);
     }
@@ -259,7 +356,14 @@ impl Sweep {
 
     /// A request given up after its last retry.
     pub fn on_failed(&mut self, f: Failed, cx: &mut Ctx<'_>) {
-        if let Purpose::SmInfo(_) = f.req.purpose {
+        if let Purpose::LightSmInfo(guid) = f.req.purpose {
+            cx.events.log(
+                Level::Verbose,
+                format!("light sweep: SM {guid} did not answer SMInfo Get"),
+            );
+            return;
+        }
+        if let Purpose::SmInfo(..) = f.req.purpose {
             // The port advertises IsSM but no SM answers: it takes no part in the election.
             cx.events.push(Event::SmSilent {
                 dr_path: f.req.path,
@@ -293,7 +397,7 @@ impl Sweep {
             }
             match self.stage {
                 Stage::Idle => {
-                    if self.heavy_requested {
+                    if self.heavy_requested && cx.role.may_sweep() {
                         self.start_heavy(now, cx);
                     } else {
                         return;
@@ -368,6 +472,22 @@ impl Sweep {
             })
             .collect();
         cx.submit_all(reqs);
+        // The other SMs: one that became master, or a standby that now outranks us, means a
+        // heavy sweep (which runs the handover logic).
+        let sms: Vec<Request> = cx
+            .role
+            .known_sms()
+            .iter()
+            .map(|k| {
+                Request::get(
+                    k.addr.path,
+                    SmpAttrId::SM_INFO,
+                    0,
+                    Purpose::LightSmInfo(k.info.guid),
+                )
+            })
+            .collect();
+        cx.submit_all(sms);
     }
 
     fn start_heavy(&mut self, now: Time, cx: &mut Ctx<'_>) {
@@ -430,12 +550,12 @@ impl Sweep {
                     i.capability_mask.get() & ibmad::attr::port_info::cap::IS_SM != 0
                 })
             })
-            .map(|(id, _)| {
+            .map(|(id, p)| {
                 Request::get(
-                    s.node(id).dr_path,
+                    self.disc.port_path(id, p),
                     SmpAttrId::SM_INFO,
                     0,
-                    Purpose::SmInfo(id),
+                    Purpose::SmInfo(id, p),
                 )
             })
             .collect();
@@ -454,7 +574,7 @@ impl Sweep {
     /// The election poll is done: the role machine decides.
     fn finish_sm_poll(&mut self, now: Time, cx: &mut Ctx<'_>) {
         match cx.role.conclude_election(now, cx.timers) {
-            Election::Standby(m) => {
+            Election::Standby(m) | Election::HandOver(m) => {
                 cx.events.push(Event::Standby {
                     master: m.guid,
                     priority: m.priority,
@@ -462,6 +582,17 @@ impl Sweep {
                 });
                 self.stage = Stage::Idle;
                 self.up = false;
+            }
+            Election::WaitForHandover(m) => {
+                cx.events.log(
+                    Level::Info,
+                    format!(
+                        "SM {} (priority {}) is master too: waiting for its HANDOVER (C14-60.2.1)",
+                        m.guid, m.priority
+                    ),
+                );
+                self.stage = Stage::Idle;
+                cx.arm_sweep(now);
             }
             Election::Master => self.after_discovery(now, cx),
         }
@@ -493,7 +624,15 @@ impl Sweep {
             lmc: cx.cfg.lmc,
             reassign_lids: cx.cfg.reassign_lids && self.heavy_sweeps == 1,
         };
-        match assign_lids(&mut self.disc.subnet, &lc, &self.guid2lid) {
+        // Coming out of standby the ports' LIDs (the old master's) come first: the guid2lid
+        // map is only honoured if asked to (OpenSM `honor_guid2lid_file`).
+        let empty = Guid2Lid::new();
+        let map = if cx.role.is_takeover() && !cx.cfg.honor_guid2lid_file {
+            &empty
+        } else {
+            &self.guid2lid
+        };
+        match assign_lids(&mut self.disc.subnet, &lc, map) {
             Ok(rep) => {
                 cx.events.log(
                     Level::Info,
@@ -664,6 +803,7 @@ impl Sweep {
                 format!("{linked} linked ports and {mgmt} switch ports 0 Active"),
             );
             cx.events.push(Event::SubnetUp);
+            cx.role.master_sweep_done();
             cx.arm_sweep(now);
         } else {
             self.fail_sweep(

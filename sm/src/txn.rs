@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 
 use core::time::Duration;
 
-use ibmad::{DrPath, Lid, Method, PortNum, SmpAttrId, Time};
+use ibmad::{DrPath, Guid, Lid, Method, PortNum, SmpAttrId, Time};
 
 use crate::event::PhaseStats;
 use crate::subnet::NodeId;
@@ -36,8 +36,15 @@ pub(crate) enum Purpose {
     SetPortInfo(NodeId, PortNum),
     /// SwitchInfo Get during a light sweep.
     LightSwitchInfo(NodeId),
-    /// SMInfo Get to another SM's port (master election, IBA vol1 §14.4.1.1).
-    SmInfo(NodeId),
+    /// SMInfo Get to another SM's port during a heavy sweep (master election, IBA vol1
+    /// §14.4.1.1): the node and the SM's port on it.
+    SmInfo(NodeId, PortNum),
+    /// SMInfo Get to a known SM during a light sweep (by its port GUID).
+    LightSmInfo(Guid),
+    /// The role machine's SMInfo Get of the SM it polls (by port GUID).
+    SmPoll(Guid),
+    /// The role machine's SMInfo Set (HANDOVER, ACKNOWLEDGE) to an SM (by port GUID).
+    SmSet(Guid),
 }
 
 /// One SMP to send: a directed-route request.
@@ -67,7 +74,8 @@ impl Request {
             | Purpose::SetLft(n, _)
             | Purpose::SetPortInfo(n, _)
             | Purpose::LightSwitchInfo(n)
-            | Purpose::SmInfo(n) => Some(n),
+            | Purpose::SmInfo(n, _) => Some(n),
+            Purpose::LightSmInfo(_) | Purpose::SmPoll(_) | Purpose::SmSet(_) => None,
         };
         Request {
             path,
@@ -193,8 +201,21 @@ impl Engine {
         retries: u32,
         rounds: u32,
     ) -> Engine {
+        Engine::with_first_tid(1, max_wire, max_per_node, timeout, retries, rounds)
+    }
+
+    /// [`Engine::new`] whose TIDs start at `first` (a second engine beside the first uses a
+    /// disjoint TID range).
+    pub fn with_first_tid(
+        first: u32,
+        max_wire: usize,
+        max_per_node: usize,
+        timeout: Duration,
+        retries: u32,
+        rounds: u32,
+    ) -> Engine {
         Engine {
-            next_tid: 1,
+            next_tid: first.max(1),
             txns: Slab::default(),
             queue: VecDeque::new(),
             deadlines: VecDeque::new(),
