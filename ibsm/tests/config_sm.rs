@@ -32,6 +32,16 @@ fn perturbed_options_map_field_by_field_and_validate() {
     assert_eq!(c.max_op_vls, o.max_op_vls);
     assert_eq!(c.packet_life_time, o.packet_life_time);
     assert_eq!(c.sm_priority, o.sm_priority);
+    assert_eq!(c.master_sm_priority, o.master_sm_priority);
+    assert_eq!(
+        c.sminfo_polling_timeout,
+        Duration::from_millis(o.sminfo_polling_timeout.into())
+    );
+    assert_eq!(c.polling_retry_number, o.polling_retry_number);
+    assert_eq!(c.ignore_other_sm, o.ignore_other_sm);
+    assert_eq!(c.sweep_on_trap, o.sweep_on_trap);
+    assert_eq!(c.force_heavy_sweep, o.force_heavy_sweep);
+    assert_eq!(c.honor_guid2lid_file, o.honor_guid2lid_file);
     assert_eq!(c.sm_key, o.sm_key);
     assert_eq!(c.m_key, o.m_key.0);
     assert_eq!(
