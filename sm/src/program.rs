@@ -74,6 +74,44 @@ impl Programmer {
         }
     }
 
+    /// LFT block Gets for the blocks of `0..=top` that a switch may already hold but whose
+    /// content the SM does not know (after a restart or a takeover): read before written, so
+    /// that a block already right is not written again. Blocks above the switch's current
+    /// LinearFDBTop (and every block of a switch whose top is 0, a fresh one) hold nothing to
+    /// keep and are not read.
+    pub fn reads(&self, disc: &Discovery, lfts: Option<&Lfts>, top: Lid) -> Vec<Request> {
+        let Some(lfts) = lfts else {
+            return Vec::new();
+        };
+        let s = &disc.subnet;
+        let mut reqs = Vec::new();
+        for b in 0..lft_blocks(top) {
+            for id in s.switches() {
+                let node = s.node(id);
+                let cur_top = node.switch_info.map_or(0, |si| si.linear_fdb_top.get());
+                if lfts.table(id).is_none()
+                    || cur_top == 0
+                    || usize::from(b) * LFT_BLOCK_SIZE > usize::from(cur_top)
+                {
+                    continue;
+                }
+                let known = self
+                    .known_lft
+                    .get(&node.guid)
+                    .and_then(|k| k.blocks.get(usize::from(b)).copied().flatten());
+                if known.is_none() {
+                    reqs.push(Request::get(
+                        node.dr_path,
+                        SmpAttrId::LINEAR_FT,
+                        b.into(),
+                        Purpose::GetLft(id, b),
+                    ));
+                }
+            }
+        }
+        reqs
+    }
+
     /// The programming Sets of a heavy sweep, in sending order: SwitchInfo (LinearFDBTop =
     /// `top` before the blocks it covers), PortInfo configuration (unless it is folded into the
     /// Armed pass), then the LFT blocks of `lfts` that differ from what the switch is known to
@@ -153,8 +191,8 @@ impl Programmer {
         reqs
     }
 
-    /// A programming Set was acknowledged (GetResp with status 0): what the node answered is
-    /// now its known state.
+    /// A programming Set was acknowledged, or an LFT block read (GetResp with status 0): what
+    /// the node answered is now its known state.
     pub fn on_ack(&mut self, disc: &mut Discovery, purpose: Purpose, data: &[u8; 64]) {
         match purpose {
             Purpose::SetSwitchInfo(id) => {
@@ -164,9 +202,15 @@ impl Programmer {
                     disc.on_switch_info(id, si);
                 }
             }
-            Purpose::SetLft(id, b) => {
-                let guid = disc.subnet.node(id).guid;
-                let k = self.known_lft.entry(guid).or_default();
+            Purpose::SetLft(id, b) | Purpose::GetLft(id, b) => {
+                let node = disc.subnet.node(id);
+                let k = self.known_lft.entry(node.guid).or_default();
+                // The blocks are known for the top the switch holds now (read by discovery or
+                // just acknowledged): a switch whose top was already right gets no SwitchInfo
+                // Set, and its blocks must not be forgotten at the next sweep for that.
+                if let Some(si) = node.switch_info {
+                    k.top = si.linear_fdb_top.get();
+                }
                 let i = usize::from(b);
                 if k.blocks.len() <= i {
                     k.blocks.resize(i + 1, None);

@@ -106,6 +106,8 @@ pub(crate) struct Sweep {
     /// A heavy sweep brought the subnet up (until a sweep fails).
     up: bool,
     heavy_requested: bool,
+    /// Programming: the LFT reads are out, the Sets not yet planned.
+    reading_lfts: bool,
     /// The current light sweep saw a change.
     light_changed: bool,
     heavy_sweeps: u64,
@@ -133,6 +135,7 @@ impl Sweep {
             sm_lid: Lid::UNASSIGNED,
             up: false,
             heavy_requested: false,
+            reading_lfts: false,
             light_changed: false,
             heavy_sweeps: 0,
             lfts_programmed: false,
@@ -298,7 +301,10 @@ impl Sweep {
                     self.disc.on_port_info(id, p, pi, &mut out);
                 }
             }
-            Purpose::SetSwitchInfo(_) | Purpose::SetLft(..) | Purpose::SetPortInfo(..) => {
+            Purpose::SetSwitchInfo(_)
+            | Purpose::SetLft(..)
+            | Purpose::GetLft(..)
+            | Purpose::SetPortInfo(..) => {
                 self.program.on_ack(&mut self.disc, req.purpose, data);
             }
             Purpose::LightSwitchInfo(_) => {
@@ -406,6 +412,7 @@ impl Sweep {
                 Stage::Discovering => self.finish_discovery(now, cx),
                 Stage::PollingSms => self.finish_sm_poll(now, cx),
                 Stage::Computing => return,
+                Stage::Programming if self.reading_lfts => self.plan_programming(cx),
                 Stage::Programming => {
                     self.end_phase(now, cx);
                     self.lfts_programmed = true;
@@ -695,8 +702,24 @@ impl Sweep {
         self.start_programming(now, cx);
     }
 
+    /// Programming: first the LFT blocks the SM does not know are read (after a restart or a
+    /// takeover the switches usually hold the right tables already), then only what differs is
+    /// set ([`Sweep::plan_programming`], once the reads are in).
     fn start_programming(&mut self, now: Time, cx: &mut Ctx<'_>) {
         self.begin(now, Phase::Programming, Stage::Programming);
+        let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
+        let lfts: Option<&Lfts> = self.routes.as_ref().map(|r| &r.lfts);
+        let reads = self.program.reads(&self.disc, lfts, top);
+        if reads.is_empty() {
+            self.plan_programming(cx);
+        } else {
+            self.reading_lfts = true;
+            cx.submit_all(reads);
+        }
+    }
+
+    fn plan_programming(&mut self, cx: &mut Ctx<'_>) {
+        self.reading_lfts = false;
         let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
         let lfts: Option<&Lfts> = self.routes.as_ref().map(|r| &r.lfts);
         let reqs = self

@@ -32,6 +32,8 @@ pub(crate) enum Purpose {
     SetSwitchInfo(NodeId),
     /// LinearForwardingTable block Set.
     SetLft(NodeId, u16),
+    /// LinearForwardingTable block Get before programming (content unknown to the SM).
+    GetLft(NodeId, u16),
     /// PortInfo Set: configuration (NoStateChange), Armed or Active.
     SetPortInfo(NodeId, PortNum),
     /// SwitchInfo Get during a light sweep.
@@ -72,6 +74,7 @@ impl Request {
             | Purpose::PortInfo(n, _)
             | Purpose::SetSwitchInfo(n)
             | Purpose::SetLft(n, _)
+            | Purpose::GetLft(n, _)
             | Purpose::SetPortInfo(n, _)
             | Purpose::LightSwitchInfo(n)
             | Purpose::SmInfo(n, _) => Some(n),

@@ -187,6 +187,43 @@ fn second_heavy_sweep_sends_no_programming() {
     assert_eq!(prog.smps, 0);
 }
 
+/// Issue 12: a new SM (a restarted daemon, a standby taking over) on a subnet that is already
+/// programmed reads the LFT blocks it does not know instead of writing them, keeps the LIDs
+/// the ports hold, and so sends no Set at all; its next heavy sweep sends nothing either (the
+/// blocks it read stay known although no SwitchInfo Set taught it the switch's top).
+#[test]
+fn a_new_sm_on_a_programmed_subnet_reads_the_tables_and_sets_nothing() {
+    let (mut f, ids) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    bring_up(&mut sm, &mut f);
+    let lfts: Vec<Vec<u8>> = ids.iter().map(|&n| f.nodes[n].lft.clone()).collect();
+    let sets_before = f.sets_seen;
+    let mut sm2 = Sm::new(cfg()).unwrap();
+    let mut now = Time::ZERO;
+    let ev = drive(&mut sm2, &mut f, &mut now, Time::from_millis(60_000));
+    assert!(ev.contains(&Event::SubnetUp), "{ev:#?}");
+    assert_eq!(
+        f.sets_seen, sets_before,
+        "nothing was wrong, nothing is written"
+    );
+    let prog = |sm: &Sm| {
+        sm.phase_history()
+            .iter()
+            .rev()
+            .find(|(p, _)| *p == Phase::Programming)
+            .unwrap()
+            .1
+    };
+    assert_eq!(prog(&sm2).smps, 5, "one LFT block read per switch");
+    sm2.handle_command(now, Command::HeavySweep);
+    let ev = drive(&mut sm2, &mut f, &mut now, Time::from_millis(120_000));
+    assert!(ev.contains(&Event::SubnetUp));
+    assert_eq!(f.sets_seen, sets_before);
+    assert_eq!(prog(&sm2).smps, 0, "the blocks read are still known");
+    let after: Vec<Vec<u8>> = ids.iter().map(|&n| f.nodes[n].lft.clone()).collect();
+    assert_eq!(after, lfts);
+}
+
 #[test]
 fn loss_and_duplicates_give_the_same_result() {
     let (mut clean, ids) = f_disc();
