@@ -1,0 +1,315 @@
+//! Two of our SMs in one simulated subnet (IBA vol1 §14.4; monitoring requirements §1–§3):
+//! election, standby polling, failover, handover and the double-failover scenarios DF-1/DF-2,
+//! with the real SMA on every node and the virtual clock of the simulator.
+//!
+//! The driver counts, per SM, the SMPs it sends by (method, attribute), so that a test can say
+//! "this takeover sent no LinearForwardingTable Set" or "this standby sent no NodeInfo Get".
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
+use fabric_sim::topo::{NodeId, Topology};
+use ibmad::zerocopy::FromBytes;
+use ibmad::{Lid, Method, NodeType, PortNum, Smp, SmpAttrId, Time};
+use sm::role::RoleCause;
+use sm::{Event, Role, Sm, SmConfig};
+
+/// One SM process: its attachment, its core, what it sent and what it reported.
+struct Proc {
+    h: SmHandle,
+    sm: Sm,
+    alive: bool,
+    sent: HashMap<(u8, u16), u64>,
+    events: Vec<Event>,
+}
+
+impl Proc {
+    fn sent(&self, method: Method, attr: SmpAttrId) -> u64 {
+        self.sent.get(&(method.0, attr.0)).copied().unwrap_or(0)
+    }
+
+    fn reset_counts(&mut self) {
+        self.sent.clear();
+        self.events.clear();
+    }
+
+    fn role_changes(&self) -> Vec<(Role, Role)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::RoleChanged { from, to, .. } => Some((*from, *to)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+struct Bed {
+    f: Fabric,
+    procs: Vec<Proc>,
+    /// The most MASTERs seen at once among the live SMs, over every sample.
+    max_masters: usize,
+}
+
+fn cfg(priority: u8) -> SmConfig {
+    SmConfig {
+        port: PortNum(1),
+        sm_priority: priority,
+        sweep_interval: Duration::from_secs(10),
+        sminfo_polling_timeout: Duration::from_secs(2),
+        polling_retry_number: 3,
+        ..SmConfig::default()
+    }
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let topo = Topology::generate("fat-tree:2,4").unwrap();
+        let f = Fabric::new(&topo, SimConfig::default()).unwrap();
+        Bed {
+            f,
+            procs: Vec::new(),
+            max_masters: 0,
+        }
+    }
+
+    fn ca(&self, i: usize) -> NodeId {
+        self.f
+            .topology()
+            .nodes_of_type(NodeType::CA)
+            .nth(i)
+            .unwrap()
+    }
+
+    /// Starts an SM on CA `i`, port 1; returns its index.
+    fn start(&mut self, i: usize, cfg: SmConfig) -> usize {
+        let node = self.ca(i);
+        let h = self.f.attach_sm(node, PortNum(1)).unwrap().handle;
+        self.procs.push(Proc {
+            h,
+            sm: Sm::new(cfg).unwrap(),
+            alive: true,
+            sent: HashMap::new(),
+            events: Vec::new(),
+        });
+        self.procs.len() - 1
+    }
+
+    /// The SM process dies (its port's IsSM goes, MADs to it are dropped).
+    fn kill(&mut self, p: usize) {
+        self.procs[p].alive = false;
+        self.f.detach_sm(self.procs[p].h);
+    }
+
+    fn masters(&self) -> usize {
+        self.procs
+            .iter()
+            .filter(|p| p.alive && p.sm.role() == Role::Master)
+            .count()
+    }
+
+    /// Runs fabric and SMs until virtual time `until`.
+    fn run_until(&mut self, until: Time) {
+        let mut buf = [0u8; 256];
+        for _ in 0..10_000_000 {
+            let now = self.f.now();
+            let mut busy = false;
+            for p in self.procs.iter_mut().filter(|p| p.alive) {
+                while let Ok(Some((meta, len))) = self.f.sm_recv(p.h, &mut buf) {
+                    p.sm.handle_mad(now, &meta, &buf[..len]);
+                }
+                if p.sm.poll_timeout().is_some_and(|t| t <= now) {
+                    p.sm.handle_timeout(now);
+                }
+                while let Some(tx) = p.sm.poll_transmit(now, &mut buf) {
+                    if let Ok(smp) = Smp::ref_from_bytes(&buf[..tx.len]) {
+                        *p.sent.entry((smp.method, smp.attr().0)).or_default() += 1;
+                    }
+                    self.f.sm_send(p.h, &tx.meta, &buf[..tx.len]).unwrap();
+                }
+                while let Some(e) = p.sm.poll_event() {
+                    p.events.push(e);
+                }
+                busy |= self.f.sm_pending(p.h) > 0;
+            }
+            self.max_masters = self.max_masters.max(self.masters());
+            if busy {
+                continue;
+            }
+            let next = self
+                .procs
+                .iter()
+                .filter(|p| p.alive)
+                .filter_map(|p| p.sm.poll_timeout())
+                .chain(self.f.next_event_time())
+                .min();
+            match next {
+                Some(t) if t <= until => self.f.run_until(t.max(now)),
+                _ => {
+                    self.f.run_until(until);
+                    return;
+                }
+            }
+        }
+        panic!("the bed did not settle");
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let t = self.f.now() + d;
+        self.run_until(t);
+    }
+
+    /// Every port's LID as its SMA holds it (switch port 0, CA ports 1..).
+    fn lids(&self) -> Vec<(NodeId, u8, Lid)> {
+        let mut v = Vec::new();
+        for (id, _) in self.f.topology().nodes() {
+            let a = self.f.agent(id).unwrap();
+            let ports: Vec<u8> = if a.is_switch() {
+                vec![0]
+            } else {
+                (1..=a.num_ports()).collect()
+            };
+            for p in ports {
+                if let Some(pi) = a.port_info(PortNum(p)) {
+                    v.push((id, p, pi.lid()));
+                }
+            }
+        }
+        v
+    }
+}
+
+/// A bed with an SM of priority `pa` on CA 0 brought up alone, then one of `pb` on CA 1.
+fn two_sms(a: SmConfig, b: SmConfig) -> Bed {
+    let mut bed = Bed::new();
+    bed.start(0, a);
+    bed.run_for(Duration::from_secs(5));
+    assert!(bed.procs[0].sm.is_up(), "the first SM brings the subnet up");
+    bed.start(1, b);
+    bed.run_for(Duration::from_secs(30));
+    bed
+}
+
+#[test]
+fn a_standby_polls_its_master_instead_of_rediscovering_and_sees_act_count_rise() {
+    let mut bed = two_sms(cfg(5), cfg(3));
+    assert_eq!(bed.procs[0].sm.role(), Role::Master);
+    assert_eq!(bed.procs[1].sm.role(), Role::Standby);
+    assert_eq!(bed.max_masters, 1);
+    let master_guid = bed.procs[0].sm.role_machine().own_guid();
+    assert_eq!(
+        bed.procs[1].sm.role_machine().master().unwrap().guid,
+        master_guid
+    );
+    let c0 = bed.procs[1].sm.role_machine().master().unwrap().act_count;
+    let sweeps = bed.procs[1].sm.heavy_sweeps();
+    bed.procs[1].reset_counts();
+    // Six sweep intervals of standing by.
+    bed.run_for(Duration::from_secs(60));
+    let sb = &bed.procs[1];
+    assert_eq!(sb.sm.role(), Role::Standby);
+    assert_eq!(
+        sb.sm.heavy_sweeps(),
+        sweeps,
+        "a standby does not re-discover"
+    );
+    assert_eq!(sb.sent(Method::GET, SmpAttrId::NODE_INFO), 0);
+    let polls = sb.sent(Method::GET, SmpAttrId::SM_INFO);
+    assert!((25..=35).contains(&polls), "one poll per 2 s: {polls}");
+    let c1 = sb.sm.role_machine().master().unwrap().act_count;
+    assert!(c1 > c0, "the master's ActCount rises: {c0} -> {c1}");
+}
+
+#[test]
+fn failover_keeps_every_lid_and_sends_no_lft_set() {
+    let mut bed = two_sms(cfg(5), cfg(3));
+    assert_eq!(bed.procs[1].sm.role(), Role::Standby);
+    let lids = bed.lids();
+    assert!(lids.iter().all(|(_, _, l)| l.is_unicast()));
+    bed.procs[1].reset_counts();
+    bed.kill(0);
+    // Detection: at most (retries + 1) polling periods; then one heavy sweep.
+    bed.run_for(Duration::from_secs(2 * 4 + 2));
+    let sb = &bed.procs[1];
+    assert_eq!(sb.sm.role(), Role::Master, "{:?}", sb.role_changes());
+    assert!(sb.sm.is_up());
+    assert!(sb.events.iter().any(|e| matches!(
+        e,
+        Event::RoleChanged {
+            cause: RoleCause::MasterLost { misses: 3, .. },
+            ..
+        }
+    )));
+    assert_eq!(bed.lids(), lids, "the same LIDs under the new master");
+    assert_eq!(
+        sb.sent(Method::SET, SmpAttrId::LINEAR_FT),
+        0,
+        "the switches already hold the right tables"
+    );
+}
+
+#[test]
+fn a_higher_sm_started_second_takes_over_by_handover() {
+    let mut bed = two_sms(cfg(3), cfg(9));
+    let (a, b) = (&bed.procs[0], &bed.procs[1]);
+    assert_eq!(b.sm.role(), Role::Master, "b: {:?}", b.role_changes());
+    assert_eq!(a.sm.role(), Role::Standby, "a: {:?}", a.role_changes());
+    assert!(
+        a.sent(Method::SET, SmpAttrId::SM_INFO) >= 1,
+        "a sent HANDOVER"
+    );
+    assert!(
+        b.sent(Method::SET, SmpAttrId::SM_INFO) >= 1,
+        "b acknowledged"
+    );
+    assert_eq!(bed.max_masters, 1, "never two masters at once");
+    assert!(b.sm.is_up());
+    assert_eq!(b.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
+    // And it stays that way.
+    bed.procs[0].reset_counts();
+    bed.run_for(Duration::from_secs(30));
+    assert_eq!(bed.procs[0].sm.role(), Role::Standby);
+    assert_eq!(bed.procs[1].sm.role(), Role::Master);
+    assert!(bed.procs[0].role_changes().is_empty());
+}
+
+/// Seed 003 §3, DF-1 (`master_sm_priority` off) and DF-2 (15 on the standby).
+fn double_failover(master_sm_priority: u8) -> Bed {
+    let mut b_cfg = cfg(13);
+    b_cfg.master_sm_priority = master_sm_priority;
+    let mut bed = two_sms(cfg(14), b_cfg);
+    assert_eq!(bed.procs[0].sm.role(), Role::Master);
+    assert_eq!(bed.procs[1].sm.role(), Role::Standby);
+    bed.kill(0);
+    bed.run_for(Duration::from_secs(15));
+    assert_eq!(bed.procs[1].sm.role(), Role::Master);
+    bed.procs[1].reset_counts();
+    // The old master comes back, priority 14, on the same port.
+    bed.start(0, cfg(14));
+    bed.run_for(Duration::from_secs(40));
+    assert_eq!(bed.max_masters, 1);
+    bed
+}
+
+#[test]
+fn df_1_a_recovered_higher_master_takes_the_subnet_back() {
+    let bed = double_failover(0);
+    let (a, b) = (&bed.procs[2], &bed.procs[1]);
+    assert_eq!(a.sm.role(), Role::Master, "{:?}", a.role_changes());
+    assert_eq!(b.sm.role(), Role::Standby, "{:?}", b.role_changes());
+    assert_eq!(b.role_changes(), vec![(Role::Master, Role::Standby)]);
+}
+
+#[test]
+fn df_2_master_sm_priority_15_keeps_the_recovered_sm_standing_by() {
+    let bed = double_failover(15);
+    let (a, b) = (&bed.procs[2], &bed.procs[1]);
+    assert_eq!(a.sm.role(), Role::Standby, "{:?}", a.role_changes());
+    assert_eq!(b.sm.role(), Role::Master);
+    assert!(b.role_changes().is_empty(), "{:?}", b.role_changes());
+    assert_eq!(a.sm.role_machine().master().unwrap().priority, 15);
+    // No second heavy sweep of the subnet beyond the light ones.
+    assert_eq!(b.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
+}
