@@ -491,42 +491,12 @@ impl Sm {
             return Some(Transmit { meta, len: SMP_LEN });
         }
         if let Some((tid, req)) = self.role_txn.next_to_send(now, |_| false) {
-            let req = req.clone();
-            let own = self.sweep.own_port_lid();
-            return Some(self.emit(out, tid, &req, own));
+            return Some(emit(&self.cfg, out, tid, req, self.sweep.own_port_lid()));
         }
         for _ in 0..8 {
             let disc = self.sweep.discovery();
             if let Some((tid, req)) = self.txn.next_to_send(now, |r| disc.already_known(r)) {
-                let lid_routed = req.dlid != Lid::UNASSIGNED;
-                let mut smp = if lid_routed {
-                    Smp::lid_request(req.method, req.attr, req.attr_mod, u64::from(tid))
-                } else {
-                    Smp::dr_request(
-                        req.method,
-                        req.attr,
-                        req.attr_mod,
-                        u64::from(tid),
-                        &req.path,
-                    )
-                };
-                smp.m_key.set(self.cfg.m_key);
-                smp.data = req.data;
-                out.copy_from_slice(smp.as_bytes());
-                let (slid, dlid) = if lid_routed {
-                    (self.sweep.sm_lid(), req.dlid)
-                } else {
-                    (Lid::PERMISSIVE, Lid::PERMISSIVE)
-                };
-                let meta = MadMeta {
-                    port: self.cfg.port,
-                    slid,
-                    dlid,
-                    qp: 0,
-                    sl: 0,
-                    ..Default::default()
-                };
-                return Some(Transmit { meta, len: SMP_LEN });
+                return Some(emit(&self.cfg, out, tid, req, self.sweep.sm_lid()));
             }
             // Skipped requests may have finished a phase; let the next one queue its SMPs.
             if !self.txn.is_idle() || matches!(self.sweep.stage(), Stage::Idle | Stage::Computing) {
@@ -535,37 +505,6 @@ impl Sm {
             self.step(now);
         }
         None
-    }
-
-    /// Writes a request of the role machine into `out`.
-    fn emit(&self, out: &mut [u8], tid: u32, req: &Request, own_lid: Lid) -> Transmit {
-        let lid_routed = req.dlid != Lid::UNASSIGNED;
-        let mut smp = if lid_routed {
-            Smp::lid_request(req.method, req.attr, req.attr_mod, u64::from(tid))
-        } else {
-            Smp::dr_request(
-                req.method,
-                req.attr,
-                req.attr_mod,
-                u64::from(tid),
-                &req.path,
-            )
-        };
-        smp.m_key.set(self.cfg.m_key);
-        smp.data = req.data;
-        out.copy_from_slice(smp.as_bytes());
-        let (slid, dlid) = if lid_routed {
-            (own_lid, req.dlid)
-        } else {
-            (Lid::PERMISSIVE, Lid::PERMISSIVE)
-        };
-        let meta = MadMeta {
-            port: self.cfg.port,
-            slid,
-            dlid,
-            ..MadMeta::default()
-        };
-        Transmit { meta, len: SMP_LEN }
     }
 
     /// The time at which [`Sm::handle_timeout`] must next be called, if any.
@@ -765,4 +704,36 @@ impl Sm {
             }
         }
     }
+}
+
+/// Writes `req` as an SMP with TID `tid` into `out` (directed route, or LID-routed from
+/// `own_lid` when the request has a DLID).
+fn emit(cfg: &SmConfig, out: &mut [u8], tid: u32, req: &Request, own_lid: Lid) -> Transmit {
+    let lid_routed = req.dlid != Lid::UNASSIGNED;
+    let mut smp = if lid_routed {
+        Smp::lid_request(req.method, req.attr, req.attr_mod, u64::from(tid))
+    } else {
+        Smp::dr_request(
+            req.method,
+            req.attr,
+            req.attr_mod,
+            u64::from(tid),
+            &req.path,
+        )
+    };
+    smp.m_key.set(cfg.m_key);
+    smp.data = req.data;
+    out.copy_from_slice(smp.as_bytes());
+    let (slid, dlid) = if lid_routed {
+        (own_lid, req.dlid)
+    } else {
+        (Lid::PERMISSIVE, Lid::PERMISSIVE)
+    };
+    let meta = MadMeta {
+        port: cfg.port,
+        slid,
+        dlid,
+        ..MadMeta::default()
+    };
+    Transmit { meta, len: SMP_LEN }
 }
