@@ -64,6 +64,9 @@ pub struct SmConfig {
     /// On coming out of standby, use the persisted GUID→LID map before the LIDs the ports hold
     /// (`honor_guid2lid_file`, default false: the ports' LIDs first, as OpenSM).
     pub honor_guid2lid_file: bool,
+    /// Never set PortInfo.ClientReregister (`no_clients_rereg`, default false: it is set for
+    /// every CA port whose MasterSMLID changes, so SA clients re-join after a new master).
+    pub no_clients_rereg: bool,
     /// SM_Key (`sm_key`, default 1 as OpenSM).
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
@@ -124,6 +127,7 @@ impl Default for SmConfig {
             sweep_on_trap: true,
             force_heavy_sweep: false,
             honor_guid2lid_file: false,
+            no_clients_rereg: false,
             sm_key: 1,
             m_key: 0,
             subnet_prefix: 0xfe80_0000_0000_0000,

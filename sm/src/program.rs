@@ -150,7 +150,10 @@ impl Programmer {
                 let Some(want) = desired_port_info(cfg, s, id, p, sm_lid) else {
                     continue;
                 };
-                if let Some(set) = config_set(&cur, &want) {
+                if let Some(mut set) = config_set(&cur, &want) {
+                    if client_reregister(cfg, s, id, p, &cur, &want) {
+                        set.set_client_reregister(1);
+                    }
                     reqs.push(Request::set(
                         disc.port_path(id, p),
                         SmpAttrId::PORT_INFO,
@@ -257,7 +260,7 @@ pub(crate) fn state_pass(
                 None
             };
             let in_pass = in_state_pass(s, id, p) && info.port_state() == from;
-            let set = match (in_pass, want) {
+            let mut set = match (in_pass, want) {
                 (true, Some(w)) => state_set(&w, to),
                 (true, None) => state_set(&info, to),
                 // Not armed (Down, or its neighbour is unknown) but still configured.
@@ -267,6 +270,9 @@ pub(crate) fn state_pass(
                 },
                 (false, None) => continue,
             };
+            if want.is_some_and(|w| client_reregister(cfg, s, id, p, &info, &w)) {
+                set.set_client_reregister(1);
+            }
             let mut r = Request::set(
                 disc.port_path(id, p),
                 SmpAttrId::PORT_INFO,
@@ -375,6 +381,26 @@ pub fn config_set(cur: &PortInfo, want: &PortInfo) -> Option<PortInfo> {
     let mut s = *want;
     no_state_change(&mut s);
     Some(s)
+}
+
+/// True if the configuration Set of CA port `p` must ask it to re-register with the SA
+/// (PortInfo.ClientReregister, IBA vol1 §14.4.11; OpenSM `osm_lid_mgr.c`): its MasterSMLID
+/// changes — a new port, or a new master after a failover or handover — and the port supports
+/// it (CapabilityMask.IsClientReregistrationSupported), unless `no_clients_rereg`.
+#[must_use]
+pub fn client_reregister(
+    cfg: &SmConfig,
+    subnet: &Subnet,
+    id: NodeId,
+    p: PortNum,
+    cur: &PortInfo,
+    want: &PortInfo,
+) -> bool {
+    !cfg.no_clients_rereg
+        && !subnet.node(id).is_switch()
+        && p.0 >= 1
+        && cur.master_sm_lid.get() != want.master_sm_lid.get()
+        && cur.capability_mask.get() & ibmad::attr::port_info::cap::IS_CLIENT_REREG_SUP != 0
 }
 
 /// A state-pass Set: `info` (the port's last acknowledged PortInfo) with PortState = `to`.
@@ -525,6 +551,39 @@ mod tests {
         assert_eq!(set.lid(), Lid(7));
         // Once acknowledged (the port now holds `want`, state unchanged), nothing is sent.
         assert!(config_set(&want, &want).is_none());
+    }
+
+    #[test]
+    fn client_reregister_only_for_ca_ports_whose_master_changes() {
+        use ibmad::attr::port_info::cap::IS_CLIENT_REREG_SUP;
+        let (mut s, sw, ca) = two_nodes();
+        let cfg = SmConfig::default();
+        let mut cur = s.port(ca, PortNum(1)).unwrap().info.unwrap();
+        cur.capability_mask.set(IS_CLIENT_REREG_SUP);
+        s.port_mut(ca, PortNum(1)).unwrap().info = Some(cur);
+        let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
+        assert!(client_reregister(&cfg, &s, ca, PortNum(1), &cur, &want));
+        // Same master: no re-registration.
+        assert!(!client_reregister(&cfg, &s, ca, PortNum(1), &want, &want));
+        // Not supported, a switch port, or no_clients_rereg: none.
+        let mut unsup = cur;
+        unsup.capability_mask.set(0);
+        assert!(!client_reregister(&cfg, &s, ca, PortNum(1), &unsup, &want));
+        let sw_cur = s.port(sw, PortNum(0)).unwrap().info.unwrap();
+        let sw_want = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
+        assert!(!client_reregister(
+            &cfg,
+            &s,
+            sw,
+            PortNum(0),
+            &sw_cur,
+            &sw_want
+        ));
+        let off = SmConfig {
+            no_clients_rereg: true,
+            ..SmConfig::default()
+        };
+        assert!(!client_reregister(&off, &s, ca, PortNum(1), &cur, &want));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId, Topology};
+use ibmad::attr::PortInfo;
 use ibmad::zerocopy::FromBytes;
 use ibmad::{Lid, Method, NodeType, PortNum, Smp, SmpAttrId, Time};
 use sm::role::RoleCause;
@@ -22,6 +23,8 @@ struct Proc {
     sm: Sm,
     alive: bool,
     sent: HashMap<(u8, u16), u64>,
+    /// PortInfo Sets with ClientReregister.
+    rereg: u64,
     events: Vec<Event>,
 }
 
@@ -32,6 +35,7 @@ impl Proc {
 
     fn reset_counts(&mut self) {
         self.sent.clear();
+        self.rereg = 0;
         self.events.clear();
     }
 
@@ -92,6 +96,7 @@ impl Bed {
             sm: Sm::new(cfg).unwrap(),
             alive: true,
             sent: HashMap::new(),
+            rereg: 0,
             events: Vec::new(),
         });
         self.procs.len() - 1
@@ -126,6 +131,10 @@ impl Bed {
                 while let Some(tx) = p.sm.poll_transmit(now, &mut buf) {
                     if let Ok(smp) = Smp::ref_from_bytes(&buf[..tx.len]) {
                         *p.sent.entry((smp.method, smp.attr().0)).or_default() += 1;
+                        if smp.method() == Method::SET && smp.attr() == SmpAttrId::PORT_INFO {
+                            let pi = PortInfo::ref_from_prefix(&smp.data).unwrap().0;
+                            p.rereg += u64::from(pi.client_reregister());
+                        }
                     }
                     self.f.sm_send(p.h, &tx.meta, &buf[..tx.len]).unwrap();
                 }
@@ -248,6 +257,14 @@ fn failover_keeps_every_lid_and_sends_no_lft_set() {
         0,
         "the switches already hold the right tables"
     );
+    // Every CA port learns the new master's LID and is asked to re-register with the SA.
+    let ca_ports: u64 = bed
+        .f
+        .topology()
+        .nodes_of_type(NodeType::CA)
+        .map(|id| u64::from(bed.f.agent(id).unwrap().num_ports()))
+        .sum();
+    assert_eq!(sb.rereg, ca_ports);
 }
 
 #[test]
