@@ -687,6 +687,15 @@ impl Sm {
         if flood || !self.role.may_sweep() {
             return;
         }
+        // Trap 144 from our own port reports what this SM did itself (IsSM set when it
+        // opened the port): nothing to sweep for.
+        let issuer = notice.issuer_lid();
+        if notice.trap_num() == TrapNum::LOCAL_CHANGES
+            && issuer.is_unicast()
+            && (issuer == self.sweep.own_port_lid() || issuer == self.sweep.sm_lid())
+        {
+            return;
+        }
         match crate::trap::classify(&notice, self.cfg.sweep_on_trap) {
             TrapAction::None => {}
             TrapAction::HeavySweep { .. } => {
