@@ -88,6 +88,8 @@ fn driver_echo(total: u64) -> f64 {
         dlid: 0xFFFF,
         slid: 0xFFFF,
         sl: 0,
+        qp: 0,
+        dqp: 0,
     };
     let t = Instant::now();
     while echoed < total {

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ibmad::{Lid, MadMeta, MadPort, PortError, PortNum};
+use ibmad::{Lid, MadMeta, MadPort, MgmtClass, PortCaps, PortError, PortNum, QKey};
 use vfio::{wmb, Dma, EventFd, HugePages, VfioDevice, DEFAULT_IOVA_WINDOW, MSIX_IRQ_INDEX};
 
 use crate::backend::DeviceBackend;
@@ -73,6 +73,9 @@ pub struct DeviceFacts {
     pub reset_timeout: Duration,
     /// Init bound.
     pub init_timeout: Duration,
+    /// `CAPS.QP1` on a v1.1 device: GMPs reach the host on QP1 (RA-1 §7.7); the driver then
+    /// sets `CTRL.QP1_EN`.
+    pub qp1: bool,
 }
 
 /// Metadata of a received SMP (from its CQE).
@@ -86,16 +89,22 @@ pub struct RxMeta {
     pub dlid: u16,
     /// LRH SL.
     pub sl: u8,
+    /// The QP it arrived at: 0 (an SMP) or 1 (a GMP, RA-1 v1.1 §7.7).
+    pub qp: u8,
+    /// A GMP's sender QP (0 for an SMP).
+    pub src_qp: u32,
 }
 
 impl RxMeta {
-    /// As [`MadMeta`] (`port` = ingress port).
+    /// As [`MadMeta`] (`port` = ingress port, or 0 for a GMP to a switch; `qp` = the remote
+    /// QP, with the GSI Q_Key for a GMP).
     pub fn mad_meta(&self) -> MadMeta {
         MadMeta {
             port: PortNum(self.port),
             slid: Lid(self.slid),
             dlid: Lid(self.dlid),
-            qp: 0,
+            qp: if self.qp == 1 { self.src_qp } else { 0 },
+            qkey: if self.qp == 1 { QKey::GSI } else { QKey(0) },
             sl: self.sl,
             ..Default::default()
         }
@@ -194,6 +203,7 @@ impl Hca {
             mft_blocks: (fdb >> 16) as u16,
             reset_timeout: cap_timeout(to & 0xFFFF, 10),
             init_timeout: cap_timeout(to >> 16, 100),
+            qp1: version.1 >= 1 && caps & CAPS_QP1 != 0,
         };
         // 3. Reset, bounded.
         regs.write(CTRL, CTRL_RESET)?;
@@ -249,7 +259,9 @@ impl Hca {
         } else {
             0
         };
-        hca.regs.write(CTRL, CTRL_INIT | CTRL_QP0_EN | int_en)?;
+        let qp1_en = if hca.facts.qp1 { CTRL_QP1_EN } else { 0 };
+        hca.regs
+            .write(CTRL, CTRL_INIT | CTRL_QP0_EN | int_en | qp1_en)?;
         let st = hca.regs.wait_until(
             STATUS,
             STATUS_READY | STATUS_INIT_ERR,
@@ -320,6 +332,8 @@ impl Hca {
                 dlid: 0,
                 slid: 0,
                 sl: 0,
+                qp: 0,
+                dqp: 0,
             };
             if self.rx.post(b, meta).is_err() {
                 break;
@@ -397,6 +411,8 @@ impl Hca {
                             slid: c.slid,
                             dlid: c.dlid,
                             sl: c.sl,
+                            qp: c.qp,
+                            src_qp: c.src_qp,
                         };
                         self.received.push_back((meta, buf));
                     } else {
@@ -549,6 +565,14 @@ fn port_err(e: DriverError) -> PortError {
 }
 
 impl MadPort for Hca {
+    /// 256-byte MADs, no RMPP; GMPs on QP1 where the device has them (RA-1 v1.1).
+    fn caps(&self) -> PortCaps {
+        PortCaps {
+            gmp: self.facts.qp1,
+            ..PortCaps::SMP_ONLY
+        }
+    }
+
     /// `meta.port` is the egress port (1..=N), or 255 to route by the device's LFT to
     /// `meta.dlid`.
     fn send(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), PortError> {
@@ -560,11 +584,14 @@ impl MadPort for Hca {
         }
         let mut buf = self.pool.alloc().ok_or(PortError::WouldBlock)?;
         buf.copy_from_slice(mad);
+        let gmp = !MgmtClass(mad[1]).is_smp();
         let tx = TxMeta {
             port: meta.port.0,
             dlid: meta.dlid.0,
             slid: meta.slid.0,
             sl: meta.sl,
+            qp: u8::from(gmp),
+            dqp: if gmp { meta.qp } else { 0 },
         };
         self.post_send(buf, tx).map_err(|(e, _)| port_err(e))
     }

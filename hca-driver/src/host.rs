@@ -9,12 +9,18 @@
 //!   OperationalVLs, enabled widths/speeds, MFT blocks.
 //! * Port-state changes arrive as `PORT` interrupts (or are polled): the changed ports' registers
 //!   are read and reported to the agent as link events, which become traps 128.
+//! * GMPs (RA-1 v1.1, QP1): PerfMgt is answered by a [`sma::Pma`] reading and clearing the
+//!   device's per-port counter registers ([`RegCounters`], RA-1 §5); the answer leaves QP1
+//!   routed by the LFT to the requester. Other classes get the "method/attribute not
+//!   supported" GetResp a Get/Set is owed (a Linux host's MAD layer does the same); anything
+//!   else is dropped.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use ibmad::attr::{MftBlock, PortInfo, SwitchInfo};
-use ibmad::{Guid, NodeType, PortNum, PortState, Time};
+use ibmad::{Guid, MadMeta, Method, MgmtClass, NodeType, PortNum, PortState, Time};
+use sma::pma::{Counter, CounterSet, CounterSource, Counters, Pma, PmaConfig};
 use sma::{Agent, ConfigError, Hardware, LinkEvent, LinkRequest, NodeConfig, PortConfig};
 
 use crate::driver::Hca;
@@ -131,6 +137,69 @@ pub struct HostStats {
     pub pending: usize,
     /// Port-change events processed.
     pub port_events: u64,
+    /// GMPs received on QP1.
+    pub gmps: u64,
+    /// GMP answers sent (PMA answers and "not supported" statuses).
+    pub gmp_answers: u64,
+}
+
+/// The counter registers of RA-1 §5 behind each [`Counter`] (`None`: the device has none;
+/// reads 0, a Set ignores it).
+fn counter_reg(c: Counter) -> Option<u64> {
+    Some(match c {
+        Counter::SymbolErrors => P_SYMBOL_ERR,
+        Counter::LinkErrorRecovery => P_LINK_ERR_RECOVERY,
+        Counter::LinkDowned => P_LINK_DOWNED,
+        Counter::RcvErrors => P_RCV_ERRORS,
+        Counter::RcvSwitchRelayErrors => P_RCV_SW_RELAY_ERR,
+        Counter::XmitDiscards => P_XMIT_DISCARDS,
+        Counter::Vl15Dropped => P_VL15_DROPPED,
+        Counter::XmitData => P_XMIT_DATA,
+        Counter::RcvData => P_RCV_DATA,
+        Counter::XmitPkts => P_XMIT_PKTS,
+        Counter::RcvPkts => P_RCV_PKTS,
+        _ => return None,
+    })
+}
+
+/// A switch's counters as the PMA sees them: the external ports' counter registers (RA-1 §5);
+/// management port 0 has none and reads 0.
+#[derive(Debug)]
+pub struct RegCounters<'a> {
+    regs: &'a Regs,
+    num_ports: u8,
+}
+
+impl CounterSource for RegCounters<'_> {
+    fn counters(&mut self, port: PortNum) -> Option<Counters> {
+        if port.0 > self.num_ports {
+            return None;
+        }
+        let mut c = Counters::default();
+        if port.0 == 0 {
+            return Some(c);
+        }
+        for &k in Counter::ALL {
+            if let Some(off) = counter_reg(k) {
+                // A register that cannot be read shows 0; the PMA has no error for it.
+                *c.get_mut(k) = u64::from(self.regs.port_read(port.0, off).unwrap_or(0));
+            }
+        }
+        Some(c)
+    }
+    fn clear(&mut self, port: PortNum, which: CounterSet) {
+        if port.0 == 0 || port.0 > self.num_ports {
+            return;
+        }
+        for &k in Counter::ALL {
+            if let Some(off) = counter_reg(k).filter(|_| which.contains(k)) {
+                // RC: any write clears (RA-1 §5).
+                if let Err(e) = self.regs.port_write(port.0, off, 0) {
+                    tracing::warn!("clearing {k:?} of port {}: {e}", port.0);
+                }
+            }
+        }
+    }
 }
 
 /// `sma::Agent` over an RA-1 device. See the [module docs](self).
@@ -304,6 +373,12 @@ impl HostSma {
         self.hca.poll()?;
         let mut n = 0;
         while let Some((meta, buf)) = self.hca.recv_token() {
+            if meta.qp == 1 {
+                self.answer_gmp(&meta.mad_meta(), &buf)?;
+                drop(buf);
+                n += 1;
+                continue;
+            }
             // Zero copy: the agent parses the DMA buffer the device wrote.
             self.agent.handle_mad(now, &meta.mad_meta(), &buf);
             drop(buf);
@@ -372,6 +447,54 @@ impl HostSma {
         Ok(())
     }
 
+    /// Answers a GMP that arrived on QP1 (see the module docs): the answer is queued for the
+    /// TX ring, from QP1 to the requester's QP, routed by the LFT.
+    fn answer_gmp(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), DriverError> {
+        self.stats.gmps += 1;
+        let f = *self.hca.facts();
+        let mut answer = [0u8; MAD_LEN];
+        let class = MgmtClass(mad.get(1).copied().unwrap_or(0));
+        let method = Method(mad.get(3).copied().unwrap_or(0));
+        if class == MgmtClass::PERF_MGMT {
+            let regs = self.hca.regs();
+            let mut src = RegCounters {
+                regs: &regs,
+                num_ports: f.num_ports,
+            };
+            let mut pma = Pma::new(PmaConfig::for_node(f.is_switch, f.num_ports));
+            let Some(reply) = pma.handle_mad(&mut src, meta, mad) else {
+                return Ok(());
+            };
+            answer.copy_from_slice(ibmad::zerocopy::IntoBytes::as_bytes(&reply.mad));
+        } else if matches!(method, Method::GET | Method::SET) && mad.len() == MAD_LEN {
+            answer.copy_from_slice(mad);
+            answer[3] = Method::GET_RESP.0;
+            answer[4..6].copy_from_slice(&0x000Cu16.to_be_bytes());
+        } else {
+            return Ok(());
+        }
+        let Some(mut buf) = self.hca.alloc() else {
+            tracing::warn!("GMP answer dropped: no buffer");
+            return Ok(());
+        };
+        buf.copy_from_slice(&answer);
+        let tx = TxMeta {
+            port: if f.is_switch {
+                PORT_BY_LFT
+            } else {
+                meta.port.0
+            },
+            dlid: meta.slid.0,
+            slid: meta.dlid.0,
+            sl: meta.sl,
+            qp: 1,
+            dqp: meta.qp,
+        };
+        self.stats.gmp_answers += 1;
+        self.pending.push_back((tx, buf));
+        self.flush()
+    }
+
     /// Publishes everything posted this turn with one doorbell.
     fn publish(&mut self) -> Result<(), DriverError> {
         self.hca.ring_tx_doorbell()
@@ -399,6 +522,8 @@ impl HostSma {
                 dlid: tx.meta.dlid.0,
                 slid: tx.meta.slid.0,
                 sl: tx.meta.sl,
+                qp: 0,
+                dqp: 0,
             };
             self.pending.push_back((meta, buf));
             self.flush()?;

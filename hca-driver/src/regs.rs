@@ -5,8 +5,8 @@
 pub const ID_MAGIC: u32 = 0x4152_4131;
 /// Interface major version implemented here.
 pub const VERSION_MAJOR: u32 = 1;
-/// Interface minor version implemented here.
-pub const VERSION_MINOR: u32 = 0;
+/// Interface minor version implemented here (1.1: GMPs on QP1, §7.7).
+pub const VERSION_MINOR: u32 = 1;
 
 /// PCI vendor id of the reference model (experimental, §2).
 pub const PCI_VENDOR: u16 = 0x1DED;
@@ -59,6 +59,8 @@ pub const PORT_CHANGE: u64 = 0x100;
 pub const CAPS_SWITCH: u32 = 1 << 0;
 /// `CAPS.HCA`.
 pub const CAPS_HCA: u32 = 1 << 1;
+/// `CAPS.QP1` (v1.1): the device hands GMPs to the host's QP1 and sends them (§7.7).
+pub const CAPS_QP1: u32 = 1 << 2;
 
 /// `CTRL.RESET`.
 pub const CTRL_RESET: u32 = 1 << 0;
@@ -68,6 +70,8 @@ pub const CTRL_INIT: u32 = 1 << 1;
 pub const CTRL_QP0_EN: u32 = 1 << 2;
 /// `CTRL.INT_EN`.
 pub const CTRL_INT_EN: u32 = 1 << 3;
+/// `CTRL.QP1_EN` (v1.1): GMPs to the device's LIDs go to the host (§7.7).
+pub const CTRL_QP1_EN: u32 = 1 << 4;
 
 /// `STATUS.READY`.
 pub const STATUS_READY: u32 = 1 << 0;
@@ -161,6 +165,10 @@ pub const RX_DROP_NOT_READY: u64 = 0x110C;
 pub const RX_DROP_MALFORMED: u64 = 0x1110;
 /// `TX_ERRORS` counter.
 pub const TX_ERRORS: u64 = 0x1114;
+/// `RX_GMPS` counter (v1.1): GMPs delivered to the host's QP1.
+pub const RX_GMPS: u64 = 0x1118;
+/// `TX_GMPS` counter (v1.1): GMPs sent from the host's QP1.
+pub const TX_GMPS: u64 = 0x111C;
 
 /// `LFT_BLOCK`.
 pub const LFT_BLOCK: u64 = 0x2000;
@@ -191,12 +199,22 @@ pub const P_VL: u64 = 0x14;
 pub const P_LINK_DOWN: u64 = 0x18;
 /// `PORT_CTRL`.
 pub const P_CTRL: u64 = 0x1C;
+/// `SYMBOL_ERR`.
+pub const P_SYMBOL_ERR: u64 = 0x40;
+/// `LINK_ERR_RECOVERY`.
+pub const P_LINK_ERR_RECOVERY: u64 = 0x44;
+/// `LINK_DOWNED`.
+pub const P_LINK_DOWNED: u64 = 0x48;
 /// `RCV_ERRORS`.
 pub const P_RCV_ERRORS: u64 = 0x4C;
 /// `RCV_SW_RELAY_ERR`.
 pub const P_RCV_SW_RELAY_ERR: u64 = 0x50;
 /// `XMIT_DISCARDS`.
 pub const P_XMIT_DISCARDS: u64 = 0x54;
+/// `XMIT_DATA` (4-byte words).
+pub const P_XMIT_DATA: u64 = 0x58;
+/// `RCV_DATA` (4-byte words).
+pub const P_RCV_DATA: u64 = 0x5C;
 /// `XMIT_PKTS`.
 pub const P_XMIT_PKTS: u64 = 0x60;
 /// `RCV_PKTS`.
@@ -221,10 +239,10 @@ pub mod desc {
     pub const LEN_PORT_FLAGS: u64 = 8;
     /// `DLID` (u16) | `SLID` (u16) << 16.
     pub const LIDS: u64 = 12;
-    /// `SL` (u8) and reserved.
+    /// `SL` (u8) | `QP` (u8, v1.1: 0 = QP0 SMP, 1 = QP1 GMP) << 8, rest reserved.
     pub const SL: u64 = 16;
-    /// reserved word.
-    pub const RSVD: u64 = 20;
+    /// v1.1 TX: `DQP` (destination QP, bits 23..0) of a QP1 send; RX and QP0: 0.
+    pub const DQP: u64 = 20;
     /// `COOKIE` (u64).
     pub const COOKIE: u64 = 24;
 }
@@ -239,8 +257,9 @@ pub mod cqe {
     pub const LIDS: u64 = 12;
     /// `SL` | `RING` << 8 | `INDEX` << 16.
     pub const SL_RING_INDEX: u64 = 16;
-    /// reserved words 20..28.
-    pub const RSVD: u64 = 20;
+    /// v1.1: `QP` (u8: the QP the packet arrived at / was sent from, 0 or 1) | `SRC_QP`
+    /// (RX of a GMP: the sender's QP, 24 bits) << 8. Bytes 24..28 reserved.
+    pub const QP_SRC: u64 = 20;
     /// `FLAGS` (bit 0 PHASE), written last.
     pub const FLAGS: u64 = 28;
 }
@@ -249,6 +268,8 @@ pub mod cqe {
 pub mod status {
     /// OK.
     pub const OK: u8 = 0;
+    /// v1.1: TX descriptor `QP` other than 0 or 1, or 1 while `QP1_EN` is 0.
+    pub const BAD_QP: u8 = 7;
     /// Invalid egress port.
     pub const BAD_PORT: u8 = 1;
     /// Egress not LinkUp.

@@ -22,6 +22,10 @@ pub struct TxMeta {
     pub slid: u16,
     /// LRH SL.
     pub sl: u8,
+    /// v1.1: 0 sends an SMP from QP0 on VL15, 1 a GMP from QP1 (RA-1 §7.7).
+    pub qp: u8,
+    /// v1.1: destination QP of a QP1 send (24 bits); 0 for QP0.
+    pub dqp: u32,
 }
 
 /// A descriptor ring (RX or TX).
@@ -85,8 +89,11 @@ impl DescRing {
                 base + desc::LIDS,
                 u32::from(meta.dlid) | (u32::from(meta.slid) << 16),
             )?;
-            self.mem.write32(base + desc::SL, u32::from(meta.sl))?;
-            self.mem.write32(base + desc::RSVD, 0)?;
+            self.mem.write32(
+                base + desc::SL,
+                u32::from(meta.sl) | (u32::from(meta.qp) << 8),
+            )?;
+            self.mem.write32(base + desc::DQP, meta.dqp & 0x00FF_FFFF)?;
             self.mem
                 .write64(base + desc::COOKIE, u64::from(self.prod))?;
             // The descriptor's contents before its ownership bit.
@@ -134,6 +141,10 @@ pub struct Completion {
     pub ring: u8,
     /// Descriptor slot.
     pub index: u16,
+    /// v1.1: the QP the packet arrived at (RX) or was sent from (TX): 0 or 1.
+    pub qp: u8,
+    /// v1.1, RX of a GMP: the sender's QP (24 bits).
+    pub src_qp: u32,
 }
 
 /// The completion queue.
@@ -172,6 +183,7 @@ impl CompletionQueue {
         let cps = self.mem.read32(base + cqe::COUNT_PORT_STATUS)?;
         let lids = self.mem.read32(base + cqe::LIDS)?;
         let sri = self.mem.read32(base + cqe::SL_RING_INDEX)?;
+        let qps = self.mem.read32(base + cqe::QP_SRC)?;
         let c = Completion {
             cookie: self.mem.read64(base + cqe::COOKIE)?,
             byte_count: cps as u16,
@@ -182,6 +194,8 @@ impl CompletionQueue {
             sl: sri as u8,
             ring: (sri >> 8) as u8,
             index: (sri >> 16) as u16,
+            qp: qps as u8,
+            src_qp: qps >> 8,
         };
         self.cons = self.cons.wrapping_add(1);
         Ok(Some(c))

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ibmad::{Lid, MadMeta, PortNum, PortState, Time, SMP_LEN};
+use ibmad::{Lid, MadMeta, MgmtClass, PortNum, PortState, Time, SMP_LEN};
 use sma::{LinkEvent, LinkRequest, Transmit};
 
 use fabric_sim::sim::ExternalAgent;
@@ -19,7 +19,7 @@ use crate::driver::{DriverConfig, Hca};
 use crate::error::{DriverError, InitError};
 use crate::host::{HostError, HostSma};
 use crate::model::server::ServedAsic;
-use crate::model::{ModelConfig, RxOutcome};
+use crate::model::{AsicModel, DeviceEnv, ModelConfig, RxOutcome};
 
 /// Why an [`AsicNode`] could not start.
 #[derive(Debug, thiserror::Error)]
@@ -98,9 +98,10 @@ impl AsicNode {
 
 impl ExternalAgent for AsicNode {
     fn deliver(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
-        let out = self.backend.model().with_model(|m, env| {
-            m.receive(meta.port.0, meta.slid.0, meta.dlid.0, meta.sl, mad, env)
-        });
+        let out = self
+            .backend
+            .model()
+            .with_model(|m, env| receive(m, meta, mad, env));
         match out {
             Some(RxOutcome::Delivered) => self.stats.rx_delivered += 1,
             _ => self.stats.rx_dropped += 1,
@@ -132,7 +133,7 @@ impl ExternalAgent for AsicNode {
                 port: PortNum(w.port),
                 slid: Lid(w.slid),
                 dlid: Lid(w.dlid),
-                qp: 0,
+                qp: w.dqp,
                 sl: w.sl,
                 ..Default::default()
             },
@@ -168,6 +169,10 @@ impl ExternalAgent for AsicNode {
             .is_some_and(|m| m.lid_matches(dlid.0))
     }
 
+    fn handles_gmp(&self) -> bool {
+        true
+    }
+
     fn port_state(&self, port: PortNum) -> PortState {
         let l = self
             .backend
@@ -201,11 +206,11 @@ impl RemoteAsicNode {
 
 impl ExternalAgent for RemoteAsicNode {
     fn deliver(&mut self, _now: Time, meta: &MadMeta, mad: &[u8]) {
-        self.with(|s| {
-            s.with_model(|m, env| {
-                m.receive(meta.port.0, meta.slid.0, meta.dlid.0, meta.sl, mad, env)
-            })
-        });
+        self.with(|s| s.with_model(|m, env| receive(m, meta, mad, env)));
+    }
+
+    fn handles_gmp(&self) -> bool {
+        true
     }
 
     fn link(&mut self, _now: Time, port: PortNum, ev: LinkEvent) {
@@ -230,7 +235,7 @@ impl ExternalAgent for RemoteAsicNode {
                 port: PortNum(w.port),
                 slid: Lid(w.slid),
                 dlid: Lid(w.dlid),
-                qp: 0,
+                qp: w.dqp,
                 sl: w.sl,
                 ..Default::default()
             },
@@ -260,5 +265,25 @@ impl ExternalAgent for RemoteAsicNode {
 
     fn port_state(&self, port: PortNum) -> PortState {
         PortState(self.with(|s| s.model().port_logical(port.0)).unwrap_or(1) as u8)
+    }
+}
+
+/// Hands what the fabric delivered to the model: an SMP to QP0 (with its ingress port), a GMP
+/// to QP1 (the fabric names no ingress port for a GMP to a switch: it is addressed to port 0).
+fn receive(m: &mut AsicModel, meta: &MadMeta, mad: &[u8], env: &dyn DeviceEnv) -> RxOutcome {
+    let class = MgmtClass(mad.get(1).copied().unwrap_or(0));
+    if class.is_smp() {
+        m.receive(meta.port.0, meta.slid.0, meta.dlid.0, meta.sl, mad, env)
+    } else {
+        let ingress = (meta.port.0 != 0).then_some(meta.port.0);
+        m.receive_gmp(
+            ingress,
+            meta.slid.0,
+            meta.dlid.0,
+            meta.sl,
+            meta.qp,
+            mad,
+            env,
+        )
     }
 }

@@ -63,7 +63,8 @@ fn bring_up_reads_identity_and_runs() {
     assert_eq!(f.node_guid, 0x0002_c903_0000_1000);
     assert_eq!(f.num_ports, 8);
     assert!(f.is_switch);
-    assert_eq!(f.version, (1, 0));
+    assert_eq!(f.version, (1, 1));
+    assert!(f.qp1, "the v1.1 model has QP1");
     assert_eq!(f.lft_blocks, 768);
     assert_eq!(f.init_timeout, Duration::from_millis(100));
     let st = hca.regs().read(regs::STATUS).unwrap();
@@ -161,6 +162,8 @@ fn tx_overflow_is_back_pressure_without_loss_or_duplication() {
         dlid: 0xFFFF,
         slid: 0xFFFF,
         sl: 0,
+        qp: 0,
+        dqp: 0,
     };
     while next < total {
         let mut buf = hca.alloc().expect("pool");

@@ -254,3 +254,72 @@ fn larger_fabric_with_several_lft_blocks() {
     );
     check_models_equal_sm(&run);
 }
+
+/// RA-1 v1.1 in a fabric: after bring-up, a PerfMgt Get from the SM's CA is LID-routed to a
+/// model switch, reaches the host PMA on QP1 and comes back with the counters the model's
+/// registers hold (the SMPs of the bring-up counted).
+#[test]
+fn a_pma_get_to_a_model_switch_is_answered_from_its_counter_registers() {
+    use hca_driver::regs::P_RCV_PKTS;
+    use ibmad::perf::{CounterSelect, PerfMad, PortCountersRepr};
+    use ibmad::zerocopy::IntoBytes;
+    use ibmad::{GmpAttrRepr, Lid, MadMeta, Method, PmaAttrId};
+    let mut run = start("fat-tree:2,4");
+    run.drive(Time::from_millis(600_000));
+    assert!(run.events.contains(&Event::SubnetUp));
+    let (id, guid, backend) = run.models[0].clone();
+    let _ = guid;
+    let lid = backend
+        .model()
+        .lock()
+        .unwrap()
+        .read(hca_driver::regs::SW_LID) as u16;
+    assert_ne!(lid, 0, "the SM gave the switch a LID");
+    let my_lid = run.sm.sm_lid();
+    let cabled: Vec<u8> = run
+        .fabric
+        .topology()
+        .ports(id)
+        .filter(|(p, port)| p.0 >= 1 && port.peer().is_some())
+        .map(|(p, _)| p.0)
+        .collect();
+    for (tid, port_select) in [(0x77u64, cabled[0]), (0x78, 0xFF)] {
+        let mut m = PerfMad::request(Method::GET, PmaAttrId::PORT_COUNTERS, 0, tid);
+        PortCountersRepr {
+            port_select,
+            counter_select: CounterSelect(0),
+            ..PortCountersRepr::default()
+        }
+        .emit(&mut m.data)
+        .unwrap();
+        let meta = MadMeta {
+            port: PortNum(1),
+            slid: my_lid,
+            dlid: Lid(lid),
+            qp: 1,
+            ..MadMeta::default()
+        };
+        run.fabric.sm_send(run.h, &meta, m.as_bytes()).unwrap();
+        run.fabric
+            .run_until(Time(run.fabric.now().0 + 1_000_000_000));
+        let mut buf = [0u8; 256];
+        let (rmeta, len) = run
+            .fabric
+            .sm_recv(run.h, &mut buf)
+            .unwrap()
+            .expect("an answer");
+        assert_eq!(len, 256);
+        assert_eq!(rmeta.slid, Lid(lid));
+        assert_eq!((buf[1], buf[3]), (0x04, Method::GET_RESP.0));
+        assert_eq!(&buf[8..16], &tid.to_be_bytes());
+        assert_eq!(u16::from_be_bytes([buf[4], buf[5]]), 0);
+        let pc = PortCountersRepr::parse(&buf[64..]).unwrap();
+        assert_eq!(pc.port_select, port_select);
+        assert!(pc.port_xmit_pkts > 0 && pc.port_rcv_pkts > 0, "{pc:?}");
+        if port_select != 0xFF {
+            let m = backend.model().lock().unwrap();
+            let reg = m.port_counter(port_select, P_RCV_PKTS);
+            assert_eq!(pc.port_rcv_pkts, reg, "the register the PMA read");
+        }
+    }
+}

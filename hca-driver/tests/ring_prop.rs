@@ -49,7 +49,7 @@ proptest! {
         }
         let cfg = DriverConfig { rx_log2: 4, tx_log2: 4, spare_buffers: 8, ..DriverConfig::default() };
         let mut hca = Hca::open(&b, cfg).unwrap();
-        let meta = TxMeta { port: 2, dlid: 0xFFFF, slid: 0xFFFF, sl: 0 };
+        let meta = TxMeta { port: 2, dlid: 0xFFFF, slid: 0xFFFF, sl: 0, qp: 0, dqp: 0 };
         let (mut next_rx, mut next_tx) = (0u64, 1_000_000u64);
         let (mut delivered, mut accepted) = (Vec::new(), Vec::new());
         let (mut received, mut wire) = (Vec::new(), Vec::new());

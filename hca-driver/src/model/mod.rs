@@ -99,6 +99,10 @@ pub struct WireTx {
     pub dlid: u16,
     /// LRH SL.
     pub sl: u8,
+    /// v1.1: the source QP, 0 (an SMP on VL15) or 1 (a GMP from QP1, RA-1 §7.7).
+    pub qp: u8,
+    /// v1.1: the destination QP of a GMP (0 for an SMP).
+    pub dqp: u32,
     /// The 256 MAD bytes.
     pub mad: Box<[u8; MAD_LEN]>,
 }
@@ -191,14 +195,30 @@ impl PortRegs {
         }
     }
     fn bump(&mut self, off: u64) {
+        self.add(off, 1);
+    }
+    fn add(&mut self, off: u64, n: u32) {
         if let Some(c) = self.counters.get_mut(((off - 0x40) / 4) as usize) {
-            *c = c.saturating_add(1);
+            *c = c.saturating_add(n);
         }
+    }
+    /// One MAD packet received: RCV_PKTS and RCV_DATA (LRH+BTH+DETH+MAD+ICRC = 288 octets).
+    fn count_rcv(&mut self) {
+        self.bump(P_RCV_PKTS);
+        self.add(P_RCV_DATA, MAD_PACKET_WORDS);
+    }
+    /// One MAD packet sent: XMIT_PKTS and XMIT_DATA.
+    fn count_xmit(&mut self) {
+        self.bump(P_XMIT_PKTS);
+        self.add(P_XMIT_DATA, MAD_PACKET_WORDS);
     }
 }
 
+/// 4-byte words of one MAD packet on the wire: (LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4) / 4.
+const MAD_PACKET_WORDS: u32 = 72;
+
 /// Counter index for [`AsicModel::counter`].
-const QP0_COUNTERS: usize = 6;
+const QP0_COUNTERS: usize = 8;
 
 /// One RA-1 switch. See the [module documentation](self).
 #[derive(Debug)]
@@ -282,6 +302,7 @@ impl AsicModel {
         let p1 = self.ports.get(1).copied();
         let (vl, mtu) = p1.map_or((4, 5), |p| (p.vl_cap, p.mtu_cap));
         CAPS_SWITCH
+            | CAPS_QP1
             | (u32::from(self.cfg.num_ports) << 8)
             | (u32::from(vl & 0xF) << 16)
             | (u32::from(mtu & 0xF) << 20)
@@ -332,7 +353,7 @@ impl AsicModel {
             CQ_SIZE => self.cq.log2,
             CQ_PROD => self.cq.prod,
             CQ_CONS => self.cq.cons,
-            0x1100..=0x1114 => self.qp0[((off - 0x1100) / 4) as usize],
+            0x1100..=0x111C => self.qp0[((off - 0x1100) / 4) as usize],
             LFT_BLOCK => self.lft_block,
             0x2040..=0x207C => {
                 let k = ((off - LFT_WIN) / 4) as usize;
@@ -436,7 +457,7 @@ impl AsicModel {
                     self.process_tx(env);
                 }
             }
-            0x1100..=0x1114 => self.qp0[((off - 0x1100) / 4) as usize] = 0,
+            0x1100..=0x111C => self.qp0[((off - 0x1100) / 4) as usize] = 0,
             LFT_BLOCK => {
                 if v >= u32::from(self.cfg.lft_blocks) {
                     self.error(ERR_REG_ACCESS, off);
@@ -475,7 +496,8 @@ impl AsicModel {
             return;
         }
         let was_ready = self.status & STATUS_READY != 0;
-        self.ctrl = (self.ctrl & CTRL_RESET) | (v & (CTRL_INIT | CTRL_QP0_EN | CTRL_INT_EN));
+        self.ctrl =
+            (self.ctrl & CTRL_RESET) | (v & (CTRL_INIT | CTRL_QP0_EN | CTRL_INT_EN | CTRL_QP1_EN));
         if v & CTRL_INIT != 0 && !was_ready && self.status & STATUS_INIT_ERR == 0 {
             if self.cfg.fault == ModelFault::InitStuck {
                 return;
@@ -710,9 +732,11 @@ impl AsicModel {
         count_port_status: u32,
         lids: u32,
         sl_ring_index: u32,
+        qp_src: u32,
     ) -> Result<(), DmaFault> {
         let addr = self.cq.slot_addr(self.cq.prod);
         let mut b = [0u8; 28];
+        b[20..24].copy_from_slice(&qp_src.to_le_bytes());
         b[0..8].copy_from_slice(&cookie.to_le_bytes());
         b[8..12].copy_from_slice(&count_port_status.to_le_bytes());
         b[12..16].copy_from_slice(&lids.to_le_bytes());
@@ -751,13 +775,9 @@ impl AsicModel {
             && p >= 1
             && p < self.ports.len();
         if !well_formed {
-            self.bump(RX_DROP_MALFORMED);
-            if let Some(pr) = self.ports.get_mut(p) {
-                pr.bump(P_RCV_ERRORS);
-            }
-            return RxOutcome::Malformed;
+            return self.malformed(p);
         }
-        self.ports[p].bump(P_RCV_PKTS);
+        self.ports[p].count_rcv();
         if self.status & STATUS_FATAL != 0 {
             return RxOutcome::Fatal;
         }
@@ -766,9 +786,83 @@ impl AsicModel {
             self.ports[p].bump(P_VL15_DROPPED);
             return RxOutcome::NotReady;
         }
+        let out = self.write_to_host(port, slid, dlid, sl, 0, mad, env);
+        if out == RxOutcome::NoDescriptor {
+            self.ports[p].bump(P_VL15_DROPPED);
+        }
+        if out == RxOutcome::Delivered {
+            self.bump(RX_SMPS);
+        }
+        out
+    }
+
+    /// A GMP to QP1 of the switch (RA-1 v1.1 §7.7): its DLID is one of the switch's LIDs and it
+    /// came in on data VL `sl`'s lane from `src_qp` of `slid`. `ingress` is the external port
+    /// it crossed, when known (its counters count it). Delivered to the host with CQE `PORT` 0
+    /// (the management port the GMP is addressed to) and `QP` 1 while `CTRL.QP1_EN` is set;
+    /// otherwise dropped as in v1.0 (counted in `RCV_ERRORS` of the ingress port).
+    #[allow(clippy::too_many_arguments)]
+    pub fn receive_gmp(
+        &mut self,
+        ingress: Option<u8>,
+        slid: u16,
+        dlid: u16,
+        sl: u8,
+        src_qp: u32,
+        mad: &[u8],
+        env: &dyn DeviceEnv,
+    ) -> RxOutcome {
+        let p = ingress.map_or(0, usize::from);
+        let well_formed = mad.len() == MAD_LEN
+            && mad[0] == 1
+            && mad[1] != 0x01
+            && mad[1] != 0x81
+            && p < self.ports.len()
+            && self.ctrl & CTRL_QP1_EN != 0;
+        if !well_formed {
+            return self.malformed(p);
+        }
+        if p != 0 {
+            self.ports[p].count_rcv();
+        }
+        if self.status & STATUS_FATAL != 0 {
+            return RxOutcome::Fatal;
+        }
+        if !self.ready() {
+            self.bump(RX_DROP_NOT_READY);
+            return RxOutcome::NotReady;
+        }
+        let qp_src = 1 | ((src_qp & 0x00FF_FFFF) << 8);
+        let out = self.write_to_host(0, slid, dlid, sl, qp_src, mad, env);
+        if out == RxOutcome::Delivered {
+            self.bump(RX_GMPS);
+        }
+        out
+    }
+
+    fn malformed(&mut self, p: usize) -> RxOutcome {
+        self.bump(RX_DROP_MALFORMED);
+        if let Some(pr) = self.ports.get_mut(p).filter(|_| p >= 1) {
+            pr.bump(P_RCV_ERRORS);
+        }
+        RxOutcome::Malformed
+    }
+
+    /// Writes a received MAD into the next RX buffer and its CQE (`cqe_port`, `qp_src` as
+    /// the CQE carries them).
+    #[allow(clippy::too_many_arguments)]
+    fn write_to_host(
+        &mut self,
+        cqe_port: u8,
+        slid: u16,
+        dlid: u16,
+        sl: u8,
+        qp_src: u32,
+        mad: &[u8],
+        env: &dyn DeviceEnv,
+    ) -> RxOutcome {
         if self.rxq.occupancy() == 0 || self.cq_full() || !env.bus_master() {
             self.bump(RX_DROP_NO_DESC);
-            self.ports[p].bump(P_VL15_DROPPED);
             return RxOutcome::NoDescriptor;
         }
         let idx = self.rxq.cons;
@@ -800,10 +894,10 @@ impl AsicModel {
             return RxOutcome::Fatal;
         }
         let count = if st == status::OK { MAD_LEN as u32 } else { 0 };
-        let cps = count | (u32::from(port) << 16) | (u32::from(st) << 24);
+        let cps = count | (u32::from(cqe_port) << 16) | (u32::from(st) << 24);
         let lids = u32::from(slid) | (u32::from(dlid) << 16);
         let sri = u32::from(sl) | (idx & (self.rxq.size() - 1)) << 16;
-        if self.write_cqe(env, cookie, cps, lids, sri).is_err() {
+        if self.write_cqe(env, cookie, cps, lids, sri, qp_src).is_err() {
             self.fatal(ERR_CQE_WRITE, self.cq.slot_addr(self.cq.prod), env);
             return RxOutcome::Fatal;
         }
@@ -813,7 +907,6 @@ impl AsicModel {
             self.raise(INT_RX, env);
             return RxOutcome::Malformed;
         }
-        self.bump(RX_SMPS);
         self.raise(INT_RX, env);
         RxOutcome::Delivered
     }
@@ -840,9 +933,15 @@ impl AsicModel {
             let dlid = u16::from_le_bytes([d[12], d[13]]);
             let slid = u16::from_le_bytes([d[14], d[15]]);
             let sl = d[16];
+            let qp = d[17];
+            let dqp = u32::from_le_bytes([d[20], d[21], d[22], d[23]]) & 0x00FF_FFFF;
             let cookie =
                 u64::from_le_bytes([d[24], d[25], d[26], d[27], d[28], d[29], d[30], d[31]]);
-            let (st, egress) = self.tx_route(len, port, dlid);
+            let (st, egress) = if qp > 1 || (qp == 1 && self.ctrl & CTRL_QP1_EN == 0) {
+                (status::BAD_QP, port)
+            } else {
+                self.tx_route(len, port, dlid, qp == 1)
+            };
             if st == status::OK {
                 let mut mad = Box::new([0u8; MAD_LEN]);
                 if env.dma_read(addr, &mut mad[..]).is_err() {
@@ -853,10 +952,12 @@ impl AsicModel {
                     slid,
                     dlid,
                     sl,
+                    qp,
+                    dqp: if qp == 1 { dqp } else { 0 },
                     mad,
                 });
-                self.bump(TX_SMPS);
-                self.ports[usize::from(egress)].bump(P_XMIT_PKTS);
+                self.bump(if qp == 1 { TX_GMPS } else { TX_SMPS });
+                self.ports[usize::from(egress)].count_xmit();
             } else {
                 self.bump(TX_ERRORS);
             }
@@ -867,7 +968,7 @@ impl AsicModel {
             let cps = count | (u32::from(egress) << 16) | (u32::from(st) << 24);
             let sri = (1 << 8) | ((idx & (self.txq.size() - 1)) << 16);
             if self
-                .write_cqe(env, cookie, cps, u32::from(dlid) << 16, sri)
+                .write_cqe(env, cookie, cps, u32::from(dlid) << 16, sri, u32::from(qp))
                 .is_err()
             {
                 return self.fatal(ERR_CQE_WRITE, self.cq.slot_addr(self.cq.prod), env);
@@ -877,8 +978,9 @@ impl AsicModel {
         }
     }
 
-    /// (CQE status, egress port) for a TX descriptor.
-    fn tx_route(&self, len: u32, port: u8, dlid: u16) -> (u8, u8) {
+    /// (CQE status, egress port) for a TX descriptor; a GMP (`gmp`) needs an Active egress
+    /// port (data VLs), an SMP a LinkUp one.
+    fn tx_route(&self, len: u32, port: u8, dlid: u16, gmp: bool) -> (u8, u8) {
         if len != MAD_LEN as u32 {
             return (status::LEN_ERR, port);
         }
@@ -894,7 +996,8 @@ impl AsicModel {
         if egress == 0 || egress > self.cfg.num_ports {
             return (status::BAD_PORT, egress);
         }
-        if self.ports[usize::from(egress)].phys != phys::LINK_UP {
+        let pr = &self.ports[usize::from(egress)];
+        if pr.phys != phys::LINK_UP || (gmp && pr.logical != logical::ACTIVE) {
             return (status::PORT_DOWN, egress);
         }
         (status::OK, egress)
@@ -955,6 +1058,17 @@ impl AsicModel {
     /// `LFT_TOP`.
     pub fn lft_top(&self) -> u16 {
         self.lft_top as u16
+    }
+
+    /// A counter register of external port `port` (`regs::P_RCV_PKTS` …; RA-1 §5); 0 for a
+    /// port or register the device lacks.
+    pub fn port_counter(&self, port: u8, off: u64) -> u32 {
+        self.ports
+            .get(usize::from(port))
+            .filter(|_| port >= 1)
+            .and_then(|p| p.counters.get((off.wrapping_sub(0x40) / 4) as usize))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// A QP0 counter register (`regs::RX_SMPS` …).

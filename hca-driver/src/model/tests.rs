@@ -36,11 +36,12 @@ fn model() -> (AsicModel, Env) {
 fn identity_registers() {
     let (mut m, _) = model();
     assert_eq!(m.read(ID), 0x4152_4131);
-    assert_eq!(m.read(VERSION), 0x0001_0000);
+    assert_eq!(m.read(VERSION), 0x0001_0001);
     assert_eq!(m.read(NODE_GUID_LO), 0x9abc_def0);
     assert_eq!(m.read(NODE_GUID_HI), 0x1234_5678);
     let caps = m.read(CAPS);
     assert_eq!(caps & CAPS_SWITCH, CAPS_SWITCH);
+    assert_eq!(caps & CAPS_QP1, CAPS_QP1, "v1.1: GMPs on QP1");
     assert_eq!((caps >> 8) & 0xFF, 4);
     assert_eq!(m.read(FDB_CAP) & 0xFFFF, 768);
     assert_eq!(m.read(INT_MASK), INT_ALL);
