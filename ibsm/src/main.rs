@@ -25,11 +25,11 @@ commands:
   topo TOPOLOGY [--write-net FILE]
                            load a topology (file or generator spec), print its size, and
                            write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
-  ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | dump
+  ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr … | dump
                            steer a running `ibsm run` (its control socket)
-  discover | query | route | dump-fts | links | trace | portstate [--transport T]
+  discover | query | route | dump-fts | links | trace | portstate | counters [--transport T]
                            the diags (ibnetdiscover, smpquery/sminfo, ibroute, dump_fts,
-                           iblinkinfo, ibtracert, ibportstate) over umad[:CA[:PORT]],
+                           iblinkinfo, ibtracert, ibportstate, perfquery) over umad[:CA[:PORT]],
                            vfio:BDF, vfio-user:SOCKET or sim:TOPOLOGY; `--help` on each
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
   --version, -V            the version
@@ -60,9 +60,8 @@ fn main() -> ExitCode {
         "sma" => ibsm::sma_cmd::main(rest),
         "asic-model" => ibsm::asic_cmd::main(rest),
         "ctl" => ibsm::ctl::client_main(rest),
-        "discover" | "query" | "route" | "dump-fts" | "links" | "trace" | "portstate" => {
-            ibsm::diag::main(cmd, rest)
-        }
+        "discover" | "query" | "route" | "dump-fts" | "links" | "trace" | "portstate"
+        | "counters" => ibsm::diag::main(cmd, rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS

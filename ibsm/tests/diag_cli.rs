@@ -422,7 +422,16 @@ fn sim_transport_matches_ibsim() {
     // Exact: the scans, tables, routes and node attributes. PortInfo contents differ between
     // ibsim's switch model and our SMA (capability masks, supported widths), and so do
     // NodeInfo's PartitionCap and Revision, SwitchInfo's capacities and the SL2VL tables, so those are compared by their header line only.
-    let cases: [(&str, &[&str], &[&str], bool); 11] = [
+    let cases: [(&str, &[&str], &[&str], bool); 13] = [
+        // The PMA's header line: LID, port and CapabilityMask (the counts differ: the
+        // fabrics carried different traffic).
+        ("perfquery", &["3", "3"], &["counters", "3", "3"], false),
+        (
+            "perfquery",
+            &["-x", "2", "1"],
+            &["counters", "-x", "2", "1"],
+            false,
+        ),
         ("ibnetdiscover", &[], &["discover"], true),
         ("dump_fts", &[], &["dump-fts"], true),
         ("iblinkinfo", &[], &["links"], true),
@@ -484,6 +493,98 @@ fn sim_transport_matches_ibsim() {
             s_args.join(" ")
         );
     }
+}
+
+/// `Name:....value` fields as numbers (hex or decimal).
+fn numbers(text: &str) -> Vec<(String, u64)> {
+    listing(text)
+        .into_iter()
+        .map(|(k, v)| {
+            let n = match v.strip_prefix("0x") {
+                Some(h) => u64::from_str_radix(h, 16).unwrap(),
+                None => v.parse().unwrap(),
+            };
+            (k, n)
+        })
+        .collect()
+}
+
+#[test]
+fn counters_match_perfquery() {
+    let test = "counters_match_perfquery";
+    if !peers(test, &[("perfquery", "infiniband-diags")]) {
+        return;
+    }
+    let dir = TempDir::new("diag").unwrap();
+    let sim = fabric(&example("net.2sw2path"), dir.path());
+    let d = dir.path();
+    // Switch1 (LID 1) port 3, Hca1 (LID 2) port 1, Switch1 all ports; basic and extended.
+    for args in [
+        &["1", "3"][..],
+        &["2", "1"],
+        &["-a", "1"],
+        &["-x", "1", "3"],
+        &["-x", "2", "1"],
+    ] {
+        // Every MAD moves the data and packet counters: ours must lie between perfquery
+        // before and after, field by field, with the same header, names and order.
+        let before = shim(&sim, d, "perfquery", args);
+        let mut o = vec!["counters"];
+        o.extend_from_slice(args);
+        let ours = shim(&sim, d, IBSM, &o);
+        let after = shim(&sim, d, "perfquery", args);
+        let head = |t: &str| t.lines().next().unwrap_or_default().to_string();
+        assert_eq!(head(&ours), head(&before), "ibsm {o:?}");
+        let (b, g, a) = (numbers(&before), numbers(&ours), numbers(&after));
+        let names = |v: &[(String, u64)]| v.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+        assert_eq!(
+            names(&g),
+            names(&b),
+            "ibsm {o:?}:\n{ours}\nperfquery:\n{before}"
+        );
+        for ((k, lo), ((_, v), (_, hi))) in b.iter().zip(g.iter().zip(a.iter())) {
+            assert!(
+                lo <= v && v <= hi,
+                "ibsm {o:?} {k}: {v} not within perfquery's {lo}..={hi}"
+            );
+        }
+        // --json carries the same fields.
+        o.push("--json");
+        let json: serde_json::Value = serde_json::from_str(&shim(&sim, d, IBSM, &o)).unwrap();
+        for (k, _) in &g {
+            assert!(
+                json["counters"].get(k).is_some(),
+                "--json lacks {k}: {json}"
+            );
+        }
+    }
+    // -R resets (and prints nothing); -r prints, then resets.
+    let pkts = |t: &str| {
+        numbers(t)
+            .into_iter()
+            .find(|(k, _)| k == "PortXmitPkts")
+            .unwrap()
+            .1
+    };
+    let before = pkts(&shim(&sim, d, "perfquery", &["2", "1"]));
+    assert!(before > 10, "{before}");
+    assert_eq!(shim(&sim, d, IBSM, &["counters", "-R", "2", "1"]), "");
+    let after = pkts(&shim(&sim, d, "perfquery", &["2", "1"]));
+    assert!(
+        after < 5,
+        "PortXmitPkts {after} after a reset (was {before})"
+    );
+    let read = shim(&sim, d, IBSM, &["counters", "-r", "2", "1"]);
+    assert!(read.starts_with("# Port counters: Lid 2 port 1"), "{read}");
+    assert!(pkts(&shim(&sim, d, "perfquery", &["2", "1"])) < 5);
+    // LID-routed only; a LID nobody has times out.
+    let mut c = sim.client(IBSM, d);
+    c.args(["counters", "-D", "0", "1"]);
+    assert_eq!(run(c).status.code(), Some(2));
+    let mut c = sim.client(IBSM, d);
+    c.args(["counters", "-t", "50", "99", "1"]);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
 
 #[test]

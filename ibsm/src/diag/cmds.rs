@@ -73,7 +73,7 @@ pub struct DiagError(pub String, pub u8);
 
 impl DiagError {
     /// Bad usage or input (exit status 2).
-    fn bad(msg: impl Into<String>) -> DiagError {
+    pub(crate) fn bad(msg: impl Into<String>) -> DiagError {
         DiagError(msg.into(), 2)
     }
 }
@@ -180,13 +180,22 @@ impl Session {
                 "GUID {text} not found in the fabric"
             )));
         }
-        let v = parse_num(text)?;
-        match u16::try_from(v) {
-            Ok(l) if l != 0 && Lid(l).is_unicast() => Ok(Addr::Lid(Lid(l))),
-            _ => Err(DiagError::bad(format!(
-                "{text:?} is not a unicast LID (1..=0xbfff); use -D for a directed route"
-            ))),
-        }
+        parse_lid(text).map(Addr::Lid)
+    }
+
+    /// The local port's LID (0 if it has none).
+    pub(crate) fn local_lid(&self) -> Lid {
+        self.local_lid
+    }
+
+    /// The response timeout (`-t`).
+    pub(crate) fn timeout(&self) -> Duration {
+        self.cfg.timeout
+    }
+
+    /// The transport.
+    pub(crate) fn port_mut(&mut self) -> &mut dyn DiagPort {
+        self.port.as_mut()
     }
 
     fn get(&mut self, addr: Addr, attr: SmpAttrId, am: u32) -> R<[u8; 64]> {
@@ -215,7 +224,18 @@ fn nd(d: &[u8; 64]) -> String {
 
 use ibmad::zerocopy::FromZeros;
 
-fn print(common: &Common, text: &str, json: Value) {
+/// A unicast LID argument.
+pub(crate) fn parse_lid(text: &str) -> R<Lid> {
+    let v = parse_num(text)?;
+    match u16::try_from(v) {
+        Ok(l) if l != 0 && Lid(l).is_unicast() => Ok(Lid(l)),
+        _ => Err(DiagError::bad(format!(
+            "{text:?} is not a unicast LID (1..=0xbfff); use -D for a directed route"
+        ))),
+    }
+}
+
+pub(crate) fn print(common: &Common, text: &str, json: Value) {
     if common.json {
         println!(
             "{}",
@@ -237,6 +257,9 @@ pub fn main(cmd: &str, args: &[String]) -> ExitCode {
         "links" => parse::<LinksArgs>(argv).map(|a| links(&a)),
         "trace" => parse::<TraceArgs>(argv).map(|a| trace(&a)),
         "portstate" => parse::<PortStateArgs>(argv).map(|a| portstate(&a)),
+        "counters" => {
+            parse::<super::counters::CountersArgs>(argv).map(|a| super::counters::counters(&a))
+        }
         other => {
             eprintln!("ibsm: unknown diagnostic {other:?}");
             return ExitCode::from(2);

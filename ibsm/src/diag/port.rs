@@ -153,6 +153,8 @@ impl UmadDiag {
             agents: vec![
                 AgentSpec::smp(MgmtClass::SUBN_DIRECTED_ROUTE, MethodMask::NONE),
                 AgentSpec::smp(MgmtClass::SUBN_LID_ROUTED, MethodMask::NONE),
+                // `ibsm counters`: PerfMgt GMPs on QP1.
+                AgentSpec::gsi(MgmtClass::PERF_MGMT, 1, MethodMask::NONE),
             ],
             ..UmadConfig::default()
         };
