@@ -384,7 +384,7 @@ pub fn config_set(cur: &PortInfo, want: &PortInfo) -> Option<PortInfo> {
 }
 
 /// True if the configuration Set of CA port `p` must ask it to re-register with the SA
-/// (PortInfo.ClientReregister, IBA vol1 §14.4.11; OpenSM `osm_lid_mgr.c`): its MasterSMLID
+/// (PortInfo.ClientReregister, IBA vol1 §14.2.5.6; OpenSM `osm_lid_mgr.c`): its MasterSMLID
 /// changes — a new port, or a new master after a failover or handover — and the port supports
 /// it (CapabilityMask.IsClientReregistrationSupported), unless `no_clients_rereg`.
 #[must_use]
