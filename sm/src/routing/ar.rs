@@ -4,10 +4,10 @@
 //! entry is always one of the group's ports and is what a switch without adaptive routing
 //! uses.
 //!
-//! IBA has no adaptive-routing attributes; the SM programs these with the vendor-specific
-//! attributes [`ibmad::attr::ar`] describes (ibsm's own layout, implemented by our SMA and
-//! simulator). Switches that do not answer them keep static routing, which is still
-//! deadlock-free: [`ArTables`] only ever adds choices that the engine checked.
+//! IBA has no adaptive-routing attributes; programming these needs vendor-specific
+//! attributes, which ibsm does not define yet: today the groups are computed and kept in
+//! [`super::Routes::ar`] but not sent, and switches route statically on the LFT entry, which is
+//! deadlock-free on its own ([`ArTables`] only ever adds choices the engine checked).
 //!
 //! Storage: per switch, a 16-bit group number per LID (0 = no group) and a list of distinct
 //! groups as 256-bit port masks — groups repeat across LIDs (every CA behind a switch, every

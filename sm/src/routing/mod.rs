@@ -222,8 +222,8 @@ pub struct Routes {
     pub sl2vl: Option<vl::Sl2VlTables>,
     /// VL arbitration; `None`: the engine leaves it to the QoS configuration.
     pub vlarb: Option<vl::VlArbTables>,
-    /// Adaptive-routing groups (dfp, dfp2); `None`: static routing only. Programmed with
-    /// ibsm's vendor attributes where switches support them ([`ar`]).
+    /// Adaptive-routing groups (dfp, dfp2); `None`: static routing only. Not programmed yet
+    /// (no vendor attribute is defined, see [`ar`]).
     pub ar: Option<ar::ArTables>,
 }
 
