@@ -100,6 +100,12 @@ pub struct SmConfig {
     /// Routing-engine options (`root_guid_file` / `lfts_file` text read by the front end,
     /// `port_profile_switch_nodes`, …); their `scatter_ports` is replaced by [`SmConfig::seed`].
     pub engine_options: crate::routing::EngineOptions,
+    /// QoS programming (`qos`, `qos_*`, `use_optimized_slvl`, `qos_policy_file`): SL-to-VL and
+    /// VLArbitration tables per port, sent as a diff after the LFT blocks
+    /// ([`crate::qos::program`]). With `qos` on the routing engines see
+    /// [`crate::routing::EngineOptions::qos`] on too. Tables a routing engine decides are
+    /// programmed whether or not `qos` is on. Default: off, as OpenSM.
+    pub qos: crate::qos::QosConfig,
 }
 
 impl Default for SmConfig {
@@ -136,6 +142,7 @@ impl Default for SmConfig {
             fold_config_into_arm: false,
             lid_routed: true,
             engine_options: crate::routing::EngineOptions::default(),
+            qos: crate::qos::QosConfig::default(),
         }
     }
 }

@@ -157,6 +157,13 @@ impl Sm {
     pub fn routes(&self) -> Option<&Routes> {
         self.sweep.routes()
     }
+    /// The SL-to-VL and VLArbitration tables node `id` of [`Sm::subnet`] is known to hold:
+    /// those its Set responses acknowledged (QoS programming, [`crate::qos::program`]); `None`
+    /// when the SM never programmed it.
+    #[must_use]
+    pub fn known_qos(&self, id: crate::subnet::NodeId) -> Option<&crate::qos::program::KnownQos> {
+        self.sweep.known_qos(id)
+    }
     /// The LFTs computed by the last routing run.
     #[must_use]
     pub fn lfts(&self) -> Option<&Lfts> {

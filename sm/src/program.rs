@@ -11,8 +11,11 @@
 //!   lost Set is resent on the next sweep; a switch whose LinearFDBTop changed behind the SM's
 //!   back (a reboot) has its blocks forgotten.
 //! - **The diff**: `Programmer::plan` (SwitchInfo first, then PortInfo configuration, then
-//!   LFT blocks block-major across switches, so the pipeline keeps every switch busy) and
-//!   `state_pass`; acknowledgements come back through `Programmer::on_ack`.
+//!   LFT blocks block-major across switches, so the pipeline keeps every switch busy, then the
+//!   QoS tables — SL-to-VL and VLArbitration — that differ from what each node is known to hold,
+//!   [`crate::qos::program::plan`]) and `state_pass`; acknowledgements come back through
+//!   `Programmer::on_ack`. Known QoS tables are kept per NodeGUID across sweeps, like the LFT
+//!   blocks, and forgotten with them when a switch was reset.
 //!
 //! The pure functions here are public; the request-building half is crate-internal and is
 //! driven by the sweep pipeline ([`crate::sweep`]).
@@ -40,7 +43,8 @@ use zerocopy::FromBytes;
 
 use crate::config::SmConfig;
 use crate::discovery::{data_of, Discovery};
-use crate::routing::Lfts;
+use crate::qos::program::{KnownQos, PlanInputs};
+use crate::routing::{Lfts, Routes};
 use crate::subnet::{NodeId, Subnet};
 use crate::txn::{Purpose, Request};
 
@@ -58,6 +62,7 @@ struct KnownLft {
 #[derive(Debug, Default)]
 pub(crate) struct Programmer {
     known_lft: HashMap<Guid, KnownLft>,
+    known_qos: HashMap<Guid, KnownQos>,
 }
 
 impl Programmer {
@@ -69,6 +74,7 @@ impl Programmer {
             if let (Some(si), Some(k)) = (node.switch_info, self.known_lft.get_mut(&node.guid)) {
                 if si.linear_fdb_top.get() != k.top {
                     *k = KnownLft::default();
+                    self.known_qos.remove(&node.guid);
                 }
             }
         }
@@ -115,15 +121,17 @@ impl Programmer {
     /// The programming Sets of a heavy sweep, in sending order: SwitchInfo (LinearFDBTop =
     /// `top` before the blocks it covers), PortInfo configuration (unless it is folded into the
     /// Armed pass), then the LFT blocks of `lfts` that differ from what the switch is known to
-    /// hold, block-major across switches.
+    /// hold, block-major across switches, then the QoS Sets (SL-to-VL, VLArbitration) of
+    /// `routes` and [`SmConfig::qos`] that differ from what each node is known to hold.
     pub fn plan(
         &self,
         cfg: &SmConfig,
         disc: &Discovery,
-        lfts: Option<&Lfts>,
+        routes: Option<&Routes>,
         top: Lid,
         sm_lid: Lid,
     ) -> Vec<Request> {
+        let lfts: Option<&Lfts> = routes.map(|r| &r.lfts);
         let mut reqs = Vec::new();
         let s = &disc.subnet;
         for id in s.switches() {
@@ -191,7 +199,67 @@ impl Programmer {
                 }
             }
         }
+        self.plan_qos(cfg, disc, routes, &mut reqs);
         reqs
+    }
+
+    /// The QoS Sets (see [`crate::qos::program`]): only where `qos` is on or the engine set a
+    /// VL table, and only what differs from the acknowledged state.
+    fn plan_qos(
+        &self,
+        cfg: &SmConfig,
+        disc: &Discovery,
+        routes: Option<&Routes>,
+        reqs: &mut Vec<Request>,
+    ) {
+        let engine_tables = routes.is_some_and(|r| r.sl2vl.is_some() || r.vlarb.is_some());
+        if !cfg.qos.enabled && !engine_tables {
+            return;
+        }
+        let s = &disc.subnet;
+        let inp = PlanInputs {
+            cfg: &cfg.qos,
+            max_op_vls: cfg.max_op_vls,
+            subnet: s,
+            routes,
+        };
+        let sets = crate::qos::program::plan(&inp, |id| self.known_qos.get(&s.node(id).guid));
+        for q in sets {
+            let path = if s.node(q.node).is_switch() {
+                s.node(q.node).dr_path
+            } else {
+                disc.port_path(q.node, q.port)
+            };
+            reqs.push(Request::set(
+                path,
+                q.attr,
+                q.attr_mod,
+                q.data,
+                Purpose::SetQos(q.node, q.port),
+            ));
+        }
+    }
+
+    /// A QoS Set (`attr`, `attr_mod`) was acknowledged with `data`: the node's known tables.
+    pub fn on_qos_ack(
+        &mut self,
+        disc: &Discovery,
+        id: NodeId,
+        port: PortNum,
+        attr: SmpAttrId,
+        attr_mod: u32,
+        data: &[u8; 64],
+    ) {
+        let node = disc.subnet.node(id);
+        self.known_qos
+            .entry(node.guid)
+            .or_insert_with(|| KnownQos::new(node.is_switch(), node.num_ports))
+            .on_ack(port, attr, attr_mod, data);
+    }
+
+    /// What the SM knows node `guid` to hold (acknowledged QoS Sets), if anything.
+    pub fn known_qos(&self, guid: Guid) -> Option<&KnownQos> {
+        self.known_qos.get(&guid)
     }
 
     /// A programming Set was acknowledged, or an LFT block read (GetResp with status 0): what

@@ -159,6 +159,9 @@ impl Sweep {
     pub fn routes(&self) -> Option<&Routes> {
         self.routes.as_ref()
     }
+    pub fn known_qos(&self, id: crate::subnet::NodeId) -> Option<&crate::qos::program::KnownQos> {
+        self.program.known_qos(self.disc.subnet.node(id).guid)
+    }
     pub fn engine_used(&self) -> &'static str {
         self.engine_used
     }
@@ -307,6 +310,10 @@ impl Sweep {
             | Purpose::SetPortInfo(..) => {
                 self.program.on_ack(&mut self.disc, req.purpose, data);
             }
+            Purpose::SetQos(id, p) => {
+                self.program
+                    .on_qos_ack(&self.disc, id, p, req.attr, req.attr_mod, data);
+            }
             Purpose::LightSwitchInfo(_) => {
                 if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
                     if si.port_state_change() != 0 {
@@ -352,7 +359,10 @@ impl Sweep {
     /// An answer with an error status.
     pub fn on_error_status(&mut self, req: &Request) {
         match req.purpose {
-            Purpose::SetPortInfo(..) | Purpose::SetLft(..) | Purpose::SetSwitchInfo(_) => {
+            Purpose::SetPortInfo(..)
+            | Purpose::SetLft(..)
+            | Purpose::SetSwitchInfo(_)
+            | Purpose::SetQos(..) => {
                 self.errors.set_failures += 1;
             }
             Purpose::LightSwitchInfo(_) => self.light_changed = true,
@@ -386,7 +396,10 @@ impl Sweep {
         }
         match f.req.purpose {
             Purpose::LightSwitchInfo(_) => self.light_changed = true,
-            Purpose::SetPortInfo(..) | Purpose::SetLft(..) | Purpose::SetSwitchInfo(_) => {
+            Purpose::SetPortInfo(..)
+            | Purpose::SetLft(..)
+            | Purpose::SetSwitchInfo(_)
+            | Purpose::SetQos(..) => {
                 self.errors.set_failures += 1;
             }
             _ => {}
@@ -676,6 +689,7 @@ impl Sweep {
             cx.cfg.seed,
             &crate::routing::EngineOptions {
                 scatter_ports: cx.cfg.seed,
+                qos: cx.cfg.engine_options.qos || cx.cfg.qos.enabled,
                 ..cx.cfg.engine_options.clone()
             },
         );
@@ -721,10 +735,9 @@ impl Sweep {
     fn plan_programming(&mut self, cx: &mut Ctx<'_>) {
         self.reading_lfts = false;
         let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
-        let lfts: Option<&Lfts> = self.routes.as_ref().map(|r| &r.lfts);
         let reqs = self
             .program
-            .plan(cx.cfg, &self.disc, lfts, top, self.sm_lid);
+            .plan(cx.cfg, &self.disc, self.routes.as_ref(), top, self.sm_lid);
         cx.submit_all(reqs);
     }
 

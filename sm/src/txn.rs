@@ -36,6 +36,9 @@ pub(crate) enum Purpose {
     GetLft(NodeId, u16),
     /// PortInfo Set: configuration (NoStateChange), Armed or Active.
     SetPortInfo(NodeId, PortNum),
+    /// SLtoVLMappingTable or VLArbitrationTable Set (QoS programming), sent through the
+    /// node's port `PortNum` (0 on a switch).
+    SetQos(NodeId, PortNum),
     /// SwitchInfo Get during a light sweep.
     LightSwitchInfo(NodeId),
     /// SMInfo Get to another SM's port during a heavy sweep (master election, IBA vol1
@@ -76,6 +79,7 @@ impl Request {
             | Purpose::SetLft(n, _)
             | Purpose::GetLft(n, _)
             | Purpose::SetPortInfo(n, _)
+            | Purpose::SetQos(n, _)
             | Purpose::LightSwitchInfo(n)
             | Purpose::SmInfo(n, _) => Some(n),
             Purpose::LightSmInfo(_) | Purpose::SmPoll(_) | Purpose::SmSet(_) => None,

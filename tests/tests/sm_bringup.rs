@@ -736,3 +736,89 @@ fn rebooted_switch_is_reprogrammed() {
     );
     r.check_fabric(&HashSet::new());
 }
+
+/// QoS on (`qos TRUE`, a `qos_swe_sl2vl` of its own, OpenSM's defaults elsewhere): after
+/// bring-up every port's SL-to-VL tables, as the agents hold them, are what the QoS planner
+/// wants for it — the class table masked to the link's OperationalVLs — and what the SM
+/// records as acknowledged; a switch takes one optimized all-inputs/all-outputs Set; a second
+/// heavy sweep sends no programming at all.
+#[test]
+fn qos_sl2vl_is_programmed_read_back_and_not_resent() {
+    use sm::qos::program::{count_cold, desired_sl2vl, PlanInputs};
+    let t = net_example("net.2sw2path4hca");
+    let mut cfg = quiet();
+    cfg.qos.enabled = true;
+    cfg.qos.swe.sl2vl = Some(sm::qos::parse_sl2vl("0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15").unwrap());
+    let mut r = bring_up(&t, sm_place(&t), cfg.clone());
+    r.check_fabric(&HashSet::new());
+    let s = r.sm.subnet();
+    let (mut tables, mut switches, mut ca_ports) = (0, 0, 0);
+    for (tid, n) in t.nodes() {
+        let a = r.fabric.agent(tid).unwrap();
+        let id = s.node_by_guid(n.guid()).unwrap();
+        let known = r.sm.known_qos(id).expect("QoS Sets acknowledged");
+        let linked: Vec<u8> = t
+            .ports(tid)
+            .filter(|(p, port)| p.0 >= 1 && port.peer().is_some())
+            .map(|(p, _)| p.0)
+            .collect();
+        let pairs: Vec<(u8, u8)> = if n.is_switch() {
+            switches += 1;
+            linked
+                .iter()
+                .flat_map(|&o| (0..=n.num_ports()).map(move |i| (i, o)))
+                .collect()
+        } else {
+            ca_ports += linked.len();
+            linked.iter().map(|&o| (0, o)).collect()
+        };
+        for (i, o) in pairs {
+            let (i, o) = (PortNum(i), PortNum(o));
+            let want = desired_sl2vl(&cfg.qos, cfg.max_op_vls, s, r.sm.routes(), id, i, o)
+                .unwrap_or_else(|| panic!("{} {i}->{o}: nothing desired", n.name()));
+            for sl in 0..16 {
+                assert_eq!(
+                    a.sl_to_vl(i, o, sl),
+                    want.vl(sl),
+                    "{} {i}->{o} SL {sl}",
+                    n.name()
+                );
+            }
+            let k = if n.is_switch() { i } else { PortNum(0) };
+            assert_eq!(known.sl2vl(k, o), Some(want), "{} {i}->{o}", n.name());
+            // The configured classes (every switch output port is qos_swe, a CA port qos_ca:
+            // OpenSM's default, SL 15 -> VL 7), masked to VL0-7 (the simulator's VLCap 4).
+            let (sl5, sl15) = if n.is_switch() { (1, 15) } else { (5, 7) };
+            assert_eq!(
+                (want.vl(5), want.vl(15)),
+                (Some(sl5), Some(sl15)),
+                "{}",
+                n.name()
+            );
+            tables += 1;
+        }
+    }
+    assert!(tables > 0);
+    // One optimized Set per switch (every output column is the same table), one per CA port.
+    let inp = PlanInputs {
+        cfg: &cfg.qos,
+        max_op_vls: cfg.max_op_vls,
+        subnet: s,
+        routes: r.sm.routes(),
+    };
+    assert_eq!(count_cold(&inp).0, switches + ca_ports);
+
+    let before = r.sm.heavy_sweeps();
+    let now = r.now();
+    r.sm.handle_command(now, Command::HeavySweep);
+    r.drive(now + Duration::from_secs(60));
+    assert_eq!(r.sm.heavy_sweeps(), before + 1);
+    let prog =
+        r.sm.phase_history()
+            .iter()
+            .rev()
+            .find(|(p, _)| *p == sm::Phase::Programming)
+            .unwrap()
+            .1;
+    assert_eq!(prog.smps, 0, "an unchanged fabric gets no QoS Set");
+}
