@@ -50,6 +50,7 @@ pub use file::{
     create_config_file, load_config_file, parse_config_str, write_default_config, ConfigFile,
 };
 pub use options::{
-    Options, RoutingEngineId, RoutingEngines, Transport, CACHE_DIR_ENV, DEFAULT_CACHE_DIR,
-    DEFAULT_CONFIG_FILE, IBSM_CONFIG_FILE,
+    Options, QosTextSet, RoutingEngineId, RoutingEngines, Transport, CACHE_DIR_ENV,
+    DEFAULT_CACHE_DIR, DEFAULT_CONFIG_FILE, DEFAULT_QOS_POLICY_FILE, IBSM_CONFIG_FILE,
+    QOS_PREFIXES,
 };

@@ -100,7 +100,9 @@ pub fn write_atomic(target: &Path, data: &[u8]) -> Result<(), PersistError> {
 
 /// Writes OpenSM's dump files for the SM's current subnet into `dir` (created if missing),
 /// each replaced atomically: `opensm-subnet.lst`, `ibnetdiscover.topo` and, once routed,
-/// `opensm-lfts.dump`. Shared by `ibsm sim` and `ibsm run`.
+/// `opensm-lfts.dump`; with `qos` on or SL-to-VL tables from the routing engine,
+/// `opensm-sl2vl.dump` (the tables as the ports acknowledged them); when the engine assigned
+/// path SLs, `ibsm-path-sl.dump` (docs/dumps.md). Shared by `ibsm sim` and `ibsm run`.
 ///
 /// # Errors
 /// The directory or a file could not be written.
@@ -120,6 +122,24 @@ pub fn write_dump_files(dir: &Path, sm: &sm::Sm) -> Result<(), PersistError> {
             &dir.join("opensm-lfts.dump"),
             sm::dump::lfts_dump(subnet, l).as_bytes(),
         )?;
+    }
+    let routes = sm.routes();
+    if sm.config().qos.enabled || routes.is_some_and(|r| r.sl2vl.is_some()) {
+        let known = |n, i, o| sm.known_qos(n).and_then(|k| k.sl2vl(i, o));
+        write_atomic(
+            &dir.join("opensm-sl2vl.dump"),
+            sm::dump::sl2vl_dump(subnet, &known).as_bytes(),
+        )?;
+    }
+    if let Some(sls) = routes.and_then(|r| r.path_sl.as_ref()) {
+        // Quadratic in the end ports: streamed to a temporary file, then renamed.
+        let target = dir.join("ibsm-path-sl.dump");
+        let tmp = dir.join(".ibsm-path-sl.dump.tmp");
+        let f = File::create(&tmp).map_err(err("create", &tmp))?;
+        let mut w = io::BufWriter::new(f);
+        sm::dump::write_path_sl_dump(subnet, sls, &mut w).map_err(err("write", &tmp))?;
+        w.flush().map_err(err("write", &tmp))?;
+        fs::rename(&tmp, &target).map_err(err("rename", &target))?;
     }
     Ok(())
 }

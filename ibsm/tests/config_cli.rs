@@ -296,9 +296,12 @@ fn unknown_options_are_errors_with_hints() {
     let (opt, h) = hint(&["--routing_engin", "updn"]);
     assert_eq!(opt, "--routing_engin");
     assert_eq!(h, "did you mean --routing_engine?");
-    let (opt, h) = hint(&["-Q"]);
-    assert_eq!(opt, "-Q");
-    assert!(h.contains("--qos") && h.contains("not implemented"), "{h}");
+    let (opt, h) = hint(&["-P"]);
+    assert_eq!(opt, "-P");
+    assert!(
+        h.contains("--Pconfig") && h.contains("not implemented"),
+        "{h}"
+    );
     let (_, h) = hint(&["--sweep_interval", "5"]);
     assert!(h.contains("-s/--sweep"), "{h}");
     let (_, h) = hint(&["--sm_key", "5"]);

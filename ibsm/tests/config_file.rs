@@ -308,7 +308,7 @@ fn reconcile_applies_opensm_mkey_lease_rule_and_warns() {
 
 #[test]
 fn unsupported_opensm_keys_at_default_are_harmless_and_summarized() {
-    let f = parse("qos FALSE\nvl_stall_count 7\nqos_policy_file /etc/opensm/qos-policy.conf\nqos TRUE\nlmc 1\nbogus 1\n").unwrap();
+    let f = parse("babbling_port_policy FALSE\nvl_stall_count 7\nport_prof_ignore_file (null)\nbabbling_port_policy TRUE\nlmc 1\nbogus 1\n").unwrap();
     let w = &f.warnings;
     assert_eq!(w.len(), 5, "{w:?}");
     // `vl_stall_count 7` equals OpenSM's `0x07`.
@@ -316,13 +316,13 @@ fn unsupported_opensm_keys_at_default_are_harmless_and_summarized() {
     assert!(w[3].is_unsupported() && !w[3].is_harmless());
     let msg = w[3].to_string();
     assert!(
-        msg.contains("/etc/test.conf:4") && msg.contains("qos TRUE"),
+        msg.contains("/etc/test.conf:4") && msg.contains("babbling_port_policy TRUE"),
         "{msg}"
     );
     assert!(msg.contains("OpenSM's default: FALSE"), "{msg}");
     let lines = ibsm::config::summarize_warnings(w);
     assert_eq!(lines.len(), 3, "{lines:?}");
-    assert!(lines[0].contains("qos TRUE"));
+    assert!(lines[0].contains("babbling_port_policy TRUE"));
     assert!(lines[1].contains("bogus"));
     assert!(
         lines[2].starts_with("/etc/test.conf: 3 OpenSM option"),

@@ -44,6 +44,13 @@ fn defaults_match_opensm_for_every_shared_key() {
                 assert_eq!(defaults.get_key(key).unwrap(), "256");
                 continue;
             }
+            if key == "use_optimized_slvl" {
+                // The one-SMP-per-switch SL-to-VL form where the switch offers it (OpenSM:
+                // FALSE, one SMP per port pair).
+                assert_eq!(got, "FALSE");
+                assert_eq!(defaults.get_key(key).unwrap(), "TRUE");
+                continue;
+            }
             assert_eq!(
                 got,
                 defaults.get_key(key).unwrap(),
@@ -124,6 +131,7 @@ fn opensm_file_gives_no_unknown_key_warnings() {
         f.options,
         Options {
             max_wire_smps: 4,
+            use_optimized_slvl: false,
             ..Options::default()
         }
     );
@@ -142,7 +150,7 @@ fn opensm_file_gives_no_unknown_key_warnings() {
     // `cc_ca_cong_setting_*` appear once each; every other key once: each key not ours warns.
     let not_ours = in_file.iter().filter(|k| !ours.contains(k)).count();
     assert_eq!(unsupported, not_ours);
-    assert!(unsupported > 100, "{unsupported}");
+    assert!(unsupported > 80, "{unsupported}");
 }
 
 #[test]

@@ -133,3 +133,73 @@ fn k36_comes_up() {
     assert!(out.contains("(136048896 CA pairs"), "{out}");
     assert!(out.contains("credit loops     none"), "{out}");
 }
+
+/// `-Q` with a `qos_swe_sl2vl` of its own: the SM programs SL-to-VL on every port and
+/// `opensm-sl2vl.dump` shows what the ports acknowledged — switch rows the `qos_swe` table,
+/// CA rows OpenSM's default (SL 15 -> VL 7), both masked to the simulator's VL0-7. Without
+/// `-Q` (and minhop, which sets no tables) there is no such dump. A bad table is refused.
+#[test]
+fn qos_programs_sl2vl_and_dumps_it() {
+    let dir = tmp("qos");
+    let conf_dir = tmp("qos-conf");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    let conf = conf_dir.join("opensm.conf");
+    std::fs::write(&conf, "qos_swe_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15\n").unwrap();
+    let (code, out, err) = ibsm(&[
+        "sim",
+        "fat-tree:2,4",
+        "-Q",
+        "-F",
+        conf.to_str().unwrap(),
+        "--dump-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let dump = std::fs::read_to_string(dir.join("opensm-sl2vl.dump")).unwrap();
+    let (mut sw_rows, mut ca_rows) = (0, 0);
+    let mut in_switch = false;
+    for l in dump.lines() {
+        if l.starts_with("Switch ") {
+            in_switch = true;
+        } else if l.starts_with("Channel Adapter ") {
+            in_switch = false;
+        } else if !l.starts_with('#') && l.contains(':') {
+            let vls: Vec<&str> = l.split(':').nth(1).unwrap().split_whitespace().collect();
+            if in_switch {
+                assert_eq!(vls.join(","), "0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15", "{l}");
+                sw_rows += 1;
+            } else {
+                assert_eq!(vls.join(","), "0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7", "{l}");
+                ca_rows += 1;
+            }
+        }
+    }
+    // fat-tree:2,4: 2 spines, 4 leaves (4 ports each, all cabled), 8 CAs.
+    assert_eq!((sw_rows, ca_rows), (6 * 4 * 5, 8), "{dump}");
+
+    let dir = tmp("noqos");
+    let (code, out, _) = ibsm(&["sim", "fat-tree:2,4", "--dump-dir", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(dir.join("opensm-lfts.dump").exists());
+    assert!(!dir.join("opensm-sl2vl.dump").exists());
+
+    std::fs::write(&conf, "qos_sl2vl 1,2\n").unwrap();
+    let (code, _, err) = ibsm(&["sim", "fat-tree:2,4", "-Q", "-F", conf.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("qos_sl2vl") && err.contains("entries"),
+        "{err}"
+    );
+    // A policy file that does not parse is refused with its file and line.
+    let d = tmp("qos-policy");
+    std::fs::create_dir_all(&d).unwrap();
+    let pol = d.join("qos-policy.conf");
+    std::fs::write(
+        &pol,
+        "qos-levels\n  qos-level\n    sl: 99\n  end-qos-level\nend-qos-levels\n",
+    )
+    .unwrap();
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-Q", "-Y", pol.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("qos-policy.conf:3"), "{err}");
+}

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::error::{ConfigError, ConfigWarning, Origin};
-use super::keys::{self, Section, KEYS, NOT_IMPLEMENTED, OPENSM_KEYS};
+use super::keys::{self, Section, NOT_IMPLEMENTED, OPENSM_KEYS};
 use super::options::Options;
 
 /// The result of reading a config file: the options (the base with the file's keys applied)
@@ -61,7 +61,7 @@ pub fn parse_config_str(text: &str, file: &Path, base: Options) -> Result<Config
                     opensm_default: keys::opensm_default(key).map(str::to_string),
                 });
             } else {
-                let hint = keys::closest(key, KEYS.iter().map(|k| k.key))
+                let hint = keys::closest(key, keys::all_keys().map(|k| k.key))
                     .map(|k| format!("did you mean {k}?"));
                 warnings.push(ConfigWarning::UnknownKey {
                     origin: origin(),
@@ -129,7 +129,7 @@ pub fn write_default_config(options: &Options) -> String {
          # warning when set to anything but OpenSM's default; they are listed at the end.\n",
     );
     let mut section: Option<Section> = None;
-    for k in KEYS {
+    for k in keys::all_keys() {
         if section != Some(k.section) {
             section = Some(k.section);
             // `write!` to a String cannot fail.
@@ -204,7 +204,7 @@ impl Options {
 
     /// The names of every config-file key ibsm implements, in file order.
     pub fn keys() -> impl Iterator<Item = &'static str> {
-        KEYS.iter().map(|k| k.key)
+        keys::all_keys().map(|k| k.key)
     }
 
     /// The value of a config key in opensm.conf syntax (`TRUE`, `0x12`, `(null)`, …), or
@@ -225,7 +225,7 @@ impl Options {
         let Some(spec) = keys::spec(key) else {
             return Err(ConfigError::UnknownOption {
                 option: key.to_string(),
-                hint: keys::closest(key, KEYS.iter().map(|k| k.key))
+                hint: keys::closest(key, keys::all_keys().map(|k| k.key))
                     .map(|k| format!("did you mean {k}?")),
             });
         };

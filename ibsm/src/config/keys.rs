@@ -18,6 +18,7 @@ pub(crate) enum Section {
     Timing,
     Misc,
     PerfMgr,
+    Qos,
     Debug,
     Ibsm,
 }
@@ -32,6 +33,7 @@ impl Section {
             Section::Timing => "TIMING AND THREADING OPTIONS",
             Section::Misc => "MISC OPTIONS",
             Section::PerfMgr => "Performance Manager Options",
+            Section::Qos => "QoS OPTIONS",
             Section::Debug => "DEBUG FEATURES",
             Section::Ibsm => "IBSM OPTIONS (not in OpenSM)",
         }
@@ -856,6 +858,40 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "use_optimized_slvl",
+        section: Section::Misc,
+        doc: &[
+            "Use Optimized SLtoVLMapping programming if supported by device",
+            "(ibsm's default is TRUE: one SL-to-VL Set per switch instead of one per port pair)",
+        ],
+        get: |o| fmt_bool(o.use_optimized_slvl),
+        set: |o, v| {
+            o.use_optimized_slvl = boolean(v)?;
+            Ok(())
+        },
+    },
+    // ---------------- QoS ----------------
+    KeySpec {
+        key: "qos",
+        section: Section::Qos,
+        doc: &["Enable QoS setup"],
+        get: |o| fmt_bool(o.qos),
+        set: |o, v| {
+            o.qos = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "qos_policy_file",
+        section: Section::Qos,
+        doc: &["QoS policy file to be used"],
+        get: |o| o.qos_policy_file.display().to_string(),
+        set: |o, v| {
+            o.qos_policy_file = path(v)?;
+            Ok(())
+        },
+    },
     // ---------------- IBSM ----------------
     KeySpec {
         key: "cache_dir",
@@ -906,9 +942,179 @@ pub(crate) static KEYS: &[KeySpec] = &[
     },
 ];
 
+/// `qos_*_max_vls`: 1..=15, or 0 = not given.
+fn qos_max_vls(v: &str) -> Result<Option<u8>, String> {
+    u8_in(v, 0, 15)
+        .map(|n| (n != 0).then_some(n))
+        .map_err(|_| "0 (not given) or a VL count 1..=15".to_string())
+}
+
+/// `qos_*_high_limit`: 0..=255, or -1 = not given.
+fn qos_high_limit(v: &str) -> Result<Option<u8>, String> {
+    if v == "-1" {
+        return Ok(None);
+    }
+    u8_in(v, 0, 255)
+        .map(Some)
+        .map_err(|_| "-1 (not given) or 0..=255".to_string())
+}
+
+/// A `qos_*` table value: `(null)` = not given, else it must parse with `check`.
+fn qos_table<E: std::fmt::Display>(
+    v: &str,
+    check: fn(&str) -> Result<E, sm::qos::QosValueError>,
+    what: &str,
+) -> Result<Option<String>, String> {
+    if v.is_empty() || v == "(null)" {
+        return Ok(None);
+    }
+    check(v).map_err(|e| format!("{what}: {e}"))?;
+    Ok(Some(v.to_string()))
+}
+
+fn vlarb_check(v: &str) -> Result<String, sm::qos::QosValueError> {
+    sm::qos::parse_vlarb(v).map(|_| String::new())
+}
+
+fn sl2vl_check(v: &str) -> Result<String, sm::qos::QosValueError> {
+    sm::qos::parse_sl2vl(v).map(|_| String::new())
+}
+
+fn fmt_qos_u8(v: Option<u8>, unset: &str) -> String {
+    v.map_or_else(|| unset.to_string(), |n| n.to_string())
+}
+
+fn fmt_qos_text(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "(null)".to_string())
+}
+
+/// The five `qos_<prefix>{max_vls,high_limit,vlarb_high,vlarb_low,sl2vl}` keys of set `$i`
+/// of [`Options::qos_sets`].
+macro_rules! qos_set_keys {
+    ($i:literal, $doc:literal, $max_vls:literal, $high_limit:literal, $vlarb_high:literal,
+     $vlarb_low:literal, $sl2vl:literal) => {
+        [
+            KeySpec {
+                key: $max_vls,
+                section: Section::Qos,
+                doc: &[$doc, "Maximal VLs (0: not given)"],
+                get: |o| fmt_qos_u8(o.qos_sets[$i].max_vls, "0"),
+                set: |o, v| {
+                    o.qos_sets[$i].max_vls = qos_max_vls(v)?;
+                    Ok(())
+                },
+            },
+            KeySpec {
+                key: $high_limit,
+                section: Section::Qos,
+                doc: &["PortInfo:VLHighLimit (-1: not given)"],
+                get: |o| fmt_qos_u8(o.qos_sets[$i].high_limit, "-1"),
+                set: |o, v| {
+                    o.qos_sets[$i].high_limit = qos_high_limit(v)?;
+                    Ok(())
+                },
+            },
+            KeySpec {
+                key: $vlarb_high,
+                section: Section::Qos,
+                doc: &["High-priority VL arbitration table, VL:weight,... ((null): not given)"],
+                get: |o| fmt_qos_text(&o.qos_sets[$i].vlarb_high),
+                set: |o, v| {
+                    o.qos_sets[$i].vlarb_high =
+                        qos_table(v, vlarb_check, "up to 64 VL:weight entries")?;
+                    Ok(())
+                },
+            },
+            KeySpec {
+                key: $vlarb_low,
+                section: Section::Qos,
+                doc: &["Low-priority VL arbitration table, VL:weight,... ((null): not given)"],
+                get: |o| fmt_qos_text(&o.qos_sets[$i].vlarb_low),
+                set: |o, v| {
+                    o.qos_sets[$i].vlarb_low =
+                        qos_table(v, vlarb_check, "up to 64 VL:weight entries")?;
+                    Ok(())
+                },
+            },
+            KeySpec {
+                key: $sl2vl,
+                section: Section::Qos,
+                doc: &["SL-to-VL mapping, 16 VLs for SL0..15 ((null): not given)"],
+                get: |o| fmt_qos_text(&o.qos_sets[$i].sl2vl),
+                set: |o, v| {
+                    o.qos_sets[$i].sl2vl = qos_table(v, sl2vl_check, "16 VLs, one per SL")?;
+                    Ok(())
+                },
+            },
+        ]
+    };
+}
+
+/// The QoS keys (OpenSM's `QoS OPTIONS` section, in its order).
+static QOS_KEYS: [[KeySpec; 5]; 5] = [
+    qos_set_keys!(
+        0,
+        "QoS default options",
+        "qos_max_vls",
+        "qos_high_limit",
+        "qos_vlarb_high",
+        "qos_vlarb_low",
+        "qos_sl2vl"
+    ),
+    qos_set_keys!(
+        1,
+        "QoS CA options",
+        "qos_ca_max_vls",
+        "qos_ca_high_limit",
+        "qos_ca_vlarb_high",
+        "qos_ca_vlarb_low",
+        "qos_ca_sl2vl"
+    ),
+    qos_set_keys!(
+        3,
+        "QoS Switch Port 0 options",
+        "qos_sw0_max_vls",
+        "qos_sw0_high_limit",
+        "qos_sw0_vlarb_high",
+        "qos_sw0_vlarb_low",
+        "qos_sw0_sl2vl"
+    ),
+    qos_set_keys!(
+        4,
+        "QoS Switch external ports options",
+        "qos_swe_max_vls",
+        "qos_swe_high_limit",
+        "qos_swe_vlarb_high",
+        "qos_swe_vlarb_low",
+        "qos_swe_sl2vl"
+    ),
+    qos_set_keys!(
+        2,
+        "QoS Router ports options",
+        "qos_rtr_max_vls",
+        "qos_rtr_high_limit",
+        "qos_rtr_vlarb_high",
+        "qos_rtr_vlarb_low",
+        "qos_rtr_sl2vl"
+    ),
+];
+
+/// Every key ibsm implements, in `-c` order: [`KEYS`] with the QoS keys after `qos` and
+/// `qos_policy_file`.
+pub(crate) fn all_keys() -> impl Iterator<Item = &'static KeySpec> {
+    let qos_at = KEYS
+        .iter()
+        .position(|k| k.key == "qos_policy_file")
+        .map_or(KEYS.len(), |i| i + 1);
+    KEYS[..qos_at]
+        .iter()
+        .chain(QOS_KEYS.iter().flatten())
+        .chain(KEYS[qos_at..].iter())
+}
+
 /// Finds a key's entry.
 pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
-    KEYS.iter().find(|k| k.key == key)
+    all_keys().find(|k| k.key == key)
 }
 
 /// Keys of [`KEYS`] that ibsm reads and writes but does not act on yet: a value other than
@@ -917,6 +1123,9 @@ pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
 /// [`Options::not_implemented_warnings`]: super::Options::not_implemented_warnings
 pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
     "guid",
+    // Read and checked with -Q (a file that does not parse stops a one-shot run), but only
+    // the SA applies a QoS policy, and ibsm has no SA yet.
+    "qos_policy_file",
     "m_key_lease_period",
     "m_key_protection_level",
     "force_link_speed",

@@ -53,6 +53,29 @@ pub enum RoutingEngineId {
     Dfp2,
 }
 
+/// The `qos_*` key prefixes, in the order of [`Options::qos_sets`]: the default set, CA ports,
+/// router ports, switch port 0, switch external ports.
+pub const QOS_PREFIXES: [&str; 5] = ["qos_", "qos_ca_", "qos_rtr_", "qos_sw0_", "qos_swe_"];
+
+/// OpenSM's default `qos_policy_file`.
+pub const DEFAULT_QOS_POLICY_FILE: &str = "/etc/opensm/qos-policy.conf";
+
+/// One `qos_<prefix>*` set as written in the configuration (`None`: not given, OpenSM's
+/// `max_vls 0`, `high_limit -1`, `(null)`); the values were checked when set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QosTextSet {
+    /// `max_vls`, 1..=15.
+    pub max_vls: Option<u8>,
+    /// `high_limit`, 0..=255.
+    pub high_limit: Option<u8>,
+    /// `vlarb_high`.
+    pub vlarb_high: Option<String>,
+    /// `vlarb_low`.
+    pub vlarb_low: Option<String>,
+    /// `sl2vl`.
+    pub sl2vl: Option<String>,
+}
+
 impl RoutingEngineId {
     /// Every engine, in OpenSM's documentation order.
     pub const ALL: [RoutingEngineId; 13] = [
@@ -261,6 +284,20 @@ pub struct Options {
     /// `subnet_timeout`: PortInfo:SubnetTimeOut code, 0..=31. Default 18.
     pub subnet_timeout: u8,
 
+    // ---- QoS ----
+    /// `qos` (`-Q`): program SL-to-VL, VLArbitration and VLHighLimit from the `qos_*` sets.
+    /// Default FALSE.
+    pub qos: bool,
+    /// `qos_policy_file` (`-Y`): the QoS policy file, read when `qos` is TRUE. Default
+    /// `/etc/opensm/qos-policy.conf` (a missing file at the default path means no policy).
+    pub qos_policy_file: PathBuf,
+    /// The `qos_[ca_|rtr_|sw0_|swe_]*` sets, as given (text, validated when set), indexed
+    /// by [`QOS_PREFIXES`].
+    pub qos_sets: [QosTextSet; 5],
+    /// `use_optimized_slvl`: one all-ports SL-to-VL Set per switch where the switch allows.
+    /// Default TRUE (OpenSM: FALSE; see `sm::qos::QosConfig::use_optimized_slvl`).
+    pub use_optimized_slvl: bool,
+
     // ---- sweep ----
     /// `sweep_interval`: seconds between light sweeps; 0 disables sweeping. Default 10.
     pub sweep_interval: u32,
@@ -418,6 +455,10 @@ impl Default for Options {
             lmc: 0,
             packet_life_time: 0x12,
             max_op_vls: 5,
+            qos: false,
+            qos_policy_file: PathBuf::from(DEFAULT_QOS_POLICY_FILE),
+            qos_sets: Default::default(),
+            use_optimized_slvl: true,
             force_link_speed: 15,
             force_link_width: 255,
             subnet_timeout: 18,

@@ -8,7 +8,9 @@ use ibmad::PortNum;
 use sm::routing::{EngineOptions, OptionFile};
 use sm::SmConfig;
 
-use super::options::Options;
+use super::options::{Options, QosTextSet, DEFAULT_QOS_POLICY_FILE};
+use sm::qos::policy::QosPolicy;
+use sm::qos::{parse_sl2vl, parse_vlarb, QosConfig, QosOptions};
 
 /// OpenSM's stand-in for "unlimited" SMPs on the wire (`max_wire_smps 0`).
 const UNLIMITED_WIRE_SMPS: usize = 0x7fff_ffff;
@@ -65,6 +67,7 @@ impl Options {
             subnet_prefix: self.subnet_prefix,
             sweep_interval: Duration::from_secs(self.sweep_interval.into()),
             seed: self.scatter_ports.into(),
+            qos: self.qos_config(),
             ..SmConfig::default()
         }
     }
@@ -124,6 +127,7 @@ impl Options {
             nue_max_num_vls: self.nue_max_num_vls,
             nue_include_switches: self.nue_include_switches,
             torus_config: option_file(Some(&self.torus_config)),
+            qos: self.qos,
             ..EngineOptions::default()
         }
     }
@@ -146,7 +150,7 @@ impl Options {
                 &self.guid_routing_order_file,
             ),
         ];
-        files
+        let mut v: Vec<String> = files
             .iter()
             .filter_map(|(key, p)| {
                 let p = p.as_ref()?;
@@ -154,7 +158,61 @@ impl Options {
                     .err()
                     .map(|e| format!("{key} {}: {e}", p.display()))
             })
-            .collect()
+            .collect();
+        v.extend(self.qos_policy().err());
+        v
+    }
+}
+
+impl Options {
+    /// The QoS configuration: `qos`, the `qos_*` sets (checked when they were set, so they
+    /// parse), `use_optimized_slvl` and, with `qos` on, the policy file if it reads and
+    /// parses ([`Options::qos_policy_error`] says why not).
+    #[must_use]
+    pub fn qos_config(&self) -> QosConfig {
+        let set = |t: &QosTextSet| QosOptions {
+            max_vls: t.max_vls,
+            high_limit: t.high_limit,
+            vlarb_high: t.vlarb_high.as_deref().and_then(|v| parse_vlarb(v).ok()),
+            vlarb_low: t.vlarb_low.as_deref().and_then(|v| parse_vlarb(v).ok()),
+            sl2vl: t.sl2vl.as_deref().and_then(|v| parse_sl2vl(v).ok()),
+        };
+        let [default, ca, rtr, sw0, swe] = &self.qos_sets;
+        QosConfig {
+            enabled: self.qos,
+            default: set(default),
+            ca: set(ca),
+            rtr: set(rtr),
+            sw0: set(sw0),
+            swe: set(swe),
+            use_optimized_slvl: self.use_optimized_slvl,
+            policy: self.qos_policy().ok().flatten(),
+        }
+    }
+
+    /// The QoS policy file, read and parsed, when `qos` is on: `Ok(None)` when `qos` is off or
+    /// the file is absent at OpenSM's default path (OpenSM then runs without a policy).
+    ///
+    /// # Errors
+    /// `qos_policy_file (-Y) FILE: why` — unreadable, or the parser's error with its line.
+    pub fn qos_policy(&self) -> Result<Option<QosPolicy>, String> {
+        if !self.qos {
+            return Ok(None);
+        }
+        let p = &self.qos_policy_file;
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && p.as_os_str() == DEFAULT_QOS_POLICY_FILE =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(format!("qos_policy_file (-Y) {}: {e}", p.display())),
+        };
+        QosPolicy::parse(&text, &p.display().to_string())
+            .map(Some)
+            .map_err(|e| format!("qos_policy_file (-Y) {e}"))
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use ibmad::{Guid, MKey};
-use ibsm::config::{Options, RoutingEngineId, RoutingEngines, Transport};
+use ibsm::config::{Options, QosTextSet, RoutingEngineId, RoutingEngines, Transport};
 
 /// Options in which every config key differs from its default.
 pub fn perturbed() -> Options {
@@ -21,6 +21,16 @@ pub fn perturbed() -> Options {
         force_link_speed: 7,
         force_link_width: 3,
         subnet_timeout: 17,
+        qos: true,
+        qos_policy_file: PathBuf::from("/tmp/qos-policy.conf"),
+        qos_sets: std::array::from_fn(|i| QosTextSet {
+            max_vls: Some(8 + i as u8),
+            high_limit: Some(10 * i as u8),
+            vlarb_high: Some(format!("0:{},1:2", 1 + i)),
+            vlarb_low: Some(format!("2:{},3:4", 1 + i)),
+            sl2vl: Some(format!("{i},1,2,3,4,5,6,7,0,1,2,3,4,5,6,7")),
+        }),
+        use_optimized_slvl: false,
         sweep_interval: 30,
         reassign_lids: true,
         force_heavy_sweep: true,
