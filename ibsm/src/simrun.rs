@@ -629,7 +629,18 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         allow_credit_loops: args.allow_credit_loops,
         allow_no_pairs: args.allow_no_pairs,
     };
-    let verified = lfts.map(|l| sm::verify::verify(subnet, l));
+    // The live sweep's routes are judged with their VLs (VL engines, -Q); a failed sweep's
+    // snapshot keeps its LFTs only.
+    let live_routes = finished.is_none().then(|| d.sm.routes()).flatten();
+    let verified = match live_routes {
+        Some(r) => Some(sm::verify::verify_routes(
+            subnet,
+            r,
+            &d.sm.config().qos,
+            d.sm.config().max_op_vls,
+        )),
+        None => lfts.map(|l| sm::verify::verify(subnet, l)),
+    };
     let verdict = verified.as_ref().map(|v| v.verdict(engine, &policy));
     let check_time = check_start.elapsed();
     progress.finish();

@@ -37,6 +37,16 @@ usage: ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [op
   --root-guid-file F    root GUIDs for updn (with --routing)
   --lfts-file F         tables for the file engine (with --routing file)
   --scatter-ports N     scatter_ports seed (with --routing)
+  --vl                  judge credit loops on (link, VL) channels: the VL of each hop from
+                        the SL-to-VL tables, the SL from the path (automatic with --routing
+                        when the engine sets VLs or with -Q)
+  -Q, --qos             with --routing: QoS on, as ibsm run -Q (engines that need it run;
+                        ports get OpenSM's default qos_* SL-to-VL tables)
+  --vl-cap N            VLCap (1..=5, default 4 = VL0-7, as ibsim) of ports the topology
+                        gives none; OperationalVLs follow it
+  --sl2vl DUMP          with --lfts --vl: the tables, as opensm-sl2vl.dump (OpenSM's or ours)
+  --path-sl DUMP        with --lfts --vl: path SLs, as ibsm-path-sl.dump (default: SL 0)
+  --saquery FILE        with --lfts --vl: path SLs from saquery -p output (PathRecords)
   --allow-credit-loops  a credit loop is reported but does not fail
   --allow-no-pairs      a check of zero CA pairs does not fail
   --json                print the report as JSON
@@ -67,6 +77,18 @@ pub struct VerifyArgs {
     pub allow_credit_loops: bool,
     /// Accept a check of zero pairs.
     pub allow_no_pairs: bool,
+    /// The VL-aware credit-loop check.
+    pub vl: bool,
+    /// QoS on (with --routing).
+    pub qos: bool,
+    /// VLCap of ports without one (0 = the default, 4).
+    pub vl_cap: u8,
+    /// opensm-sl2vl.dump to read.
+    pub sl2vl: Option<String>,
+    /// ibsm-path-sl.dump to read.
+    pub path_sl: Option<String>,
+    /// saquery -p output to read.
+    pub saquery: Option<String>,
 }
 
 /// Parses the arguments after `verify`; `Ok(None)` = help.
@@ -90,6 +112,19 @@ pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
             "--json" => a.json = true,
             "--allow-credit-loops" => a.allow_credit_loops = true,
             "--allow-no-pairs" => a.allow_no_pairs = true,
+            "--vl" => a.vl = true,
+            "-Q" | "--qos" => a.qos = true,
+            "--vl-cap" => {
+                let v = val(key)?;
+                a.vl_cap = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=5).contains(n))
+                    .ok_or_else(|| format!("--vl-cap {v:?}: expected 1..=5"))?;
+            }
+            "--sl2vl" => a.sl2vl = Some(val(key)?),
+            "--path-sl" => a.path_sl = Some(val(key)?),
+            "--saquery" => a.saquery = Some(val(key)?),
             "--engine" => {
                 let v = val(key)?;
                 let known = crate::config::RoutingEngineId::from_name(&v).is_some() || v == "file";
@@ -127,6 +162,16 @@ pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
         (Some(_), Some(_)) => return Err("--lfts and --routing exclude each other".into()),
         _ => {}
     }
+    let vl_files = a.sl2vl.is_some() || a.path_sl.is_some() || a.saquery.is_some();
+    if vl_files && (a.routing.is_some() || !a.vl) {
+        return Err("--sl2vl, --path-sl and --saquery are for --lfts with --vl".into());
+    }
+    if a.path_sl.is_some() && a.saquery.is_some() {
+        return Err("--path-sl and --saquery exclude each other".into());
+    }
+    if a.qos && a.lfts.is_some() {
+        return Err("-Q is for --routing (a dump's tables come with --sl2vl)".into());
+    }
     if a.engine.is_some() && a.routing.is_some() {
         return Err(
             "--engine is for --lfts; with --routing the engine that routed is judged".into(),
@@ -162,7 +207,19 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         .map_err(|e| format!("topology {:?}: {e}", a.topology))?;
     progress.message("reading the tables");
     let mut s = subnet_from_topology(&t);
+    let vl_cap = if a.vl_cap == 0 { 4 } else { a.vl_cap };
+    for p in &mut s.ports {
+        if let Some(i) = p.info.as_mut() {
+            if i.vl_cap() == 0 {
+                i.set_vl_cap(vl_cap);
+            }
+            if i.operational_vls() == 0 {
+                i.set_operational_vls(i.vl_cap().min(5));
+            }
+        }
+    }
     let mut log = Vec::new();
+    let mut routes = None;
     let mut engine = a.engine.clone().unwrap_or_else(|| "dump".to_string());
     let lfts = if let Some(path) = &a.lfts {
         let dump = parse_lft_dump(&read(path)?).map_err(|e| format!("{path}: {e}"))?;
@@ -182,6 +239,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
             scatter_ports: a.scatter_ports,
             root_guid_file: option_file(&a.root_guid_file),
             lfts_file: option_file(&a.lfts_file),
+            qos: a.qos,
             ..EngineOptions::default()
         };
         let cfg = sm::SmConfig {
@@ -194,10 +252,27 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
             .map_err(|e| e.to_string())?;
         log = out.log;
         engine = out.engine.to_string();
-        out.routes.lfts
+        let l = out.routes.lfts.clone();
+        routes = Some(out.routes);
+        l
     };
     progress.message("verifying the tables");
-    let report = sm::verify::verify(&s, &lfts);
+    let report = match &routes {
+        Some(r) => {
+            let qos = sm::qos::QosConfig {
+                enabled: a.qos,
+                ..sm::qos::QosConfig::default()
+            };
+            let rep = sm::verify::verify_routes(&s, r, &qos, 5);
+            if a.vl && rep.vl.is_none() {
+                dump_vl_check(&s, &lfts, a, &mut log)?
+            } else {
+                rep
+            }
+        }
+        None if a.vl => dump_vl_check(&s, &lfts, a, &mut log)?,
+        None => sm::verify::verify(&s, &lfts),
+    };
     progress.finish();
     let verdict = report.verdict(
         &engine,
@@ -231,6 +306,54 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         t
     };
     Ok((text, verdict.passed()))
+}
+
+/// The VL-aware check of tables read from files: SL-to-VL from `--sl2vl` (every table VL 0
+/// without it, what ports hold before an SM writes them), path SLs from `--path-sl` or
+/// `--saquery` (SL 0 without).
+fn dump_vl_check(
+    s: &Subnet,
+    lfts: &sm::routing::Lfts,
+    a: &VerifyArgs,
+    log: &mut Vec<String>,
+) -> Result<sm::verify::Report, String> {
+    use sm::verify::vl::{PathSlSource, UniformSl, VlInputs, VlLimit};
+    let sl2vl = match &a.sl2vl {
+        Some(path) => {
+            let (t, unknown) =
+                sm::dump::parse_sl2vl_dump(s, &read(path)?).map_err(|e| format!("{path}: {e}"))?;
+            if unknown > 0 {
+                log.push(format!(
+                    "{path}: {unknown} port blocks name GUIDs the topology does not have (skipped)"
+                ));
+            }
+            t
+        }
+        None => sm::routing::vl::Sl2VlTables::new(s),
+    };
+    let map = match (&a.path_sl, &a.saquery) {
+        (Some(path), _) => {
+            Some(sm::dump::parse_path_sl_dump(&read(path)?).map_err(|e| format!("{path}: {e}"))?)
+        }
+        (None, Some(path)) => {
+            Some(sm::dump::parse_saquery_paths(&read(path)?).map_err(|e| format!("{path}: {e}"))?)
+        }
+        (None, None) => None,
+    };
+    let zero = UniformSl(0);
+    let path_sl: &dyn PathSlSource = match &map {
+        Some(m) => m,
+        None => &zero,
+    };
+    Ok(sm::verify::verify_with_vls(
+        s,
+        lfts,
+        &VlInputs {
+            sl2vl: &sl2vl,
+            path_sl,
+            limit: VlLimit::OperVls,
+        },
+    ))
 }
 
 fn fresh_lids(s: &mut Subnet) -> Result<(), String> {
@@ -296,6 +419,58 @@ mod tests {
         assert!(parse_args(&args("--topology x")).is_err());
         assert!(parse_args(&args("--topology x --lfts a --routing b")).is_err());
         assert!(parse_args(&args("--help")).unwrap().is_none());
+    }
+
+    /// `--vl` on stock OpenSM's own output (`-Q`, minhop, 2sw2path; sm/testdata/opensm): its
+    /// tables and SL-to-VL dump pass the VL-aware check; the same tables with every SL on
+    /// VL 15 (dropped) fail it; minhop's torus tables fail it on one VL as they fail the
+    /// one-VL check.
+    #[test]
+    fn vl_check_of_opensm_dumps() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../sm/testdata/opensm/2sw2path-qos"
+        );
+        let mk = |sl2vl: &str| VerifyArgs {
+            topology: format!("{dir}/net.txt"),
+            lfts: Some(format!("{dir}/opensm-lfts.dump")),
+            vl: true,
+            sl2vl: Some(sl2vl.to_string()),
+            ..VerifyArgs::default()
+        };
+        let (text, ok) = run(&mk(&format!("{dir}/opensm-sl2vl.dump"))).unwrap();
+        assert!(ok, "{text}");
+        assert!(text.contains("VL-aware credit loops"), "{text}");
+        assert!(text.contains("acyclic (deadlock-free)"), "{text}");
+        let tmp = std::env::temp_dir().join(format!("ibsm-verify-vl-{}", std::process::id()));
+        let orig = std::fs::read_to_string(format!("{dir}/opensm-sl2vl.dump")).unwrap();
+        let bad: String = orig
+            .lines()
+            .map(|l| match l.split_once(':') {
+                Some((ports, _)) if !l.starts_with('#') => {
+                    format!("{ports}:{}\n", " 15".repeat(16))
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(&tmp, bad).unwrap();
+        let (text, ok) = run(&mk(tmp.to_str().unwrap())).unwrap();
+        let _ = std::fs::remove_file(&tmp);
+        assert!(!ok, "{text}");
+        assert!(text.contains("map to VL 15 (dropped)"), "{text}");
+
+        let a = VerifyArgs {
+            topology: "torus:4,4".into(),
+            routing: Some("minhop".into()),
+            vl: true,
+            ..VerifyArgs::default()
+        };
+        let (text, ok) = run(&a).unwrap();
+        assert!(!ok, "{text}");
+        assert!(text.contains("CYCLE FOUND"), "{text}");
+        assert!(parse_args(&args("--topology t --routing minhop --sl2vl x --vl")).is_err());
+        assert!(parse_args(&args("--topology t --lfts l --sl2vl x")).is_err());
+        assert!(parse_args(&args("--topology t --lfts l -Q")).is_err());
     }
 
     #[test]

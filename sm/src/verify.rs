@@ -170,10 +170,13 @@ pub struct Report {
     pub cdg_channels: u64,
     /// Distinct dependencies (edges) of the CDG.
     pub cdg_dependencies: u64,
-    /// A CDG cycle, as the links that form it in order, if any.
+    /// A CDG cycle, as the links that form it in order, if any. After
+    /// [`verify_with_vls`] this is the VL-aware check's cycle (its links), not the one-VL one.
     pub credit_loop: Option<Vec<Channel>>,
     /// Balance.
     pub balance: Balance,
+    /// The VL-aware check ([`vl`]), when the tables were judged with their VLs.
+    pub vl: Option<vl::VlReport>,
 }
 
 impl Report {
@@ -227,13 +230,15 @@ impl Report {
             "credit loops: CDG of {} channels, {} dependencies: {}",
             self.cdg_channels,
             self.cdg_dependencies,
-            if self.credit_loop.is_some() {
-                "CYCLE FOUND"
-            } else {
-                "acyclic (deadlock-free on one VL)"
+            match (&self.vl, &self.credit_loop) {
+                (Some(_), _) => "judged on (link, VL) channels below",
+                (None, Some(_)) => "CYCLE FOUND",
+                (None, None) => "acyclic (deadlock-free on one VL)",
             }
         );
-        if let Some(c) = &self.credit_loop {
+        if let Some(v) = &self.vl {
+            s.push_str(&v.summary(subnet));
+        } else if let Some(c) = &self.credit_loop {
             for ch in c {
                 let _ = writeln!(s, "  {}", ch.describe(subnet));
             }
@@ -422,6 +427,13 @@ pub enum Failure {
         /// The engine promised deadlock freedom.
         promised: bool,
     },
+    /// The VL-aware check found routes sent onto VL 15 or beyond a port's OperationalVLs.
+    BadVl {
+        /// Hops onto VL 15.
+        dropped: u64,
+        /// Hops onto a VL the port does not operate.
+        beyond: u64,
+    },
 }
 
 impl std::fmt::Display for Failure {
@@ -449,6 +461,10 @@ impl std::fmt::Display for Failure {
             } => write!(
                 f,
                 "{pairs} CA pairs and {switch_pairs} CA-to-switch routes longer than the shortest path ({engine} promises shortest paths)"
+            ),
+            Failure::BadVl { dropped, beyond } => write!(
+                f,
+                "{dropped} route hops map to VL 15 (dropped) and {beyond} to a VL beyond the port's OperationalVLs"
             ),
             Failure::CreditLoop {
                 engine,
@@ -545,6 +561,16 @@ impl Report {
                 switch_pairs: r.switch_non_shortest,
             });
         }
+        if let Some(v) = self
+            .vl
+            .as_ref()
+            .filter(|v| v.dropped > 0 || v.beyond_oper_vls > 0)
+        {
+            failures.push(Failure::BadVl {
+                dropped: v.dropped,
+                beyond: v.beyond_oper_vls,
+            });
+        }
         let mut allowed_credit_loop = false;
         if let Some(c) = &self.credit_loop {
             if policy.allow_credit_loops {
@@ -564,6 +590,58 @@ impl Report {
             allowed_credit_loop,
         }
     }
+}
+
+/// [`verify`], with the credit-loop check done on (link, VL) channels ([`vl::verify_vl`]):
+/// [`Report::credit_loop`] is the VL-aware cycle, [`Report::vl`] the VL report (whose VL-15
+/// and beyond-OperationalVLs hops fail the verdict).
+#[must_use]
+pub fn verify_with_vls(subnet: &Subnet, lfts: &Lfts, inp: &vl::VlInputs<'_>) -> Report {
+    let mut rep = verify(subnet, lfts);
+    let v = vl::verify_vl(subnet, lfts, inp);
+    rep.credit_loop = v
+        .credit_loop
+        .as_ref()
+        .map(|c| c.iter().map(|&(ch, _)| ch).collect());
+    rep.vl = Some(v);
+    rep
+}
+
+/// The check the SM's routes deserve: with VL parts from the engine, or with `qos` on, the
+/// VL-aware one on the SL-to-VL tables the SM programs ([`crate::qos::program::programmed_sl2vl`])
+/// and the engine's path SLs (SL 0 where it assigns none), each port limited to its
+/// OperationalVLs; otherwise [`verify`].
+#[must_use]
+pub fn verify_routes(
+    subnet: &Subnet,
+    routes: &crate::routing::Routes,
+    qos: &crate::qos::QosConfig,
+    max_op_vls: u8,
+) -> Report {
+    let uses_vls = routes.path_sl.is_some() || routes.sl2vl.is_some() || qos.enabled;
+    if !uses_vls {
+        return verify(subnet, &routes.lfts);
+    }
+    let sl2vl = crate::qos::program::programmed_sl2vl(&crate::qos::program::PlanInputs {
+        cfg: qos,
+        max_op_vls,
+        subnet,
+        routes: Some(routes),
+    });
+    let zero = vl::UniformSl(0);
+    let path_sl: &dyn vl::PathSlSource = match &routes.path_sl {
+        Some(p) => p,
+        None => &zero,
+    };
+    verify_with_vls(
+        subnet,
+        &routes.lfts,
+        &vl::VlInputs {
+            sl2vl: &sl2vl,
+            path_sl,
+            limit: vl::VlLimit::OperVls,
+        },
+    )
 }
 
 /// Runs every check (see the module docs).
@@ -904,6 +982,7 @@ fn cdg_and_balance(subnet: &Subnet, lfts: &Lfts, hm: &HopMatrix) -> Report {
         cdg_channels,
         cdg_dependencies,
         credit_loop,
+        vl: None,
         balance: Balance {
             per_link,
             per_ca_port,

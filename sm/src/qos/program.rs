@@ -618,6 +618,31 @@ pub fn plan<'k>(
     out
 }
 
+/// Every SL-to-VL table the SM programs on this subnet ([`desired_sl2vl`] for every
+/// (input, output) pair of every QoS port), as the VL-aware check reads them
+/// ([`crate::verify::vl::VlInputs::sl2vl`]); pairs the SM leaves alone stay unset (VL 0).
+#[must_use]
+pub fn programmed_sl2vl(inp: &PlanInputs<'_>) -> crate::routing::vl::Sl2VlTables {
+    let s = inp.subnet;
+    let mut t = crate::routing::vl::Sl2VlTables::new(s);
+    for id in s.node_ids() {
+        let node = s.node(id);
+        for o in qos_ports(s, id) {
+            let ins: Vec<PortNum> = if node.is_switch() {
+                (0..=node.num_ports).map(PortNum).collect()
+            } else {
+                vec![o]
+            };
+            for i in ins {
+                if let Some(w) = desired_sl2vl(inp.cfg, inp.max_op_vls, s, inp.routes, id, i, o) {
+                    t.set(s, id, i, o, w);
+                }
+            }
+        }
+    }
+    t
+}
+
 /// What [`plan`] would send to a subnet whose tables are all unknown, as (SL-to-VL Sets,
 /// VLArbitration Sets).
 #[must_use]
