@@ -519,6 +519,45 @@ mod tests {
         assert!(text.contains("credit loops     none"), "{text}");
     }
 
+    /// issue 14: the VL engines come up in `ibsm sim` with `-Q` on a 2-D torus, route with no
+    /// fallback, program their SL-to-VL tables and pass the VL-aware check the verdict uses;
+    /// min-hop's tables with `-Q` still fail it (one VL per path, a credit loop).
+    #[test]
+    fn vl_engines_come_up_in_sim_and_pass_the_vl_check() {
+        use fabric_sim::topo::gen::SWITCH_GUID_BASE;
+        use sm::routing::torus::TorusConfig;
+        let sim = |engine: &str| {
+            let mut cfg = sm::SmConfig {
+                routing_engine: vec![engine.into()],
+                sweep_interval: std::time::Duration::ZERO,
+                ..sm::SmConfig::default()
+            };
+            cfg.qos.enabled = true;
+            cfg.engine_options.qos = true;
+            cfg.engine_options.torus_config = Some(OptionFile::from_text(
+                "torus-2QoS.conf",
+                &TorusConfig::for_grid([4, 4, 1], false, SWITCH_GUID_BASE),
+            ));
+            let args = crate::simrun::SimArgs::new("torus:4,4", cfg);
+            let mut out = Vec::new();
+            let o = crate::simrun::run(&args, &mut out).unwrap();
+            (o, String::from_utf8(out).unwrap())
+        };
+        for engine in ["lash", "dfsssp", "nue", "torus-2QoS"] {
+            let (o, text) = sim(engine);
+            assert!(o.up, "{engine}: {text}");
+            assert_eq!(o.engine, engine, "{text}");
+            let rep = o.verify.as_ref().unwrap();
+            let vl = rep.vl.as_ref().expect("judged with VLs");
+            assert!(vl.routes > 0, "{engine}");
+            assert!(vl.credit_loop.is_none(), "{engine}: {text}");
+            assert!(o.verdict.as_ref().unwrap().passed(), "{engine}: {text}");
+        }
+        let (o, text) = sim("minhop");
+        assert!(o.verify.as_ref().unwrap().vl.is_some(), "{text}");
+        assert!(!o.verdict.as_ref().unwrap().passed(), "{text}");
+    }
+
     #[test]
     fn judges_a_dump_written_by_our_own_dumper() {
         let t = Topology::generate("fat-tree:2,4").unwrap();
