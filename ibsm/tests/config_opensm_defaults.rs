@@ -150,7 +150,7 @@ fn opensm_file_gives_no_unknown_key_warnings() {
     // `cc_ca_cong_setting_*` appear once each; every other key once: each key not ours warns.
     let not_ours = in_file.iter().filter(|k| !ours.contains(k)).count();
     assert_eq!(unsupported, not_ours);
-    assert!(unsupported > 80, "{unsupported}");
+    assert!(unsupported > 60, "{unsupported}");
 }
 
 #[test]

@@ -537,7 +537,10 @@ fn not_implemented_keys_are_listed_and_warned_about() {
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("# NOT IMPLEMENTED BY IBSM"), "{text}");
     // An OpenSM key ibsm lacks, with OpenSM's default, and a key ibsm reads but ignores.
-    assert!(text.lines().any(|l| l == "# qos FALSE"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "# babbling_port_policy FALSE"),
+        "{text}"
+    );
     let sweep_on_trap = text.find("sweep_on_trap TRUE").unwrap();
     assert!(text[..sweep_on_trap].ends_with(
         "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: TRUE\n"
@@ -575,15 +578,18 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("qos TRUE\nsweep_on_trap FALSE\n");
-    assert!(err.contains("qos TRUE is not implemented"), "{err}");
+    let err = warnings_for("babbling_port_policy TRUE\nsweep_on_trap FALSE\n");
+    assert!(
+        err.contains("babbling_port_policy TRUE is not implemented"),
+        "{err}"
+    );
     assert!(
         err.contains("sweep_on_trap FALSE: not implemented by ibsm yet"),
         "{err}"
     );
-    let err = warnings_for("qos FALSE\nsweep_on_trap TRUE\n");
+    let err = warnings_for("babbling_port_policy FALSE\nsweep_on_trap TRUE\n");
     assert!(!err.contains("sweep_on_trap"), "{err}");
-    assert!(!err.contains("qos TRUE"), "{err}");
+    assert!(!err.contains("babbling_port_policy"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
