@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use ibmad::attr::{MftBlock, PortInfo, SwitchInfo};
-use ibmad::{Guid, MadMeta, Method, MgmtClass, NodeType, PortNum, PortState, Time};
+use ibmad::{Guid, MadMeta, MgmtClass, NodeType, PortNum, PortState, Time};
 use sma::pma::{Counter, CounterSet, CounterSource, Counters, Pma, PmaConfig};
 use sma::{Agent, ConfigError, Hardware, LinkEvent, LinkRequest, NodeConfig, PortConfig};
 
@@ -454,7 +454,6 @@ impl HostSma {
         let f = *self.hca.facts();
         let mut answer = [0u8; MAD_LEN];
         let class = MgmtClass(mad.get(1).copied().unwrap_or(0));
-        let method = Method(mad.get(3).copied().unwrap_or(0));
         if class == MgmtClass::PERF_MGMT {
             let regs = self.hca.regs();
             let mut src = RegCounters {
@@ -466,12 +465,14 @@ impl HostSma {
                 return Ok(());
             };
             answer.copy_from_slice(ibmad::zerocopy::IntoBytes::as_bytes(&reply.mad));
-        } else if matches!(method, Method::GET | Method::SET) && mad.len() == MAD_LEN {
-            answer.copy_from_slice(mad);
-            answer[3] = Method::GET_RESP.0;
-            answer[4..6].copy_from_slice(&0x000Cu16.to_be_bytes());
         } else {
-            return Ok(());
+            let Some(m) = mad.get(..MAD_LEN) else {
+                return Ok(());
+            };
+            answer.copy_from_slice(m);
+            if !ibmad::gmp::answer_unserved(&mut answer) {
+                return Ok(());
+            }
         }
         let Some(mut buf) = self.hca.alloc() else {
             tracing::warn!("GMP answer dropped: no buffer");

@@ -424,6 +424,22 @@ impl Repr {
     }
 }
 
+/// Rewrites the Get or Set request in `mad` into the GetResp a MAD layer owes a request no
+/// agent serves: status MethodAttrNotSupported (0x000C, IBA vol1 §13.4.7 Table 110), TID,
+/// attribute and data kept. Returns false, leaving `mad` alone, for anything shorter than a MAD
+/// header or another method (responses, Traps, Sends get no answer).
+pub fn answer_unserved(mad: &mut [u8]) -> bool {
+    let Ok((h, _)) = MadHeader::mut_from_prefix(mad) else {
+        return false;
+    };
+    if !matches!(Method(h.method), Method::GET | Method::SET) {
+        return false;
+    }
+    h.method = Method::GET_RESP.0;
+    h.status.set(Status::METHOD_ATTR_NOT_SUPPORTED.0);
+    true
+}
+
 /// A validated attribute value of a GMP class: the `Repr` half of STYLE P1 for attributes
 /// that travel in GMPs (the GMP twin of [`crate::AttrRepr`]).
 ///

@@ -49,9 +49,6 @@ impl CounterSource for NodeCounters<'_> {
     }
 }
 
-/// MAD status "method/attribute combination not supported" (IBA vol1 §13.4.7).
-const STATUS_METHOD_ATTR_NOT_SUPPORTED: u16 = 0x000C;
-
 impl Fabric {
     /// Delivers the GMP in `buf`, which reached `port` of node `n` and whose DLID is that end
     /// port's, to QP1 there (see the module documentation).
@@ -93,8 +90,8 @@ impl Fabric {
         if class == MgmtClass::PERF_MGMT {
             return self.answer_pma(n, &meta, port, buf);
         }
-        if matches!(method, Method::GET | Method::SET) {
-            return self.answer_unsupported(n, end_port, buf);
+        if ibmad::gmp::answer_unserved(&mut self.pool.slot_mut(buf).data) {
+            return self.send_gmp_reply(n, end_port, buf);
         }
         self.drop_buf(buf, DropReason::NoAgent, n, port);
     }
@@ -123,15 +120,6 @@ impl Fabric {
             .data
             .copy_from_slice(reply.mad.as_bytes());
         self.send_gmp_reply(n, meta.port.0, buf);
-    }
-
-    /// Turns the request in `buf` into its GetResp with status 0x000C and sends it back from
-    /// `end_port` of node `n`.
-    fn answer_unsupported(&mut self, n: u32, end_port: u8, buf: u32) {
-        let s = self.pool.slot_mut(buf);
-        s.data[3] = Method::GET_RESP.0;
-        s.data[4..6].copy_from_slice(&STATUS_METHOD_ATTR_NOT_SUPPORTED.to_be_bytes());
-        self.send_gmp_reply(n, end_port, buf);
     }
 
     /// Sends the answer now in `buf` (the request's slot, its bytes rewritten) back to the
