@@ -332,6 +332,16 @@ impl Sweep {
                             .and_then(|x| x.info)
                             .map_or(Lid::UNASSIGNED, |i| i.lid()),
                     };
+                    cx.events.log(
+                        Level::Verbose,
+                        format!(
+                            "SM {} at {}: {} with priority {}",
+                            info.guid(),
+                            addr.path,
+                            info.sm_state(),
+                            info.priority()
+                        ),
+                    );
                     cx.role.on_remote_sm(info, addr);
                 }
             }

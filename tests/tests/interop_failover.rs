@@ -7,6 +7,12 @@
 //!   sweep, every port keeps its LID and ibsm sends no LFT Set.
 //! - ibsm master, OpenSM standby: OpenSM polls ibsm and reads a rising ActCount; ibsm dies →
 //!   OpenSM takes over with the same LIDs.
+//! - Handover both ways: a higher-priority OpenSM started second gets the subnet by ibsm's
+//!   SMInfo Set HANDOVER (ibsm stands by and polls it, LIDs unchanged); a higher ibsm started
+//!   second is handed the subnet by OpenSM (whichever of the two sees the other first), with
+//!   never two masters. These run under our shim: OpenSM's trap 144 is retired by our
+//!   TrapRepress only where a TrapRepress completes the trap's send, as the kernel's ib_mad
+//!   does; under umad2sim the trap stays outstanding and OpenSM never finishes a sweep.
 //!
 //! Skipped loudly when the peers are missing, unless `IBSM_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -33,6 +39,8 @@ struct Ibsm {
     sent: HashMap<(u8, u16), u64>,
     /// ActCount of every SMInfo GetResp it sent (answers to OpenSM's polls).
     act_counts: Vec<u32>,
+    /// SMInfo Sets received, by attribute modifier (HANDOVER 1, ACKNOWLEDGE 2, …).
+    sminfo_sets: HashMap<u32, u64>,
     events: Vec<sm::Event>,
 }
 
@@ -48,6 +56,7 @@ impl Ibsm {
             sm: sm::Sm::new(cfg).unwrap(),
             sent: HashMap::new(),
             act_counts: Vec::new(),
+            sminfo_sets: HashMap::new(),
             events: Vec::new(),
         }
     }
@@ -63,6 +72,11 @@ impl Ibsm {
         let f = server.fabric_mut();
         let now = f.now();
         while let Ok(Some((meta, len))) = f.sm_recv(self.h, &mut buf) {
+            if let Ok(smp) = Smp::ref_from_bytes(&buf[..len]) {
+                if smp.method() == Method::SET && smp.attr() == SmpAttrId::SM_INFO {
+                    *self.sminfo_sets.entry(smp.attr_mod.get()).or_default() += 1;
+                }
+            }
             self.sm.handle_mad(now, &meta, &buf[..len]);
         }
         if self.sm.poll_timeout().is_some_and(|t| t <= now) {
@@ -304,4 +318,157 @@ fn opensm_stands_by_polls_ibsm_and_takes_over_with_the_same_lids() {
         );
     }
     assert_eq!(lids(&server), before, "the same LIDs under OpenSM");
+}
+
+/// The last SM state OpenSM's log reports ("Entering MASTER state" and so on), if any.
+fn opensm_state(log: &std::path::Path) -> Option<&'static str> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    ["MASTER", "STANDBY", "DISCOVERING", "NOT-ACTIVE"]
+        .into_iter()
+        .filter_map(|s| text.rfind(&format!("Entering {s} state")).map(|at| (at, s)))
+        .max()
+        .map(|(_, s)| s)
+}
+
+#[test]
+fn a_higher_opensm_started_second_takes_over_from_ibsm_by_handover() {
+    let test = "handover_to_opensm";
+    // OpenSM's trap 144 and its retirement by our TrapRepress need the kernel's ib_mad
+    // behaviour (a TrapRepress completes the trap's send; sends time out): umad2sim has
+    // neither, so under it OpenSM waits for ever on the trap and never finishes a sweep.
+    umad::testutil::set_current_shim(umad::testutil::Shim::Ibsm);
+    if !peers(test) {
+        return;
+    }
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    let fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let mut server = IbsimServer::bind(fabric, &sock_name()).unwrap();
+    let ca = topo.nodes_of_type(NodeType::CA).last().unwrap();
+    let mut ibsm = Ibsm::start(&mut server, ca, ibsm_cfg(3));
+    ibsm.turn_until(&mut server, Duration::from_secs(20), "up", |s| s.sm.is_up());
+    let before = lids(&server);
+
+    let dir = TempDir::new(test).unwrap();
+    let client = Served::client_of(&server);
+    let conf = opensm_conf(dir.path());
+    let (_opensm, log) = spawn_opensm(
+        &client,
+        dir.path(),
+        "opensm.log",
+        &["-p", "14", "-F", &conf],
+    );
+    // ibsm hands over (SMInfo Set HANDOVER) and stands by; OpenSM is master.
+    ibsm.turn_until(&mut server, Duration::from_secs(30), "standby", |s| {
+        s.sm.role() == sm::Role::Standby
+    });
+    let start = Instant::now();
+    while opensm_state(&log) != Some("MASTER")
+        || !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("SUBNET UP")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "OpenSM did not take over: {:#?}",
+            &ibsm.events[ibsm.events.len().saturating_sub(12)..]
+        );
+        ibsm.turn(&mut server);
+        if opensm_state(&log) == Some("MASTER") {
+            assert_ne!(ibsm.sm.role(), sm::Role::Master, "two masters");
+        }
+    }
+    assert!(
+        ibsm.sent(Method::SET, SmpAttrId::SM_INFO) >= 1,
+        "HANDOVER sent"
+    );
+    // ibsm now polls OpenSM, and stays standing by.
+    let polls = ibsm.sent(Method::GET, SmpAttrId::SM_INFO);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        ibsm.turn(&mut server);
+        assert_eq!(ibsm.sm.role(), sm::Role::Standby);
+    }
+    assert!(ibsm.sent(Method::GET, SmpAttrId::SM_INFO) > polls);
+    assert_eq!(
+        ibsm.sm.role_machine().master().map(|m| m.priority),
+        Some(14)
+    );
+    assert_eq!(opensm_state(&log), Some("MASTER"));
+    assert_eq!(lids(&server), before, "the same LIDs under OpenSM");
+}
+
+#[test]
+fn a_higher_ibsm_started_second_takes_over_from_opensm_by_handover() {
+    let test = "handover_from_opensm";
+    // OpenSM's trap 144 and its retirement by our TrapRepress need the kernel's ib_mad
+    // behaviour (a TrapRepress completes the trap's send; sends time out): umad2sim has
+    // neither, so under it OpenSM waits for ever on the trap and never finishes a sweep.
+    umad::testutil::set_current_shim(umad::testutil::Shim::Ibsm);
+    if !peers(test) {
+        return;
+    }
+    let topo = Topology::generate("fat-tree:2,4").unwrap();
+    let fabric = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let mut server = IbsimServer::bind(fabric, &sock_name()).unwrap();
+    let dir = TempDir::new(test).unwrap();
+    let client = Served::client_of(&server);
+    let conf = opensm_conf(dir.path());
+    let (_opensm, log) = spawn_opensm(&client, dir.path(), "opensm.log", &["-p", "3", "-F", &conf]);
+    wait_for_log(&log, "SUBNET UP", Duration::from_secs(30), &mut server);
+    let before = lids(&server);
+
+    let ca = topo.nodes_of_type(NodeType::CA).last().unwrap();
+    let mut ibsm = Ibsm::start(&mut server, ca, ibsm_cfg(14));
+    // Whichever sees the other first, OpenSM hands over to the higher ibsm: either ibsm stands
+    // by, finds its master lower (trap 144) and is handed over to (then acknowledges), or
+    // OpenSM's own sweep finds ibsm discovering with a higher priority and hands over at once
+    // (IBA C14-60.1.1; OpenSM's state_mgr_get_highest_sm) — ibsm, DISCOVERING, re-sweeps and
+    // is elected. Either way a HANDOVER comes from OpenSM and there is never a second master.
+    let start = Instant::now();
+    while !(ibsm.sm.role() == sm::Role::Master && ibsm.sm.is_up()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "ibsm master within 30 s: {:#?}",
+            ibsm.events
+        );
+        ibsm.turn(&mut server);
+        if ibsm.sm.role() == sm::Role::Master && ibsm.sm.is_up() {
+            break;
+        }
+    }
+    assert!(
+        ibsm.sminfo_sets.get(&1).copied().unwrap_or(0) >= 1,
+        "HANDOVER received from OpenSM: {:?}\n{:#?}",
+        ibsm.sminfo_sets,
+        ibsm.events
+    );
+    let via_standby = ibsm.events.iter().any(|e| {
+        matches!(
+            e,
+            sm::Event::RoleChanged {
+                from: sm::Role::Standby,
+                to: sm::Role::Master,
+                cause: sm::role::RoleCause::SetFrom { .. },
+            }
+        )
+    });
+    if via_standby {
+        assert!(
+            ibsm.sent(Method::SET, SmpAttrId::SM_INFO) >= 1,
+            "ACKNOWLEDGE sent"
+        );
+    }
+    wait_for_log(
+        &log,
+        "Entering STANDBY state",
+        Duration::from_secs(5),
+        &mut server,
+    );
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        ibsm.turn(&mut server);
+        assert_eq!(ibsm.sm.role(), sm::Role::Master);
+    }
+    assert_eq!(opensm_state(&log), Some("STANDBY"));
+    assert_eq!(lids(&server), before, "the same LIDs under ibsm");
 }
