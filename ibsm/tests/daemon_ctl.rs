@@ -29,6 +29,30 @@ fn heavy_sweeps(status: &str) -> u64 {
         .unwrap()
 }
 
+/// The CapabilityMask of Switch1's port 0 (where the daemon runs: the first port of the file),
+/// read by `smpquery` from Hca2 by directed route (Hca2 → Switch2 → Switch1), so it does not
+/// depend on the SM's LIDs.
+fn sm_port_capmask(sim: &IbsimGuard, dir: &Path) -> u32 {
+    let out = sim
+        .client("smpquery", dir)
+        .env("SIM_HOST", "Hca2")
+        .args(["-D", "portinfo", "0,1,3", "0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let hex = text
+        .lines()
+        .find_map(|l| l.strip_prefix("CapMask:"))
+        .map(|v| v.trim_start_matches('.'))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.strip_prefix("0x"))
+        .unwrap_or_else(|| panic!("no CapMask in smpquery output: {text}"));
+    u32::from_str_radix(hex, 16).unwrap()
+}
+
+/// PortInfo.CapabilityMask.IsSM (IBA vol1 §14.2.5.6, bit 1).
+const IS_SM: u32 = 1 << 1;
+
 fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")
         .args(["-s", sig, &pid.to_string()])
@@ -187,7 +211,13 @@ fn daemon_is_a_controllable_service() {
         t.contains("log file reopened (SIGUSR1)").then_some(t)
     });
 
-    // SIGTERM: a clean exit, the socket gone.
+    // SIGTERM: a clean exit, the socket gone, IsSM cleared on the SM's port (issue 12: a dead
+    // SM must not stay registered, or the next trap goes to it).
+    assert_ne!(
+        sm_port_capmask(&sim, d) & IS_SM,
+        0,
+        "IsSM set while running"
+    );
     signal(pid, "TERM");
     let mut child = daemon.0.take().unwrap();
     let t = Instant::now();
@@ -202,6 +232,11 @@ fn daemon_is_a_controllable_service() {
     assert!(!sock.exists(), "control socket left behind");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("exiting on SIGTERM"), "{text}");
+    assert_eq!(
+        sm_port_capmask(&sim, d) & IS_SM,
+        0,
+        "IsSM left set after SIGTERM"
+    );
 }
 
 /// [`daemon_is_a_controllable_service`] with `ibsm run` and its clients under
