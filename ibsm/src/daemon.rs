@@ -431,10 +431,12 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                         sm.sm_lid(),
                         sm::perfmgr::targets(sm.subnet(), pm.config().ignore_cas),
                     );
+                    // This sweep's figures come in its HeavySweepDone line; these are the
+                    // daemon's totals since it started.
                     log.line(
                         Level::Info,
                         &format!(
-                            "SUBNET UP after {:.3} s: {sent} SMPs sent, {received} MADs received",
+                            "SUBNET UP ({:.3} s after start): {sent} SMPs sent, {received} MADs received since start",
                             epoch.elapsed().as_secs_f64()
                         ),
                     );

@@ -511,6 +511,7 @@ mod tests {
             timed_out: 1,
             skipped: 0,
             elapsed: std::time::Duration::from_millis(5),
+            ..PhaseStats::default()
         };
         m.phase_done(Phase::Discovery, &st);
         m.phase_done(Phase::LightSweep, &st);

@@ -92,6 +92,118 @@ pub struct PhaseStats {
     pub skipped: u64,
     /// (Virtual) time from the phase's start to its end.
     pub elapsed: Duration,
+    /// Sets put on the wire (first attempts), by attribute.
+    pub sets: SetCounts,
+}
+
+impl PhaseStats {
+    /// Adds `o`'s counters (and time) to these.
+    pub fn add(&mut self, o: &PhaseStats) {
+        self.smps += o.smps;
+        self.retried += o.retried;
+        self.timed_out += o.timed_out;
+        self.skipped += o.skipped;
+        self.elapsed += o.elapsed;
+        self.sets.add(&o.sets);
+    }
+}
+
+/// Sets sent, by attribute: what a sweep changed in the fabric.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetCounts {
+    /// PortInfo.
+    pub port_info: u64,
+    /// SwitchInfo.
+    pub switch_info: u64,
+    /// LinearForwardingTable blocks.
+    pub lft: u64,
+    /// MulticastForwardingTable blocks.
+    pub mft: u64,
+    /// P_KeyTable blocks.
+    pub pkey: u64,
+    /// SLtoVLMappingTable.
+    pub sl2vl: u64,
+    /// VLArbitrationTable.
+    pub vlarb: u64,
+    /// SMInfo (HANDOVER, ACKNOWLEDGE, …).
+    pub sm_info: u64,
+    /// Any other attribute.
+    pub other: u64,
+}
+
+impl SetCounts {
+    /// Counts one Set of `attr`.
+    pub fn count(&mut self, attr: ibmad::SmpAttrId) {
+        use ibmad::SmpAttrId as A;
+        let c = match attr {
+            A::PORT_INFO => &mut self.port_info,
+            A::SWITCH_INFO => &mut self.switch_info,
+            A::LINEAR_FT => &mut self.lft,
+            A::MULTICAST_FT => &mut self.mft,
+            A::P_KEY_TABLE => &mut self.pkey,
+            A::SL_TO_VL_TABLE => &mut self.sl2vl,
+            A::VL_ARB_TABLE => &mut self.vlarb,
+            A::SM_INFO => &mut self.sm_info,
+            _ => &mut self.other,
+        };
+        *c += 1;
+    }
+
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &SetCounts) {
+        self.port_info += o.port_info;
+        self.switch_info += o.switch_info;
+        self.lft += o.lft;
+        self.mft += o.mft;
+        self.pkey += o.pkey;
+        self.sl2vl += o.sl2vl;
+        self.vlarb += o.vlarb;
+        self.sm_info += o.sm_info;
+        self.other += o.other;
+    }
+
+    /// All Sets.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.port_info
+            + self.switch_info
+            + self.lft
+            + self.mft
+            + self.pkey
+            + self.sl2vl
+            + self.vlarb
+            + self.sm_info
+            + self.other
+    }
+}
+
+impl core::fmt::Display for SetCounts {
+    /// `PortInfo 32, LFT 26` (attributes with no Set left out; `none` if there is none).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let all = [
+            ("PortInfo", self.port_info),
+            ("SwitchInfo", self.switch_info),
+            ("LFT", self.lft),
+            ("MFT", self.mft),
+            ("P_KeyTable", self.pkey),
+            ("SL2VL", self.sl2vl),
+            ("VLArb", self.vlarb),
+            ("SMInfo", self.sm_info),
+            ("other", self.other),
+        ];
+        let mut first = true;
+        for (name, n) in all.into_iter().filter(|&(_, n)| n > 0) {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            write!(f, "{name} {n}")?;
+        }
+        if first {
+            f.write_str("none")?;
+        }
+        Ok(())
+    }
 }
 
 /// Something the SM reports.
@@ -174,6 +286,17 @@ pub enum Event {
     },
     /// Every reachable linked port is Active ("SUBNET UP").
     SubnetUp,
+    /// A heavy sweep ended — up (followed by [`Event::SubnetUp`]) or not (followed by
+    /// [`Event::SweepFailed`]) — with its own figures: time from its start, SMPs, and Sets by
+    /// attribute (what it changed in the fabric).
+    HeavySweepDone {
+        /// Its number (1 = the first heavy sweep).
+        sweep: u64,
+        /// It brought the subnet up.
+        up: bool,
+        /// Its counters, all phases added; `elapsed` from its start to its end.
+        stats: PhaseStats,
+    },
     /// Another SM outranks this one (IBA vol1 §14.4.1.1): this SM stays in STANDBY and does
     /// not program the subnet; it rediscovers at every sweep interval.
     Standby {
@@ -291,6 +414,18 @@ impl Event {
                 format!("SMInfo Get to {dr_path} got no answer; ignoring that SM"),
             ),
             Event::SubnetUp => (Level::Info, "SUBNET UP".to_string()),
+            Event::HeavySweepDone { sweep, up, stats } => (
+                Level::Info,
+                format!(
+                    "heavy sweep {sweep} {} in {:.3} s: {} SMPs ({} retried, {} timed out); Sets: {}",
+                    if *up { "done" } else { "failed" },
+                    stats.elapsed.as_secs_f64(),
+                    stats.smps,
+                    stats.retried,
+                    stats.timed_out,
+                    stats.sets
+                ),
+            ),
             Event::Standby {
                 master,
                 priority,

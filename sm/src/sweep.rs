@@ -97,6 +97,9 @@ pub(crate) struct Sweep {
     phase: Phase,
     phase_start: Time,
     history: Vec<(Phase, PhaseStats)>,
+    /// When the current heavy sweep began, and its counters so far (every phase of it).
+    heavy_began: Time,
+    heavy_stats: PhaseStats,
     disc: Discovery,
     guid2lid: Guid2Lid,
     routes: Option<Routes>,
@@ -127,6 +130,8 @@ impl Sweep {
             phase: Phase::Discovery,
             phase_start: Time::ZERO,
             history: Vec::new(),
+            heavy_began: Time::ZERO,
+            heavy_stats: PhaseStats::default(),
             disc,
             guid2lid: Guid2Lid::new(),
             routes: None,
@@ -470,6 +475,9 @@ impl Sweep {
         let mut stats = cx.txn.take_stats();
         stats.elapsed = now.saturating_since(self.phase_start);
         self.history.push((self.phase, stats));
+        if self.phase != Phase::LightSweep {
+            self.heavy_stats.add(&stats);
+        }
         cx.events.push(Event::PhaseDone {
             phase: self.phase,
             stats,
@@ -526,6 +534,8 @@ impl Sweep {
         cx.timers.stop(Timer::TrapSweep);
         cx.timers.stop(Timer::Compute);
         self.heavy_sweeps += 1;
+        self.heavy_began = now;
+        self.heavy_stats = PhaseStats::default();
         self.errors = SweepErrors::default();
         self.lfts_programmed = false;
         cx.role.begin_election(cx.timers);
@@ -542,7 +552,19 @@ impl Sweep {
         cx.txn.submit(first);
     }
 
+    /// The heavy sweep's own figures (not the daemon's totals), before its outcome.
+    fn report_heavy(&mut self, now: Time, up: bool, cx: &mut Ctx<'_>) {
+        let mut stats = self.heavy_stats;
+        stats.elapsed = now.saturating_since(self.heavy_began);
+        cx.events.push(Event::HeavySweepDone {
+            sweep: self.heavy_sweeps,
+            up,
+            stats,
+        });
+    }
+
     fn fail_sweep(&mut self, now: Time, reason: SweepFailure, cx: &mut Ctx<'_>) {
+        self.report_heavy(now, false, cx);
         cx.events.push(Event::SweepFailed { reason });
         self.stage = Stage::Idle;
         self.up = false;
@@ -848,6 +870,7 @@ impl Sweep {
                 Level::Info,
                 format!("{linked} linked ports and {mgmt} switch ports 0 Active"),
             );
+            self.report_heavy(now, true, cx);
             cx.events.push(Event::SubnetUp);
             cx.role.master_sweep_done();
             cx.arm_sweep(now);

@@ -318,6 +318,8 @@ impl Engine {
             self.stats.smps += 1;
             if txn.attempts > 1 {
                 self.stats.retried += 1;
+            } else if txn.req.method == ibmad::Method::SET {
+                self.stats.sets.count(txn.req.attr);
             }
             self.deadlines
                 .push_back((now + self.timeout, tid, txn.attempts));

@@ -692,3 +692,69 @@ fn a_failed_sweep_is_readable_before_the_resweep_starts() {
         "the sweep, two immediate re-sweeps, then the SM waits"
     );
 }
+
+/// Issue 12 (logs): each heavy sweep reports its own figures — its SMPs (all its phases, not
+/// the total since start), its time from its own start, and its Sets by attribute.
+#[test]
+fn every_heavy_sweep_reports_its_own_smps_and_sets() {
+    let (mut f, _) = f_disc();
+    let mut sm = Sm::new(cfg()).unwrap();
+    let mut now = Time::ZERO;
+    let first = drive(&mut sm, &mut f, &mut now, Time::from_millis(60_000));
+    let done = |ev: &[Event]| {
+        ev.iter()
+            .find_map(|e| match e {
+                Event::HeavySweepDone { sweep, up, stats } => Some((*sweep, *up, *stats)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let phase_smps = |ev: &[Event]| -> u64 {
+        ev.iter()
+            .map(|e| match e {
+                Event::PhaseDone { phase, stats } if *phase != Phase::LightSweep => stats.smps,
+                _ => 0,
+            })
+            .sum()
+    };
+    let (n1, up1, s1) = done(&first);
+    assert_eq!((n1, up1), (1, true));
+    assert_eq!(s1.smps, phase_smps(&first));
+    assert_eq!(
+        s1.sets.total(),
+        f.sets_seen,
+        "every Set the fabric saw, counted once"
+    );
+    assert!(s1.sets.port_info > 0 && s1.sets.lft > 0, "{:?}", s1.sets);
+    assert!(s1.elapsed > std::time::Duration::ZERO);
+    let line = Event::HeavySweepDone {
+        sweep: n1,
+        up: up1,
+        stats: s1,
+    }
+    .log_line()
+    .unwrap()
+    .1;
+    assert!(line.starts_with("heavy sweep 1 done in "), "{line}");
+    assert!(
+        line.contains(&format!("PortInfo {}", s1.sets.port_info)),
+        "{line}"
+    );
+
+    sm.handle_command(now, Command::HeavySweep);
+    let second = drive(&mut sm, &mut f, &mut now, Time::from_millis(120_000));
+    let (n2, up2, s2) = done(&second);
+    assert_eq!((n2, up2), (2, true));
+    assert_eq!(s2.smps, phase_smps(&second), "not cumulative");
+    assert!(s2.smps < s1.smps);
+    assert_eq!(s2.sets.total(), 0, "{:?}", s2.sets);
+    assert!(Event::HeavySweepDone {
+        sweep: n2,
+        up: up2,
+        stats: s2
+    }
+    .log_line()
+    .unwrap()
+    .1
+    .ends_with("Sets: none"));
+}
