@@ -8,10 +8,12 @@
 //!
 //! Besides the SM's QP0 agents the port registers the SA class agent (SubnAdm version 2 on
 //! QP1, with RMPP): the master SM hosts the SA, and every SubnAdm request to its port goes to
-//! [`sm::sa::Sa`], which until the SA exists answers it with the IBA status for an unsupported
-//! method/attribute. Registering the class also keeps ibsim's shim alive: it forwards every
-//! request ibsim does not answer itself to the SM's process and dereferences a null agent for
-//! a class nobody registered.
+//! [`sm::sa::Sa`]. The loop hands the SA every new snapshot the SM builds at SUBNET UP
+//! ([`sm::Sm::sa_snapshot`]) and whether the SM is master with the subnet up; the SA's answers
+//! go out as they are (a GetTableResp as one long MAD where the transport does RMPP: the
+//! kernel, `libibsm_umad.so`). Registering the class also keeps ibsim's shim alive: it
+//! forwards every request ibsim does not answer itself to the SM's process and dereferences a
+//! null agent for a class nobody registered.
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -272,7 +274,12 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     let now = || Time(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
     // Large enough for an RMPP-reassembled SA request where the kernel does RMPP.
     let mut buf = vec![0u8; port.caps().max_mad_len];
-    let mut sa = sm::sa::Sa::new();
+    let caps = port.caps();
+    let mut sa = sm::sa::Sa::with_config(sm::sa::SaConfig {
+        sa_key: opts.sa_key,
+        transport_rmpp: caps.rmpp,
+        max_mad_len: caps.max_mad_len,
+    });
     let mut pm = PerfMgr::new(opts.perfmgr_config());
     pm.set_enabled(opts.perfmgr);
     let (mut sent, mut received) = (0u64, 0u64);
@@ -469,6 +476,14 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 _ => {}
             }
         }
+        // The SA answers from the last subnet brought up, while this SM is master.
+        if let Some(snap) = sm.sa_snapshot() {
+            sa.set_snapshot(snap.clone());
+        }
+        sa.set_serving(sm::sa::Serving {
+            master: sm.role() == sm::Role::Master,
+            up: sm.is_up(),
+        });
         let t = now();
         let due = match (sm.poll_timeout(), pm.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -487,7 +502,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     if mad.get(1) == Some(&MgmtClass::PERF_MGMT.0) {
                         pm.handle_mad(now(), &meta, mad);
                     } else if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
-                        if let Some(r) = sa.handle_mad(&meta, mad) {
+                        let t = now();
+                        sa.handle_mad(t, &meta, mad);
+                        while let Some(r) = sa.poll_transmit(t) {
                             if let Err(e) = port.send(&r.meta, &r.mad) {
                                 log.line(Level::Verbose, &format!("SA answer not sent: {e}"));
                             }

@@ -4,11 +4,14 @@
 //! the SM's process on the destination port, and the shim's receiver dereferences a null
 //! agent for a class nobody registered there: before the daemon registered SubnAdm, one
 //! `saquery` killed `ibsm run` with SIGSEGV. Now the daemon registers the SA class agent and
-//! answers every SA request with the IBA status for an unsupported method/attribute (0x000C):
+//! its SA answers:
 //!
-//! * `saquery` (GetTable NodeRecord, Get ClassPortInfo, GetTable PathRecord) and
-//!   `osmtest -f c` (the inventory flow: GetTable of every record type) against the ibsm master
-//!   fail with an error naming the status, quickly (an answer, not a timeout);
+//! * `saquery NR` (GetTable NodeRecord) returns the NodeRecord of every end port, LIDs and
+//!   descriptions as the fabric has them — all four through `libibsm_umad.so` (RMPP), the first
+//!   MAD's worth through ibsim's shim (one 256-byte MAD, no RMPP);
+//! * what the SA does not serve yet (Get ClassPortInfo, GetTable PathRecord) and
+//!   `osmtest -f c` (which needs PathRecords) fail with an error naming the status, quickly
+//!   (an answer, not a timeout);
 //! * `ibsm run` is still running afterwards, still answers SMInfo (`sminfo`), and is stopped
 //!   by its PID.
 //!
@@ -127,7 +130,33 @@ both_shims! {
             c
         };
 
-        for args in [&["NR"][..], &["-c"], &["PR"]] {
+        let mut c = client("saquery");
+        c.arg("NR");
+        let (out, in_time, _) = run_bounded(c, Duration::from_secs(30));
+        let t = text(&out);
+        assert!(in_time && out.status.success(), "saquery NR failed\n{t}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let field = |name: &str| -> Vec<String> {
+            stdout
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix(name))
+                .map(|v| v.trim_start_matches('.').to_string())
+                .collect()
+        };
+        let (lids, descs) = (field("lid"), field("NodeDescription"));
+        // The daemon is the SM on ibsim's first node (Switch1): LID 1 first.
+        if umad::testutil::current_shim() == umad::testutil::Shim::Ibsm {
+            // Every end port (one port of each HCA is cabled), in LID order.
+            assert_eq!(lids, ["1", "2", "3", "4"], "{t}");
+            let mut d = descs.clone();
+            d.sort();
+            assert_eq!(d, ["Hca1", "Hca2", "Switch1", "Switch2"], "{t}");
+        } else {
+            // One MAD: one 108-byte NodeRecord.
+            assert_eq!((lids, descs), (vec!["1".to_string()], vec!["Switch1".to_string()]), "{t}");
+        }
+
+        for args in [&["-c"][..], &["PR"]] {
             let mut c = client("saquery");
             c.args(args);
             let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));

@@ -41,6 +41,7 @@ pub mod port;
 pub mod pretty;
 pub mod rmpp;
 pub mod sa;
+pub mod sa_rec;
 pub mod smi;
 pub mod smp;
 pub mod time;

@@ -169,6 +169,14 @@ impl Sm {
     pub fn lfts(&self) -> Option<&Lfts> {
         self.sweep.routes().map(|r| &r.lfts)
     }
+    /// The SA's picture of the subnet (nodes, ports, links, routes, QoS tables, SMs, config
+    /// facts, LID and GUID indexes), built when the last heavy sweep brought the subnet up; a
+    /// new `Arc` after every such sweep, so the owner hands it to [`crate::sa::Sa`] when the
+    /// pointer changes. `None` before the first SUBNET UP.
+    #[must_use]
+    pub fn sa_snapshot(&self) -> Option<&std::sync::Arc<crate::sa::SaSnapshot>> {
+        self.sweep.sa_snapshot()
+    }
     /// The routing engine that produced [`Sm::lfts`].
     #[must_use]
     pub fn routing_engine_used(&self) -> &'static str {

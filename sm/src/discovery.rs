@@ -149,6 +149,7 @@ impl Discovery {
             vendor_id: ni.vendor_id(),
             device_id: ni.device_id.get(),
             revision: ni.revision.get(),
+            partition_cap: ni.partition_cap.get(),
             dr_path: path,
             first_port: 0,
             switch_info: None,

@@ -42,6 +42,8 @@ pub struct Node {
     pub device_id: u16,
     /// Revision.
     pub revision: u32,
+    /// PartitionCap: P_Key table entries per end port (NodeInfo; 0 if not known).
+    pub partition_cap: u16,
     /// The directed route from the SM's port by which this node was first reached.
     pub dr_path: DrPath,
     /// Index of this node's port 0 in [`Subnet::ports`].
@@ -64,6 +66,7 @@ impl Node {
             vendor_id: 0,
             device_id: 0,
             revision: 0,
+            partition_cap: 0,
             dr_path: DrPath::new(&[1]).unwrap_or(DrPath::local()),
             first_port: 0,
             switch_info: None,

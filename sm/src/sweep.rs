@@ -27,6 +27,7 @@ use crate::lid::{assign_lids, Guid2Lid, LidConfig};
 use crate::program::{self, Programmer};
 use crate::role::{Election, SmAddr, SmRole};
 use crate::routing::{route_chain_with, Lfts, Routes};
+use crate::sa::snapshot::{ConfigFacts, SaSnapshot, SmEntry, SnapshotInput};
 use crate::subnet::Subnet;
 use crate::timer::{Timer, TimerTable};
 use crate::txn::{Engine, Failed, Purpose, Request};
@@ -120,6 +121,8 @@ pub(crate) struct Sweep {
     resweep_due: bool,
     errors: SweepErrors,
     resweeps: u32,
+    /// The SA's picture of the subnet, built at the last SUBNET UP.
+    snapshot: Option<std::sync::Arc<SaSnapshot>>,
 }
 
 impl Sweep {
@@ -147,6 +150,7 @@ impl Sweep {
             resweep_due: false,
             errors: SweepErrors::default(),
             resweeps: 0,
+            snapshot: None,
         }
     }
 
@@ -167,6 +171,42 @@ impl Sweep {
     pub fn known_qos(&self, id: crate::subnet::NodeId) -> Option<&crate::qos::program::KnownQos> {
         self.program.known_qos(self.disc.subnet.node(id).guid)
     }
+    pub fn sa_snapshot(&self) -> Option<&std::sync::Arc<SaSnapshot>> {
+        self.snapshot.as_ref()
+    }
+
+    /// The SA snapshot of the subnet as this sweep brought it up (see [`crate::sa::snapshot`]).
+    fn build_snapshot(&self, cx: &Ctx<'_>) -> SaSnapshot {
+        let known = |id| self.known_qos(id);
+        let others: Vec<_> = cx.role.known_sms().iter().map(|k| k.info).collect();
+        let facts = cx.role.sminfo_facts(cx.cfg.m_key, 0);
+        SaSnapshot::build(&SnapshotInput {
+            generation: self.heavy_sweeps,
+            subnet: &self.disc.subnet,
+            routes: self.routes.as_ref(),
+            known_qos: &known,
+            own: SmEntry {
+                guid: facts.guid,
+                lid: self.sm_lid,
+                sm_key: facts.sm_key,
+                act_count: facts.act_count,
+                priority: facts.priority,
+                state: facts.state,
+            },
+            others: &others,
+            facts: ConfigFacts {
+                subnet_prefix: cx.cfg.subnet_prefix,
+                subnet_timeout: cx.cfg.subnet_timeout,
+                lmc: cx.cfg.lmc,
+                packet_life_time: cx.cfg.packet_life_time,
+                sm_key: cx.cfg.sm_key,
+                sm_lid: self.sm_lid,
+                max_op_vls: cx.cfg.max_op_vls,
+                qos: cx.cfg.qos.enabled,
+            },
+        })
+    }
+
     pub fn engine_used(&self) -> &'static str {
         self.engine_used
     }
@@ -871,8 +911,9 @@ impl Sweep {
                 format!("{linked} linked ports and {mgmt} switch ports 0 Active"),
             );
             self.report_heavy(now, true, cx);
-            cx.events.push(Event::SubnetUp);
             cx.role.master_sweep_done();
+            self.snapshot = Some(std::sync::Arc::new(self.build_snapshot(cx)));
+            cx.events.push(Event::SubnetUp);
             cx.arm_sweep(now);
         } else {
             self.fail_sweep(

@@ -212,6 +212,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "sa_key",
+        section: Section::Device,
+        doc: &["SM_Key value to qualify rcv SA queries as 'trusted'"],
+        get: |o| fmt_hex64(o.sa_key),
+        set: |o, v| {
+            o.sa_key = u64_any(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "subnet_prefix",
         section: Section::Device,
         doc: &["Subnet prefix used on this subnet"],

@@ -266,6 +266,9 @@ pub struct Options {
     pub m_key_protection_level: u8,
     /// `sm_key`: the SM_Key used for SM authentication in SMInfo. Default 1.
     pub sm_key: u64,
+    /// `sa_key`: the SM_Key that makes an SA requester trusted (C15-0.1.5: a request with
+    /// another non-zero SM_Key is discarded). Default 1.
+    pub sa_key: u64,
     /// `subnet_prefix`: GID prefix written to PortInfo. Default 0xfe80000000000000.
     pub subnet_prefix: u64,
     /// `lmc`: LID mask control, 0..=7; every port gets 2^lmc LIDs. Default 0.
@@ -451,6 +454,7 @@ impl Default for Options {
             m_key_lease_period: 0,
             m_key_protection_level: 0,
             sm_key: 1,
+            sa_key: 1,
             subnet_prefix: 0xfe80_0000_0000_0000,
             lmc: 0,
             packet_life_time: 0x12,

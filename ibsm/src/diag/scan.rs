@@ -292,6 +292,7 @@ impl Scan {
                 vendor_id: ni.vendor_id(),
                 device_id: ni.device_id.get(),
                 revision: ni.revision.get(),
+                partition_cap: ni.partition_cap.get(),
                 dr_path: n.path,
                 first_port: 0,
                 switch_info: n.switch_info,

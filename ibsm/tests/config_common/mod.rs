@@ -14,6 +14,7 @@ pub fn perturbed() -> Options {
         m_key_lease_period: 60,
         m_key_protection_level: 1,
         sm_key: 0xdead_beef,
+        sa_key: 0x5a5a,
         subnet_prefix: 0xfec0_0000_0000_0001,
         lmc: 2,
         packet_life_time: 0x13,

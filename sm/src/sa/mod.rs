@@ -1,0 +1,470 @@
+//! The subnet administrator (IBA vol1 §15), sans-IO.
+//!
+//! A master SM hosts the SA: every SubnAdm (class 0x03) MAD to the master's port goes to
+//! [`Sa::handle_mad`]; answers come out of [`Sa::poll_transmit`]. Get and GetTable are answered
+//! from an immutable [`SaSnapshot`] that the SM builds after every heavy sweep that brought the
+//! subnet up ([`crate::Sm::sa_snapshot`]) and the owner swaps in with [`Sa::set_snapshot`], so
+//! a query never waits for a sweep or routing, and sees one sweep's subnet whole. Stateful data
+//! (multicast groups, services, event subscriptions) lives in [`SaState`] and changes only by
+//! Set/Delete and lease expiry.
+//!
+//! # Call protocol
+//!
+//! 1. [`Sa::set_snapshot`] whenever [`crate::Sm::sa_snapshot`] returns a new `Arc`;
+//!    [`Sa::set_serving`] with the SM's role and "subnet up" before handing it MADs;
+//! 2. every received SubnAdm MAD to [`Sa::handle_mad`] (`now` monotonic);
+//! 3. drain [`Sa::poll_transmit`] and send each [`SaReply`] as it is (a long one, with
+//!    RMPPFlags.Active, only to a transport that does RMPP: [`SaConfig::transport_rmpp`]).
+//!
+//! # The front door, in order
+//!
+//! - **dropped** (counted in [`SaStats::dropped`]): MADs shorter than 256 bytes, BaseVersion ≠
+//!   1, another class, and responses (never answer an answer);
+//! - ClassVersion ≠ 2: status 0x0004 (bad version); a method SubnAdm does not define (with the
+//!   response bit clear): status 0x0008, the method's response bit set;
+//! - **SM_Key** (C15-0.1.5): a request whose SM_Key is neither 0 nor the SA's key
+//!   ([`SaConfig::sa_key`]) is discarded without an answer (OpenSM does the same, and
+//!   `osmtest -f a` expects the timeout); SM_Key = the non-zero SA key makes the requester
+//!   *trusted* ([`SaQuery::trusted`]) for the records IBA reserves to trusted requesters;
+//!   answers always carry SM_Key 0;
+//! - **not serving**: while this SM is not MASTER the request is dropped (as OpenSM does: the
+//!   client times out and looks for the new SM); while it is MASTER but no subnet is up yet
+//!   (no snapshot) the answer is status 0x0001 (busy: retry later);
+//! - dispatch by attribute, one arm per attribute ([`Sa::dispatch`]): each handler returns an
+//!   [`Answer`] — the matching records, or a status; an attribute the SA does not serve gets
+//!   0x000C (method/attribute not supported) instead of OpenSM's silent drop;
+//! - assembly ([`assemble`]), one place for every attribute: Get → exactly one record, else
+//!   ERR_NO_RECORDS (0x0300) / ERR_TOO_MANY_RECORDS (0x0400) (C15-0.1.30); GetTable → every
+//!   record (0 records: an empty table, AttributeOffset 0); Set/Delete → the one record the
+//!   handler returns. Get/Set/Delete answers are one plain MAD; a GetTableResp is RMPP
+//!   (AttributeOffset = record size in 8-byte words).
+//!
+//! # For the record owners
+//!
+//! An arm calls `handler(&snapshot, [&mut part of SaState,] &query) -> Answer`. The arms of
+//! PathRecord/MultiPathRecord (B), MCMemberRecord (C), ServiceRecord/InformInfo/
+//! InformInfoRecord (D) start as [`Answer::unsupported`]; each owner replaces its own. The
+//! snapshot's contents (and how to add a part) are in [`snapshot`]'s module docs. Records are
+//! built into [`Collector`], which applies the component mask ([`ibmad::sa_rec::matches`]) and
+//! stops early for a Get.
+
+pub mod records;
+pub mod snapshot;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use ibmad::gmp::{self, MadHeader};
+use ibmad::sa::{status as sa_status, SA_DATA_OFFSET};
+use ibmad::sa_rec::{padded_len, SaRecord};
+use ibmad::zerocopy::FromBytes;
+use ibmad::{MadMeta, Method, MgmtClass, RmppRepr, SaAttrId, SaRepr, Status, Time, MAD_LEN};
+
+pub use snapshot::SaSnapshot;
+
+/// How the SA is set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SaConfig {
+    /// `sa_key`: the SM_Key that makes a requester trusted (OpenSM's default 1). 0: no
+    /// requester is trusted.
+    pub sa_key: u64,
+    /// The transport does RMPP itself (kernel user_mad, `libibsm_umad.so`): a GetTableResp is
+    /// handed out as one long MAD with RMPPFlags.Active.
+    pub transport_rmpp: bool,
+    /// The longest MAD the transport takes (a longer table is cut to what fits).
+    pub max_mad_len: usize,
+}
+
+impl Default for SaConfig {
+    fn default() -> Self {
+        SaConfig {
+            sa_key: 1,
+            transport_rmpp: false,
+            max_mad_len: MAD_LEN,
+        }
+    }
+}
+
+/// Counters of an [`Sa`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SaStats {
+    /// MADs given to [`Sa::handle_mad`].
+    pub received: u64,
+    /// Requests answered (any status).
+    pub answered: u64,
+    /// MADs dropped without an answer (malformed, responses, wrong SM_Key, not master).
+    pub dropped: u64,
+    /// Of those, requests dropped for a wrong non-zero SM_Key (C15-0.1.5).
+    pub bad_key: u64,
+    /// Requests answered busy (no subnet up yet).
+    pub busy: u64,
+}
+
+/// One MAD to send: `mad` with `meta`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SaReply {
+    /// Addressing: the request's [`MadMeta::reply`].
+    pub meta: MadMeta,
+    /// The response MAD: 256 bytes, or longer with RMPPFlags.Active (an RMPP transport only).
+    pub mad: Vec<u8>,
+}
+
+/// A parsed request, as the handlers get it.
+#[derive(Clone, Copy, Debug)]
+pub struct SaQuery<'a> {
+    /// The requester (SLID, QP, P_Key index …).
+    pub meta: &'a MadMeta,
+    /// GET, GET_TABLE, SET, DELETE, GET_MULTI, GET_TRACE_TABLE.
+    pub method: Method,
+    /// The attribute.
+    pub attr: SaAttrId,
+    /// AttributeModifier.
+    pub attr_mod: u32,
+    /// ComponentMask.
+    pub comp_mask: u64,
+    /// SM_Key equals the configured non-zero SA key.
+    pub trusted: bool,
+    /// The request's record: the bytes from offset 56 (at least 200; components past the end
+    /// read as zero).
+    pub record: &'a [u8],
+    /// The time of the request.
+    pub now: Time,
+}
+
+impl SaQuery<'_> {
+    /// True for Get and GetTable.
+    #[must_use]
+    pub fn is_read(&self) -> bool {
+        matches!(self.method, Method::GET | Method::GET_TABLE)
+    }
+}
+
+/// What a handler answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Records of `size` bytes each (the record size including its padding to 8 bytes),
+    /// concatenated in `data`.
+    Records {
+        /// Bytes per record (a multiple of 8).
+        size: usize,
+        /// The records.
+        data: Vec<u8>,
+    },
+    /// No records: this status.
+    Status(Status),
+}
+
+impl Answer {
+    /// Method/attribute combination not supported (0x000C).
+    #[must_use]
+    pub fn unsupported() -> Answer {
+        Answer::Status(Status::METHOD_ATTR_NOT_SUPPORTED)
+    }
+    /// Number of records.
+    #[must_use]
+    pub fn count(&self) -> usize {
+        match self {
+            Answer::Records { size, data } if *size > 0 => data.len() / size,
+            _ => 0,
+        }
+    }
+}
+
+/// Gathers the records of `R` that match a query (component mask applied), stopping after 2
+/// for a Get (enough to say "too many").
+#[derive(Debug)]
+pub struct Collector<'q> {
+    query: &'q [u8],
+    mask: u64,
+    size: usize,
+    limit: usize,
+    data: Vec<u8>,
+    count: usize,
+    components: &'static [ibmad::sa_rec::Component],
+}
+
+impl<'q> Collector<'q> {
+    /// A collector of records `R` for query `q`.
+    #[must_use]
+    pub fn new<R: SaRecord>(q: &SaQuery<'q>) -> Collector<'q> {
+        Collector {
+            query: q.record,
+            mask: q.comp_mask,
+            size: padded_len(R::LEN),
+            limit: if q.method == Method::GET {
+                2
+            } else {
+                usize::MAX
+            },
+            data: Vec::new(),
+            count: 0,
+            components: R::COMPONENTS,
+        }
+    }
+    /// Offers one record (its unpadded bytes); keeps it if it matches.
+    pub fn offer(&mut self, rec: &[u8]) {
+        if self.is_full() || !ibmad::sa_rec::matches(self.components, self.mask, self.query, rec) {
+            return;
+        }
+        let start = self.data.len();
+        self.data
+            .extend_from_slice(rec.get(..self.size).unwrap_or(rec));
+        self.data.resize(start + self.size, 0);
+        self.count += 1;
+    }
+    /// True once no further record changes the answer.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.count >= self.limit
+    }
+    /// The answer.
+    #[must_use]
+    pub fn finish(self) -> Answer {
+        Answer::Records {
+            size: self.size,
+            data: self.data,
+        }
+    }
+}
+
+/// Whether the SA may answer: the SM's role and subnet state, given by the owner.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Serving {
+    /// This SM is MASTER.
+    pub master: bool,
+    /// The subnet is up.
+    pub up: bool,
+}
+
+/// Stateful SA data, changed only by Set/Delete and lease expiry: multicast groups (engineer
+/// C), service records and event subscriptions (engineer D) get their parts here.
+#[derive(Clone, Debug, Default)]
+pub struct SaState {}
+
+/// The SA of a master SM; see the module docs.
+#[derive(Debug, Default)]
+pub struct Sa {
+    cfg: SaConfig,
+    stats: SaStats,
+    snapshot: Option<Arc<SaSnapshot>>,
+    serving: Serving,
+    state: SaState,
+    out: VecDeque<SaReply>,
+}
+
+impl Sa {
+    /// A new SA with the default configuration (a test's; the daemon uses [`Sa::with_config`]).
+    #[must_use]
+    pub fn new() -> Sa {
+        Sa::default()
+    }
+
+    /// A new SA.
+    #[must_use]
+    pub fn with_config(cfg: SaConfig) -> Sa {
+        Sa {
+            cfg,
+            ..Sa::default()
+        }
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> SaStats {
+        self.stats
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &SaConfig {
+        &self.cfg
+    }
+
+    /// The snapshot queries are answered from.
+    #[must_use]
+    pub fn snapshot(&self) -> Option<&Arc<SaSnapshot>> {
+        self.snapshot.as_ref()
+    }
+
+    /// The stateful part.
+    #[must_use]
+    pub fn state(&self) -> &SaState {
+        &self.state
+    }
+
+    /// Replaces the snapshot (every later query sees the new one). Returns true if it was
+    /// another `Arc` than the current one.
+    pub fn set_snapshot(&mut self, snap: Arc<SaSnapshot>) -> bool {
+        if self
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &snap))
+        {
+            return false;
+        }
+        self.snapshot = Some(snap);
+        true
+    }
+
+    /// Tells the SA whether the SM is master and the subnet up.
+    pub fn set_serving(&mut self, serving: Serving) {
+        self.serving = serving;
+    }
+
+    /// The next MAD to send, if any.
+    #[must_use]
+    pub fn poll_transmit(&mut self, _now: Time) -> Option<SaReply> {
+        self.out.pop_front()
+    }
+
+    /// Handles one MAD received from `meta` at `now`; its answer, if any, comes out of
+    /// [`Sa::poll_transmit`]. Never panics, whatever the bytes.
+    pub fn handle_mad(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
+        self.stats.received += 1;
+        match self.answer(now, meta, mad) {
+            Some(mad) => {
+                self.stats.answered += 1;
+                self.out.push_back(SaReply {
+                    meta: meta.reply(),
+                    mad,
+                });
+            }
+            None => self.stats.dropped += 1,
+        }
+    }
+
+    fn answer(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) -> Option<Vec<u8>> {
+        let bytes = mad.get(..MAD_LEN)?;
+        let (h, _) = MadHeader::ref_from_prefix(bytes).ok()?;
+        let method = Method(h.method);
+        if h.base_version != 1 || h.mgmt_class != MgmtClass::SUBN_ADM.0 || method.is_response() {
+            return None;
+        }
+        let expected = gmp::class_version(MgmtClass::SUBN_ADM).unwrap_or(2);
+        if h.class_version != expected {
+            return error_answer(bytes, Status::BAD_VERSION);
+        }
+        if !gmp::method_defined(MgmtClass::SUBN_ADM, method) {
+            return error_answer(bytes, Status::METHOD_NOT_SUPPORTED);
+        }
+        let pkt = ibmad::SaPacket::new_checked(mad).ok()?;
+        let sm_key = pkt.sm_key();
+        // C15-0.1.5: a non-zero SM_Key other than the SA's: discard, no answer.
+        if sm_key != 0 && sm_key != self.cfg.sa_key {
+            self.stats.bad_key += 1;
+            return None;
+        }
+        if !self.serving.master {
+            return None;
+        }
+        let Some(snap) = self.snapshot.clone().filter(|_| self.serving.up) else {
+            self.stats.busy += 1;
+            return error_answer(bytes, Status::BUSY);
+        };
+        // The RMPP header of a single-MAD request is not looked at; a reassembled one (an
+        // RMPP transport) carries its whole record from byte 56 on.
+        let q = SaQuery {
+            meta,
+            method,
+            attr: pkt.attr_id(),
+            attr_mod: pkt.gmp().attr_mod(),
+            comp_mask: pkt.comp_mask(),
+            trusted: sm_key != 0 && sm_key == self.cfg.sa_key,
+            record: pkt.data(),
+            now,
+        };
+        let answer = self.dispatch(&snap, &q);
+        assemble(&self.cfg, bytes, &q, answer)
+    }
+
+    /// One arm per attribute.
+    fn dispatch(&mut self, snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
+        match q.attr {
+            SaAttrId::NODE_RECORD => records::node_records(snap, q),
+            // Engineer B: PathRecord, MultiPathRecord.
+            SaAttrId::PATH_RECORD => Answer::unsupported(),
+            SaAttrId::MULTI_PATH_RECORD => Answer::unsupported(),
+            // Engineer C: MCMemberRecord.
+            SaAttrId::MC_MEMBER_RECORD => Answer::unsupported(),
+            // Engineer D: ServiceRecord, InformInfo, InformInfoRecord.
+            SaAttrId::SERVICE_RECORD => Answer::unsupported(),
+            SaAttrId::INFORM_INFO => Answer::unsupported(),
+            SaAttrId::INFORM_INFO_RECORD => Answer::unsupported(),
+            _ => Answer::unsupported(),
+        }
+    }
+}
+
+/// The error answer to the request in `bytes` (its headers, RMPP not looked at).
+fn error_answer(bytes: &[u8], status: Status) -> Option<Vec<u8>> {
+    let mut req = [0u8; MAD_LEN];
+    req.copy_from_slice(bytes.get(..MAD_LEN)?);
+    let version = req[2];
+    let method = req[3];
+    req[24..36].fill(0);
+    req[2] = gmp::class_version(MgmtClass::SUBN_ADM).unwrap_or(2);
+    if status == Status::METHOD_NOT_SUPPORTED {
+        req[3] = Method::GET.0; // a defined method, for the parser
+    }
+    let repr = SaRepr::parse_bytes(&req).ok()?;
+    let mut resp = repr.error_response(status)?;
+    resp.header.class_version = version;
+    if status == Status::METHOD_NOT_SUPPORTED {
+        resp.header.method = Method(method | Method::RESP_BIT);
+    }
+    Some(resp.to_mad().to_vec())
+}
+
+/// Turns a handler's [`Answer`] into the response MAD (see the module docs).
+fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Option<Vec<u8>> {
+    let (size, data) = match answer {
+        Answer::Status(s) => return error_answer(bytes, s),
+        Answer::Records { size, data } => (size, data),
+    };
+    let n = data.len().checked_div(size).unwrap_or(0);
+    let table = matches!(q.method, Method::GET_TABLE | Method::GET_MULTI);
+    if !table {
+        // Get (and the Set/Delete echo): exactly one record (C15-0.1.30).
+        match n {
+            0 => return error_answer(bytes, sa_status::NO_RECORDS),
+            1 => {}
+            _ => return error_answer(bytes, sa_status::TOO_MANY_RECORDS),
+        }
+    }
+    let req = SaRepr::parse_bytes(&{
+        let mut b = [0u8; MAD_LEN];
+        b.copy_from_slice(bytes.get(..MAD_LEN)?);
+        b[24..36].fill(0);
+        b
+    })
+    .ok()?;
+    let mut resp = req.error_response(Status::OK)?;
+    resp.attr_offset = if n == 0 {
+        0
+    } else {
+        u16::try_from(size / 8).unwrap_or(0)
+    };
+    // What fits: everything on an RMPP transport (up to its limit), else one MAD.
+    let room = if table && cfg.transport_rmpp {
+        cfg.max_mad_len.saturating_sub(SA_DATA_OFFSET)
+    } else {
+        MAD_LEN - SA_DATA_OFFSET
+    };
+    let keep = n.min(room.checked_div(size).unwrap_or(0));
+    let payload = data.get(..keep * size).unwrap_or_default();
+    if table {
+        // PayloadLength: the SA header and the records (the transport recomputes it per
+        // segment when it segments).
+        let paylen = u32::try_from(20 + payload.len()).unwrap_or(u32::MAX);
+        resp.rmpp = RmppRepr::single(paylen);
+    }
+    let mut out = vec![0u8; (SA_DATA_OFFSET + payload.len()).max(MAD_LEN)];
+    resp.emit(&mut out).ok()?;
+    if let Some(dst) = out.get_mut(SA_DATA_OFFSET..SA_DATA_OFFSET + payload.len()) {
+        dst.copy_from_slice(payload);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
