@@ -3,10 +3,11 @@
 //! an index when the component mask selects the key) and offers them to a [`Collector`],
 //! which applies the component mask.
 
+use ibmad::attr::{AttrRepr, NodeInfoRepr};
 use ibmad::sa_rec::node::comp as nr_comp;
 use ibmad::sa_rec::{selected, NodeRecord, SaRecord};
 use ibmad::zerocopy::{FromZeros, IntoBytes};
-use ibmad::{Lid, NodeType, PortNum};
+use ibmad::{Lid, PortNum};
 
 use super::{Answer, Collector, SaQuery, SaSnapshot};
 use crate::subnet::NodeId;
@@ -56,23 +57,22 @@ fn node_record(snap: &SaSnapshot, lid: Lid, id: NodeId, p: PortNum) -> Option<No
     let port = snap.subnet.port(id, p)?;
     let mut r = NodeRecord::new_zeroed();
     r.lid.set(lid.0);
-    let ni = &mut r.node_info;
-    ni.base_version = 1;
-    ni.class_version = 1;
-    ni.node_type = n.node_type.0;
-    ni.num_ports = n.num_ports;
-    ni.system_image_guid.set(n.sys_guid.0);
-    ni.node_guid.set(n.guid.0);
-    ni.port_guid.set(port.guid.0);
-    ni.partition_cap.set(n.partition_cap);
-    ni.device_id.set(n.device_id);
-    ni.revision.set(n.revision);
-    ni.local_port_num = if n.node_type == NodeType::SWITCH {
-        0
-    } else {
-        p.0
-    };
-    ni.set_vendor_id(n.vendor_id);
+    r.node_info = NodeInfoRepr {
+        base_version: 1,
+        class_version: 1,
+        node_type: n.node_type,
+        num_ports: n.num_ports,
+        system_image_guid: n.sys_guid,
+        node_guid: n.guid,
+        port_guid: port.guid,
+        partition_cap: n.partition_cap,
+        device_id: n.device_id,
+        revision: n.revision,
+        // The port the record is about (a switch: its port 0).
+        local_port_num: if n.is_switch() { PortNum(0) } else { p },
+        vendor_id: n.vendor_id,
+    }
+    .to_raw();
     r.node_desc = ibmad::attr::NodeDesc::from_str_lossy(&n.desc);
     debug_assert_eq!(r.as_bytes().len(), NodeRecord::LEN);
     Some(r)

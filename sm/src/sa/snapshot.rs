@@ -207,7 +207,7 @@ impl SaSnapshot {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lid::{assign_lids, Guid2Lid, LidConfig};
     use crate::subnet::Node;
@@ -241,7 +241,8 @@ mod tests {
         s
     }
 
-    fn snap(s: &Subnet) -> SaSnapshot {
+    /// A snapshot of `s` with this SM (GUID 0x100, LID 1) as master.
+    pub(crate) fn snap(s: &Subnet) -> SaSnapshot {
         let none = |_| None;
         SaSnapshot::build(&SnapshotInput {
             generation: 1,

@@ -2,11 +2,10 @@ use std::sync::Arc;
 
 use super::*;
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
-use crate::sa::snapshot::{ConfigFacts, SmEntry, SnapshotInput};
 use crate::subnet::{Node, Subnet};
 use ibmad::sa_rec::node::comp;
 use ibmad::sa_rec::NodeRecordRepr;
-use ibmad::{gmp::Repr as GmpRepr, DrPath, Guid, Lid, PortNum, QKey, SmState};
+use ibmad::{gmp::Repr as GmpRepr, DrPath, Guid, Lid, PortNum, QKey};
 
 fn req_with(
     method: Method,
@@ -63,24 +62,7 @@ fn subnet() -> Subnet {
 }
 
 fn snapshot() -> Arc<SaSnapshot> {
-    let s = subnet();
-    let none = |_| None;
-    Arc::new(SaSnapshot::build(&SnapshotInput {
-        generation: 1,
-        subnet: &s,
-        routes: None,
-        known_qos: &none,
-        own: SmEntry {
-            guid: Guid(0x201),
-            lid: Lid(2),
-            sm_key: 1,
-            act_count: 0,
-            priority: 0,
-            state: SmState::MASTER,
-        },
-        others: &[],
-        facts: ConfigFacts::default(),
-    }))
+    Arc::new(crate::sa::snapshot::tests::snap(&subnet()))
 }
 
 fn serving_sa(cfg: SaConfig) -> Sa {
