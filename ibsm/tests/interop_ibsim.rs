@@ -711,10 +711,12 @@ fn bench_opensm_small() {
     let log = std::fs::read_to_string(keep.join("run1-ibsm/ibsm.log")).unwrap();
     let sent: u64 = log
         .lines()
+        .filter(|l| l.contains("SUBNET UP"))
         .find_map(|l| {
-            l.split("s: ")
-                .nth(1)?
-                .split(" SMPs sent")
+            // "SUBNET UP (… s after start): N SMPs sent, …"
+            l.split(" SMPs sent")
+                .next()?
+                .rsplit(' ')
                 .next()?
                 .parse()
                 .ok()
