@@ -24,6 +24,7 @@ use crate::codes::{MgmtClass, SaAttrId};
 use crate::error::{Layer, LenError};
 
 pub mod node;
+pub mod path;
 
 pub use node::{NodeRecord, NodeRecordRepr};
 
