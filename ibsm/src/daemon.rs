@@ -363,7 +363,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     Ok(String::new())
                 }
                 Request::Reroute => {
-                    sm.handle_command(t, Command::HeavySweep);
+                    sm.handle_command(t, Command::Reroute);
                     log.line(Level::Info, "reroute requested on the control socket");
                     Ok("rerouting (heavy sweep)".into())
                 }

@@ -473,6 +473,7 @@ impl Sm {
                 self.sweep.request_sweep(now, &mut cx);
             }
             Command::HeavySweep => self.sweep.request_heavy(),
+            Command::Reroute => self.sweep.request_reroute(),
             Command::Guid2Lid(text) => {
                 let (map, warnings) = Guid2Lid::parse(&text);
                 for w in warnings {

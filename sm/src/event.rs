@@ -601,6 +601,9 @@ pub enum Command {
     Sweep,
     /// Run a heavy sweep now: rediscover, reassign, reroute, reprogram.
     HeavySweep,
+    /// A heavy sweep whose routing chooses every route afresh (OpenSM's `reroute`): routes
+    /// are otherwise kept where still valid, so balance can drift after many changes.
+    Reroute,
     /// The persisted GUID→LID file's text, given before the first sweep completes discovery.
     Guid2Lid(String),
 }

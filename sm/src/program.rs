@@ -80,6 +80,30 @@ impl Programmer {
         }
     }
 
+    /// What the switches of `subnet` are known to hold (acknowledged or read blocks; unknown
+    /// entries are [`LFT_NO_PATH`]), for an engine that keeps still-valid entries
+    /// ([`crate::routing::EngineOptions::existing_lfts`]). `None` if no block is known.
+    pub fn existing_lfts(&self, subnet: &Subnet) -> Option<crate::routing::ExistingLfts> {
+        let mut e = crate::routing::ExistingLfts::default();
+        for id in subnet.switches() {
+            let guid = subnet.node(id).guid;
+            let Some(k) = self.known_lft.get(&guid) else {
+                continue;
+            };
+            if k.blocks.iter().all(Option::is_none) {
+                continue;
+            }
+            let mut table = vec![LFT_NO_PATH; k.blocks.len() * LFT_BLOCK_SIZE];
+            for (b, blk) in k.blocks.iter().enumerate() {
+                if let Some(blk) = blk {
+                    table[b * LFT_BLOCK_SIZE..(b + 1) * LFT_BLOCK_SIZE].copy_from_slice(blk);
+                }
+            }
+            e.insert(guid, table);
+        }
+        (!e.is_empty()).then_some(e)
+    }
+
     /// LFT block Gets for the blocks of `0..=top` that a switch may already hold but whose
     /// content the SM does not know (after a restart or a takeover): read before written, so
     /// that a block already right is not written again. Blocks above the switch's current

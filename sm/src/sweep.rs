@@ -110,6 +110,12 @@ pub(crate) struct Sweep {
     /// A heavy sweep brought the subnet up (until a sweep fails).
     up: bool,
     heavy_requested: bool,
+    /// The next routing ignores what the switches hold (a reroute request).
+    reroute_requested: bool,
+    /// The switch ports with a link when routes were last computed (by switch GUID): a
+    /// routing that finds a new one (a new switch, a new link, a new end port) balances
+    /// afresh, as OpenSM sets `ignore_existing_lfts` for a port that needs an update.
+    routed_links: Option<std::collections::HashSet<(ibmad::Guid, u8)>>,
     /// Programming: the LFT reads are out, the Sets not yet planned.
     reading_lfts: bool,
     /// The current light sweep saw a change.
@@ -143,6 +149,8 @@ impl Sweep {
             sm_lid: Lid::UNASSIGNED,
             up: false,
             heavy_requested: false,
+            reroute_requested: false,
+            routed_links: None,
             reading_lfts: false,
             light_changed: false,
             heavy_sweeps: 0,
@@ -296,6 +304,25 @@ impl Sweep {
     /// A heavy sweep as soon as the pipeline is idle (while DISCOVERING or MASTER).
     pub fn request_heavy(&mut self) {
         self.heavy_requested = true;
+    }
+
+    /// A heavy sweep whose routing ignores the tables the switches hold (OpenSM's reroute:
+    /// every route chosen afresh, balance restored).
+    pub fn request_reroute(&mut self) {
+        self.reroute_requested = true;
+        self.heavy_requested = true;
+    }
+
+    /// The switch ports that have a link now, by switch GUID.
+    fn linked_switch_ports(&self) -> std::collections::HashSet<(ibmad::Guid, u8)> {
+        let s = &self.disc.subnet;
+        s.switches()
+            .flat_map(|id| {
+                let n = s.node(id);
+                (1..=n.num_ports)
+                    .filter_map(move |p| s.is_link_up(id, PortNum(p)).then_some((n.guid, p)))
+            })
+            .collect()
     }
 
     /// The role machine's heavy sweep from scratch (failover, handover, DISCOVER).
@@ -754,6 +781,23 @@ impl Sweep {
     }
 
     fn routing_step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        // Keep what the switches hold where it is still valid (OpenSM without
+        // ignore_existing_lfts), unless this is the first sweep as master, a reroute, or the
+        // fabric gained a link.
+        let links = self.linked_switch_ports();
+        let grew = self
+            .routed_links
+            .as_ref()
+            .is_none_or(|before| !links.is_subset(before));
+        let existing = if cx.role.is_first_master_sweep() || self.reroute_requested || grew {
+            None
+        } else {
+            self.program
+                .existing_lfts(&self.disc.subnet)
+                .map(std::sync::Arc::new)
+        };
+        self.reroute_requested = false;
+        self.routed_links = Some(links);
         let routed = route_chain_with(
             &cx.cfg.routing_engine,
             cx.cfg.no_fallback,
@@ -762,6 +806,7 @@ impl Sweep {
             &crate::routing::EngineOptions {
                 scatter_ports: cx.cfg.seed,
                 qos: cx.cfg.engine_options.qos || cx.cfg.qos.enabled,
+                existing_lfts: existing,
                 ..cx.cfg.engine_options.clone()
             },
         );

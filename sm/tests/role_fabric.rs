@@ -79,6 +79,37 @@ impl Bed {
         }
     }
 
+    fn with(spec: &str) -> Bed {
+        let topo = Topology::generate(spec).unwrap();
+        let f = Fabric::new(&topo, SimConfig::default()).unwrap();
+        Bed {
+            f,
+            procs: Vec::new(),
+            max_masters: 0,
+        }
+    }
+
+    /// Every switch's LFT as its SMA holds it: (switch, LID) → port (0xFF = none), for the
+    /// LIDs 1..=top.
+    fn lfts(&self, top: u16) -> HashMap<(NodeId, u16), u8> {
+        let mut m = HashMap::new();
+        for sw in self.f.topology().nodes_of_type(NodeType::SWITCH) {
+            let a = self.f.agent(sw).unwrap();
+            for lid in 1..=top {
+                m.insert((sw, lid), a.lft_port(Lid(lid)).map_or(0xFF, |p| p.0));
+            }
+        }
+        m
+    }
+
+    /// The node holding `lid` (switch port 0 or a CA port).
+    fn node_of_lid(&self, lid: u16) -> Option<NodeId> {
+        self.lids()
+            .into_iter()
+            .find(|&(_, _, l)| l.0 == lid)
+            .map(|(n, _, _)| n)
+    }
+
     fn ca(&self, i: usize) -> NodeId {
         self.f
             .topology()
@@ -329,4 +360,155 @@ fn df_2_master_sm_priority_15_keeps_the_recovered_sm_standing_by() {
     assert_eq!(a.sm.role_machine().master().unwrap().priority, 15);
     // No second heavy sweep of the subnet beyond the light ones.
     assert_eq!(b.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
+}
+
+/// Issue 12 (route churn): on re-sweeps the SM keeps every LFT entry whose port is still
+/// minimal (OpenSM without `ignore_existing_lfts`). A CA leaving changes only its own LID's
+/// entries — one per switch — where choosing every route afresh changed 2,405 entries on all
+/// 80 switches of this fat tree.
+#[test]
+fn a_vanished_end_port_changes_only_its_own_entries() {
+    let mut bed = Bed::with("fat-tree:3,8");
+    bed.start(0, cfg(5));
+    bed.run_for(Duration::from_secs(10));
+    assert!(bed.procs[0].sm.is_up());
+    let top = bed.lids().iter().map(|&(_, _, l)| l.0).max().unwrap();
+    let before = bed.lfts(top);
+    let ca = bed.ca(37);
+    let gone = bed
+        .lids()
+        .into_iter()
+        .find(|&(n, _, _)| n == ca)
+        .map(|(_, _, l)| l.0)
+        .unwrap();
+    let sweeps = bed.procs[0].sm.heavy_sweeps();
+    bed.f.set_link(ca, PortNum(1), false).unwrap();
+    bed.run_for(Duration::from_secs(15));
+    assert!(
+        bed.procs[0].sm.heavy_sweeps() > sweeps,
+        "the trap caused a heavy sweep"
+    );
+    assert!(bed.procs[0].sm.is_up());
+    let after = bed.lfts(top);
+    let changed: Vec<(NodeId, u16)> = before
+        .iter()
+        .filter(|(k, v)| after[k] != **v)
+        .map(|(k, _)| *k)
+        .collect();
+    let switches = bed.f.topology().nodes_of_type(NodeType::SWITCH).count();
+    assert!(
+        changed.iter().all(|&(_, lid)| lid == gone),
+        "only LID {gone}'s entries change: {:?}",
+        changed
+            .iter()
+            .filter(|&&(_, l)| l != gone)
+            .take(8)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(changed.len(), switches, "one entry per switch");
+    assert!(changed.iter().all(|k| after[k] == 0xFF), "to no path");
+    // The kept routes are not what routing afresh gives; a reroute request (OpenSM's
+    // `reroute`) chooses every route afresh.
+    use sm::routing::RoutingEngine;
+    let fresh = |sm: &Sm| {
+        sm::routing::minhop::MinHop::new(sm::routing::EngineOptions::default())
+            .route(sm.subnet(), &mut rand::rngs::mock::StepRng::new(0, 0))
+            .unwrap()
+            .lfts
+    };
+    let sm = &bed.procs[0].sm;
+    assert_ne!(sm.lfts().unwrap(), &fresh(sm), "existing entries were kept");
+    let now = bed.f.now();
+    bed.procs[0].sm.handle_command(now, sm::Command::Reroute);
+    bed.run_for(Duration::from_secs(5));
+    let sm = &bed.procs[0].sm;
+    assert!(sm.is_up());
+    assert_eq!(sm.lfts().unwrap(), &fresh(sm), "a reroute routes afresh");
+}
+
+/// Issue 12 (route churn): a failed switch-to-switch link moves only routes that crossed it
+/// (before the failure, following the LFTs from that switch toward that LID went over the
+/// link), and every destination stays reachable.
+#[test]
+fn a_failed_link_moves_only_the_routes_that_used_it() {
+    let mut bed = Bed::with("fat-tree:3,8");
+    bed.start(0, cfg(5));
+    bed.run_for(Duration::from_secs(10));
+    assert!(bed.procs[0].sm.is_up());
+    let top = bed.lids().iter().map(|&(_, _, l)| l.0).max().unwrap();
+    let before = bed.lfts(top);
+    // A link between two switches: the first switch-to-switch cable of the topology.
+    let topo = bed.f.topology();
+    let (a, pa, b, pb) = topo
+        .nodes_of_type(NodeType::SWITCH)
+        .find_map(|sw| {
+            (1..=bed.f.agent(sw).unwrap().num_ports()).find_map(|p| {
+                let peer = bed.f.peer(sw, PortNum(p))?;
+                bed.f.agent(peer.node).unwrap().is_switch().then_some((
+                    sw,
+                    p,
+                    peer.node,
+                    peer.port.0,
+                ))
+            })
+        })
+        .unwrap();
+    // Which (switch, LID) routes crossed the link, by the tables before.
+    let crossed = |sw: NodeId, lid: u16| -> bool {
+        let dst = bed.node_of_lid(lid);
+        let mut at = sw;
+        for _ in 0..16 {
+            if Some(at) == dst {
+                return false;
+            }
+            let Some(&port) = before.get(&(at, lid)) else {
+                return false;
+            };
+            if port == 0 || port == 0xFF {
+                return false;
+            }
+            if (at, port) == (a, pa) || (at, port) == (b, pb) {
+                return true;
+            }
+            let Some(next) = bed.f.peer(at, PortNum(port)) else {
+                return false;
+            };
+            at = next.node;
+        }
+        false
+    };
+    let used: std::collections::HashSet<(NodeId, u16)> = before
+        .keys()
+        .copied()
+        .filter(|&(sw, lid)| crossed(sw, lid))
+        .collect();
+    assert!(!used.is_empty());
+    bed.f.set_link(a, PortNum(pa), false).unwrap();
+    bed.run_for(Duration::from_secs(15));
+    assert!(bed.procs[0].sm.is_up());
+    let after = bed.lfts(top);
+    let changed: Vec<(NodeId, u16)> = before
+        .iter()
+        .filter(|(k, v)| after[k] != **v)
+        .map(|(k, _)| *k)
+        .collect();
+    assert!(!changed.is_empty(), "routes over the dead link moved");
+    let stray: Vec<_> = changed
+        .iter()
+        .filter(|k| !used.contains(k))
+        .take(8)
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "entries changed that did not use the link: {stray:?}"
+    );
+    assert!(
+        changed.iter().all(|k| after[k] != 0xFF),
+        "every destination stays reachable"
+    );
+    eprintln!(
+        "failed link {a:?}/{pa}–{b:?}/{pb}: {} of {} crossing routes changed",
+        changed.len(),
+        used.len()
+    );
 }

@@ -42,9 +42,14 @@
 //! The balancing loop (`balance`) takes its candidate lists from outside, so other engines
 //! (updn/dnup) reuse it with their own legal next hops.
 //!
-//! Not modelled: OpenSM keeping an existing LFT entry that is still minimal (our input has no
-//! current LFTs: this is `ignore_existing_lfts`), `port_shifting`, hop-weight,
-//! port-search-ordering, GUID-routing-order and port-profile-ignore files.
+//! With [`EngineOptions::existing_lfts`] (OpenSM without `ignore_existing_lfts`), a
+//! destination whose current entry at this switch is still one of the candidate ports keeps
+//! it (counted like a choice), before any balancing, LMC spreading or scattering — OpenSM's
+//! `osm_switch_recommend_path`. So a vanished end port changes only its own LIDs' entries,
+//! and a failed link only the routes that used it.
+//!
+//! Not modelled: `port_shifting`, hop-weight, port-search-ordering, GUID-routing-order and
+//! port-profile-ignore files.
 
 use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
@@ -201,9 +206,11 @@ pub(crate) fn balance(
             count_switches: opts.port_profile_switch_nodes,
             scatter,
         };
+        let existing = opts.existing_lfts.as_deref();
         let run = |sw: NodeId, row: &mut [u8]| {
             if let Some(si) = hm.index_of(sw) {
-                ctx.route_switch(sw, si, row, &cands(si));
+                let cur = existing.and_then(|e| e.get(subnet.node(sw).guid));
+                ctx.route_switch(sw, si, row, &cands(si), cur);
             }
         };
         #[cfg(feature = "parallel")]
@@ -337,7 +344,16 @@ impl Counters {
 }
 
 impl Ctx<'_> {
-    fn route_switch(&self, sw: NodeId, si: usize, row: &mut [u8], cand: &Candidates) {
+    /// Routes switch `sw` into `row`; `existing` is what the switch holds now, whose entries
+    /// are kept where still candidates.
+    fn route_switch(
+        &self,
+        sw: NodeId,
+        si: usize,
+        row: &mut [u8],
+        cand: &Candidates,
+        existing: Option<&[u8]>,
+    ) {
         let num_ports = u32::from(self.subnet.node(sw).num_ports) + 1;
         let mut srng = (self.scatter != 0).then(|| {
             rand_chacha::ChaCha8Rng::seed_from_u64(
@@ -385,10 +401,15 @@ impl Ctx<'_> {
                 // The fast path (no LMC spreading) remembers which list/position it chose, so
                 // the list's cursor can advance when the route is counted.
                 let mut fast: Option<(u32, u32)> = None;
+                let kept = existing
+                    .and_then(|e| e.get(lid).copied())
+                    .filter(|&p| p != NO_PATH);
                 let mut pick = |t: u32| -> u8 {
                     let t = t as usize;
                     if cand.of(t).is_empty() {
                         NO_PATH
+                    } else if let Some(p) = kept.filter(|p| cand.of(t).contains(p)) {
+                        p
                     } else if let Some(r) = srng.as_mut() {
                         cand.scattered(t, &counts, r).unwrap_or(NO_PATH)
                     } else if !self.lmc_routing {

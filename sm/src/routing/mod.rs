@@ -344,6 +344,51 @@ pub struct EngineOptions {
     pub nue_include_switches: bool,
     /// [`torus_config`]: torus-2QoS.conf, as read by the caller.
     pub torus_config: Option<OptionFile>,
+    /// The LFTs the switches hold now, by switch GUID; `None` = OpenSM's
+    /// `ignore_existing_lfts` (every route chosen afresh). With them, the engines that
+    /// balance with [`minhop`]'s loop (minhop, updn, dnup, dor, dfp) keep an entry whose port
+    /// is still a candidate (still minimal, or still legal for the engine) and choose only
+    /// the others — OpenSM's `osm_switch_recommend_path`, so that a change moves only the
+    /// routes it has to. The SM passes them on re-sweeps that found no new switch and no new
+    /// link, and not after a reroute request.
+    pub existing_lfts: Option<std::sync::Arc<ExistingLfts>>,
+}
+
+/// What the switches' LFTs hold, by switch GUID (see [`EngineOptions::existing_lfts`]).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ExistingLfts {
+    tables: std::collections::HashMap<ibmad::Guid, Vec<u8>>,
+}
+
+impl ExistingLfts {
+    /// Records `table` (port per LID, [`NO_PATH`] where unknown) for switch `guid`.
+    pub fn insert(&mut self, guid: ibmad::Guid, table: Vec<u8>) {
+        self.tables.insert(guid, table);
+    }
+
+    /// The table of switch `guid`, if known.
+    #[must_use]
+    pub fn get(&self, guid: ibmad::Guid) -> Option<&[u8]> {
+        self.tables.get(&guid).map(Vec::as_slice)
+    }
+
+    /// Switches with a table.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// No switch has a table.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
+
+impl core::fmt::Debug for ExistingLfts {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "ExistingLfts({} switches)", self.tables.len())
+    }
 }
 
 impl Default for EngineOptions {
@@ -362,6 +407,7 @@ impl Default for EngineOptions {
             nue_max_num_vls: 1,
             nue_include_switches: false,
             torus_config: None,
+            existing_lfts: None,
         }
     }
 }
