@@ -192,6 +192,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         }
     }
     let mut log = Log::open(opts)?;
+    if let Err(e) = opts.partition_config() {
+        // As OpenSM: "Partition configuration in error; retrying with default config".
+        log.line(
+            Level::Error,
+            &format!("ERR: {e}; using the default partition configuration"),
+        );
+    }
     let signals = Signals::install().map_err(|e| format!("signal handlers: {e}"))?;
     let mut ctl = match &control.socket {
         None => None,

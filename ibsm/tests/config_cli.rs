@@ -296,10 +296,10 @@ fn unknown_options_are_errors_with_hints() {
     let (opt, h) = hint(&["--routing_engin", "updn"]);
     assert_eq!(opt, "--routing_engin");
     assert_eq!(h, "did you mean --routing_engine?");
-    let (opt, h) = hint(&["-P"]);
-    assert_eq!(opt, "-P");
+    let (opt, h) = hint(&["-e"]);
+    assert_eq!(opt, "-e");
     assert!(
-        h.contains("--Pconfig") && h.contains("not implemented"),
+        h.contains("--erase_log_file") && h.contains("not implemented"),
         "{h}"
     );
     let (_, h) = hint(&["--sweep_interval", "5"]);

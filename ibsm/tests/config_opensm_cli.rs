@@ -46,7 +46,7 @@ fn parse(name: &str, value: Option<&str>) -> Result<RunArgs, ConfigError> {
 fn every_opensm_option_is_implemented_alike_or_reported_as_not_implemented() {
     let dir = config_common::scratch("opensm_cli");
     let empty_conf = config_common::write(&dir, "empty.conf", "");
-    let candidates = [empty_conf.to_str().unwrap(), "2", "updn"];
+    let candidates = [empty_conf.to_str().unwrap(), "2", "updn", "both"];
     let opts = opensm_options();
     assert!(opts.len() > 60, "{}", opts.len());
     let mut implemented = Vec::new();
@@ -108,6 +108,10 @@ fn every_opensm_option_is_implemented_alike_or_reported_as_not_implemented() {
         "--retries",
         "--maxsmps",
         "--honor_guid2lid",
+        "--Pconfig",
+        "--no_part_enforce",
+        "--part_enforce",
+        "--allow_both_pkeys",
         "--dump_files_dir",
         "--log_file",
         "--daemon",

@@ -779,3 +779,110 @@ both_shims! {
         );
     }
 }
+
+/// The P_Key entries of a `smpquery pkeys` / `ibsm query pkeys` listing, empty ones dropped.
+fn pkeys_listed(text: &str) -> Vec<u16> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(i, _)| i.trim().parse::<u32>().is_ok())
+        .flat_map(|(_, v)| v.split_whitespace().map(|w| u16::try_from(hex(w)).unwrap()))
+        .filter(|&k| k != 0)
+        .collect()
+}
+
+both_shims! {
+    /// Two partitions in a partitions.conf (`ibsm run -o -P FILE` on ibsim): stock
+    /// `smpquery pkeys` reads back from every CA port and from the switch port facing it the
+    /// table the file asks for (full and limited bits, the default partition at index 0, limited
+    /// but for the SM's port), and `ibsm query pkeys` prints the same. (ibsim does not keep
+    /// PortInfo.PartitionEnforcement bits — its PortInfo Set ignores them — so enforcement is
+    /// checked in the simulator scenario `two_partitions_are_programmed_enforced_and_not_resent`.)
+    fn partitions_read_back_with_smpquery() {
+        let test = "interop partitions";
+        if !peers(test) {
+            return;
+        }
+        let net = example("net.2sw2path4hca");
+        let topo = Topology::parse_net(&net).unwrap();
+        let ex = Expect::new(topo);
+        let mut cas: Vec<PortRef> = ex.ca_ports.clone();
+        cas.sort_by_key(|r| ex.topo.port(*r).unwrap().guid().0);
+        assert!(cas.len() >= 4);
+        let guid = |r: PortRef| ex.topo.port(r).unwrap().guid().0;
+        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+        let dir = TempDir::new("interop-prtn").unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let conf = dir.path().join("partitions.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "# two partitions\nred = 0x0010 : {:#x}=full, {:#x} ;\n\
+                 blue = 0x0020, ipoib, mtu=4 :\n    {:#x}=full,\n    {:#x}=full ;\n",
+                guid(cas[0]), guid(cas[1]), guid(cas[2]), guid(cas[3])
+            ),
+        )
+        .unwrap();
+        let log = dir.path().join("ibsm.log");
+        let child = sim
+            .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+            .args(["run", "-o", "-f"])
+            .arg(&log)
+            .arg("-P")
+            .arg(&conf)
+            .env("OSM_CACHE_DIR", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            in_time && out.status.success(),
+            "ibsm run -o -P: {:?}\n{}\n{log_text}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
+        let lid_of = |g: u64| -> u16 {
+            g2l.lines()
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    Some((hex(w.next()?), hex(w.next()?)))
+                })
+                .find(|&(pg, _)| pg == g)
+                .map(|(_, l)| u16::try_from(l).unwrap())
+                .unwrap_or_else(|| panic!("no LID for {g:#x} in guid2lid\n{g2l}"))
+        };
+        let sm_guid = {
+            let first = ex.topo.nodes().next().unwrap().0;
+            ex.ca_ports
+                .iter()
+                .find(|r| r.node == first)
+                .map(|&r| guid(r))
+        };
+        for (i, &ca) in cas.iter().enumerate() {
+            let def = if Some(guid(ca)) == sm_guid { 0xffff } else { 0x7fff };
+            let want = vec![
+                def,
+                match i {
+                    0 => 0x8010,
+                    1 => 0x0010,
+                    _ => 0x8020,
+                },
+            ];
+            let lid = lid_of(guid(ca)).to_string();
+            let stock = diag(&sim, dir.path(), "smpquery", &["pkeys", &lid]);
+            assert_eq!(pkeys_listed(&stock), want, "CA {i} (LID {lid})\n{stock}");
+            let ours = diag(&sim, dir.path(), env!("CARGO_BIN_EXE_ibsm"), &["query", "pkeys", &lid]);
+            assert_eq!(ours, stock, "ibsm query pkeys {lid}");
+            // The switch port facing it, by the switch's LID.
+            let peer = ex.topo.peer(ca).unwrap();
+            let sw_lid = lid_of(ex.topo.node(peer.node).unwrap().guid().0).to_string();
+            let port = peer.port.0.to_string();
+            let sw = diag(&sim, dir.path(), "smpquery", &["pkeys", &sw_lid, &port]);
+            assert_eq!(pkeys_listed(&sw), want, "switch {sw_lid} port {port}\n{sw}");
+        }
+    }
+}

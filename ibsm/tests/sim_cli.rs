@@ -203,3 +203,32 @@ fn qos_programs_sl2vl_and_dumps_it() {
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("qos-policy.conf:3"), "{err}");
 }
+
+/// `-P FILE`: a partitions.conf that parses brings the fabric up; one with a bad line is
+/// refused with its file and line; a file that does not exist means no partitions.conf, as
+/// OpenSM (`-P /nonexistent` is how OpenSM users ask for the built-in default).
+#[test]
+fn partition_config_file_is_read_and_bad_lines_are_refused() {
+    let d = tmp("partitions");
+    std::fs::create_dir_all(&d).unwrap();
+    let good = d.join("good.conf");
+    std::fs::write(
+        &good,
+        "Default=0x7fff : ALL=full ;\nred=0x10, ipoib : ALL_CAS=full ;\n",
+    )
+    .unwrap();
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", good.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("SUBNET UP"), "{out}");
+    let bad = d.join("bad.conf");
+    std::fs::write(&bad, "red=0x10 : ALL=full;\nblue=0x20, bogus : ALL;\n").unwrap();
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", bad.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains("bad.conf:2: unknown partition flag 'bogus'"),
+        "{err}"
+    );
+    let missing = d.join("missing.conf");
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", missing.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+}

@@ -106,6 +106,11 @@ pub struct SmConfig {
     /// [`crate::routing::EngineOptions::qos`] on too. Tables a routing engine decides are
     /// programmed whether or not `qos` is on. Default: off, as OpenSM.
     pub qos: crate::qos::QosConfig,
+    /// Partitions (`partition_config_file`, `part_enforce`, `no_partition_enforcement`,
+    /// `allow_both_pkeys`): the P_Key tables programmed on end ports and, with enforcement,
+    /// on the switch ports facing them ([`crate::partition`]). Default: no partitions.conf,
+    /// `Default=0x7fff, ipoib : ALL=full ;`, enforcement `both`, as OpenSM.
+    pub partitions: crate::partition::PartitionConfig,
 }
 
 impl Default for SmConfig {
@@ -143,6 +148,7 @@ impl Default for SmConfig {
             lid_routed: true,
             engine_options: crate::routing::EngineOptions::default(),
             qos: crate::qos::QosConfig::default(),
+            partitions: crate::partition::PartitionConfig::default(),
         }
     }
 }

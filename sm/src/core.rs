@@ -164,6 +164,22 @@ impl Sm {
     pub fn known_qos(&self, id: crate::subnet::NodeId) -> Option<&crate::qos::program::KnownQos> {
         self.sweep.known_qos(id)
     }
+
+    /// The partitions resolved against the last heavy sweep's subnet and laid out as the SM
+    /// programs them: each end port's P_Keys ([`crate::partition::PkeyPlan::port_pkeys`],
+    /// what PathRecord's partition check uses), the tables of end ports and of the switch ports
+    /// facing them, and the enforcement bits.
+    #[must_use]
+    pub fn pkey_plan(&self) -> &crate::partition::PkeyPlan {
+        self.sweep.pkey_plan()
+    }
+
+    /// The P_KeyTable blocks the SM knows each port to hold (read or acknowledged), by
+    /// (NodeGUID, port): what P_KeyTableRecord answers from.
+    #[must_use]
+    pub fn known_pkeys(&self) -> &crate::partition::KnownPkeys {
+        self.sweep.known_pkeys()
+    }
     /// The LFTs computed by the last routing run.
     #[must_use]
     pub fn lfts(&self) -> Option<&Lfts> {

@@ -43,6 +43,7 @@ use zerocopy::FromBytes;
 
 use crate::config::SmConfig;
 use crate::discovery::{data_of, Discovery};
+use crate::partition::{block_data, KnownPkeys, PkeyPlan};
 use crate::qos::program::{KnownQos, PlanInputs};
 use crate::routing::{Lfts, Routes};
 use crate::subnet::{NodeId, Subnet};
@@ -63,6 +64,9 @@ struct KnownLft {
 pub(crate) struct Programmer {
     known_lft: HashMap<Guid, KnownLft>,
     known_qos: HashMap<Guid, KnownQos>,
+    known_pkeys: KnownPkeys,
+    /// This sweep's partitions resolved against the subnet (and, once planned, laid out).
+    pkeys: PkeyPlan,
 }
 
 impl Programmer {
@@ -142,13 +146,55 @@ impl Programmer {
         reqs
     }
 
+    /// Resolves the partitions against this sweep's subnet ([`PkeyPlan::resolve`]), forgets
+    /// the P_Key tables of ports that were reset, and returns the P_KeyTable Gets of the
+    /// blocks the SM does not know (read before written, as the LFT blocks).
+    pub fn pkey_reads(&mut self, cfg: &SmConfig, disc: &Discovery) -> Vec<Request> {
+        let s = &disc.subnet;
+        self.known_pkeys.forget_reset_ports(s);
+        self.pkeys = PkeyPlan::resolve(&cfg.partitions, s);
+        self.pkeys
+            .reads(s, cfg.partitions.enforce, &self.known_pkeys)
+            .into_iter()
+            .map(|(id, p, b)| {
+                let (path, m) = pkey_addr(disc, id, p, b);
+                Request::get(path, SmpAttrId::P_KEY_TABLE, m, Purpose::GetPkeys(id, p, b))
+            })
+            .collect()
+    }
+
+    /// A P_KeyTable block of (node, port) was read or acknowledged.
+    pub fn on_pkey_ack(
+        &mut self,
+        disc: &Discovery,
+        id: NodeId,
+        p: PortNum,
+        b: u16,
+        data: &[u8; 64],
+    ) {
+        self.known_pkeys
+            .on_block(disc.subnet.node(id).guid, p, b, data);
+    }
+
+    /// This sweep's partition plan.
+    pub fn pkey_plan(&self) -> &PkeyPlan {
+        &self.pkeys
+    }
+
+    /// What the SM knows the ports to hold.
+    pub fn known_pkeys(&self) -> &KnownPkeys {
+        &self.known_pkeys
+    }
+
     /// The programming Sets of a heavy sweep, in sending order: SwitchInfo (LinearFDBTop =
-    /// `top` before the blocks it covers), PortInfo configuration (unless it is folded into the
-    /// Armed pass), then the LFT blocks of `lfts` that differ from what the switch is known to
-    /// hold, block-major across switches, then the QoS Sets (SL-to-VL, VLArbitration) of
-    /// `routes` and [`SmConfig::qos`] that differ from what each node is known to hold.
+    /// `top` before the blocks it covers), the P_KeyTable blocks that differ from what each
+    /// port holds ([`crate::partition`]), PortInfo configuration (unless it is folded into the
+    /// Armed pass; with the partition enforcement bits), then the LFT blocks of `lfts` that
+    /// differ from what the switch is known to hold, block-major across switches, then the QoS
+    /// Sets (SL-to-VL, VLArbitration) of `routes` and [`SmConfig::qos`] that differ from what
+    /// each node is known to hold.
     pub fn plan(
-        &self,
+        &mut self,
         cfg: &SmConfig,
         disc: &Discovery,
         routes: Option<&Routes>,
@@ -172,6 +218,20 @@ impl Programmer {
                 }
             }
         }
+        let known = &self.known_pkeys;
+        self.pkeys.layout_all(s, cfg.partitions.enforce, |id, p| {
+            known.table(s.node(id).guid, p)
+        });
+        for (id, p, b, blk) in self.pkeys.sets(s, &self.known_pkeys) {
+            let (path, m) = pkey_addr(disc, id, p, b);
+            reqs.push(Request::set(
+                path,
+                SmpAttrId::P_KEY_TABLE,
+                m,
+                block_data(&blk),
+                Purpose::SetPkeys(id, p, b),
+            ));
+        }
         for id in s.node_ids().filter(|_| !cfg.fold_config_into_arm) {
             let node = s.node(id);
             for p in 0..=node.num_ports {
@@ -179,7 +239,9 @@ impl Programmer {
                 let Some(cur) = s.port(id, p).and_then(|x| x.info) else {
                     continue;
                 };
-                let Some(want) = desired_port_info(cfg, s, id, p, sm_lid) else {
+                let Some(want) = desired_port_info(cfg, s, id, p, sm_lid)
+                    .map(|w| with_enforcement(w, &self.pkeys, id, p))
+                else {
                     continue;
                 };
                 if let Some(mut set) = config_set(&cur, &want) {
@@ -329,9 +391,11 @@ impl Programmer {
 /// pass) the Set carries the desired configuration too, and ports outside the pass that still
 /// differ get their configuration Set. Without it, each Set goes LID-routed to
 /// `lid_route(node, port)` where that is not 0.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn state_pass(
     cfg: &SmConfig,
     disc: &Discovery,
+    pkeys: &PkeyPlan,
     sm_lid: Lid,
     from: PortState,
     to: PortState,
@@ -347,7 +411,7 @@ pub(crate) fn state_pass(
                 continue;
             };
             let want = if with_config {
-                desired_port_info(cfg, s, id, p, sm_lid)
+                desired_port_info(cfg, s, id, p, sm_lid).map(|w| with_enforcement(w, pkeys, id, p))
             } else {
                 None
             };
@@ -414,6 +478,29 @@ pub fn lid_route(s: &Subnet, sm_lid: Lid, id: NodeId, p: PortNum) -> Lid {
     } else {
         Lid::UNASSIGNED
     }
+}
+
+/// The directed route and AttributeModifier of P_KeyTable block `b` of port `p` of node `id`:
+/// a switch's table by port number in bits 31..16 along the switch's route; a CA port's along
+/// the route that ends at that port (modifier = block).
+fn pkey_addr(disc: &Discovery, id: NodeId, p: PortNum, b: u16) -> (ibmad::DrPath, u32) {
+    let n = disc.subnet.node(id);
+    if n.is_switch() {
+        (n.dr_path, u32::from(p.0) << 16 | u32::from(b))
+    } else {
+        (disc.port_path(id, p), u32::from(b))
+    }
+}
+
+/// `want` with the PartitionEnforcementInbound/Outbound bits the partition plan asks of switch
+/// port `p` of `id` (unchanged where the plan leaves the port alone).
+#[must_use]
+pub fn with_enforcement(mut want: PortInfo, pkeys: &PkeyPlan, id: NodeId, p: PortNum) -> PortInfo {
+    if let Some((inb, outb)) = pkeys.enforcement(id, p) {
+        want.set_partition_enforcement_inbound(u8::from(inb));
+        want.set_partition_enforcement_outbound(u8::from(outb));
+    }
+    want
 }
 
 /// The PortInfo the port should hold, derived from what it holds now (`None` if the port was

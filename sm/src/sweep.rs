@@ -188,7 +188,7 @@ impl Sweep {
         let known = |id| self.known_qos(id);
         let others: Vec<_> = cx.role.known_sms().iter().map(|k| k.info).collect();
         let facts = cx.role.sminfo_facts(cx.cfg.m_key, 0);
-        SaSnapshot::build(&SnapshotInput {
+        let mut snap = SaSnapshot::build(&SnapshotInput {
             generation: self.heavy_sweeps,
             subnet: &self.disc.subnet,
             routes: self.routes.as_ref(),
@@ -212,9 +212,28 @@ impl Sweep {
                 max_op_vls: cx.cfg.max_op_vls,
                 qos: cx.cfg.qos.enabled,
             },
-        })
+        });
+        // The P_Key tables the SM programmed (partitions): end ports and the switch ports
+        // facing them, in index order.
+        snap.pkeys = self
+            .program
+            .pkey_plan()
+            .tables()
+            .into_iter()
+            .map(|t| {
+                let v = t.table.iter().map(|&k| ibmad::PKey(k)).collect();
+                ((t.node, t.port), v)
+            })
+            .collect();
+        snap
     }
 
+    pub fn pkey_plan(&self) -> &crate::partition::PkeyPlan {
+        self.program.pkey_plan()
+    }
+    pub fn known_pkeys(&self) -> &crate::partition::KnownPkeys {
+        self.program.known_pkeys()
+    }
     pub fn engine_used(&self) -> &'static str {
         self.engine_used
     }
@@ -386,6 +405,9 @@ impl Sweep {
                 self.program
                     .on_qos_ack(&self.disc, id, p, req.attr, req.attr_mod, data);
             }
+            Purpose::GetPkeys(id, p, b) | Purpose::SetPkeys(id, p, b) => {
+                self.program.on_pkey_ack(&self.disc, id, p, b, data);
+            }
             Purpose::LightSwitchInfo(_) => {
                 if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
                     if si.port_state_change() != 0 {
@@ -444,7 +466,8 @@ impl Sweep {
             Purpose::SetPortInfo(..)
             | Purpose::SetLft(..)
             | Purpose::SetSwitchInfo(_)
-            | Purpose::SetQos(..) => {
+            | Purpose::SetQos(..)
+            | Purpose::SetPkeys(..) => {
                 self.errors.set_failures += 1;
             }
             Purpose::LightSwitchInfo(_) => self.light_changed = true,
@@ -481,7 +504,8 @@ impl Sweep {
             Purpose::SetPortInfo(..)
             | Purpose::SetLft(..)
             | Purpose::SetSwitchInfo(_)
-            | Purpose::SetQos(..) => {
+            | Purpose::SetQos(..)
+            | Purpose::SetPkeys(..) => {
                 self.errors.set_failures += 1;
             }
             _ => {}
@@ -840,7 +864,8 @@ impl Sweep {
         self.begin(now, Phase::Programming, Stage::Programming);
         let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
         let lfts: Option<&Lfts> = self.routes.as_ref().map(|r| &r.lfts);
-        let reads = self.program.reads(&self.disc, lfts, top);
+        let mut reads = self.program.reads(&self.disc, lfts, top);
+        reads.extend(self.program.pkey_reads(cx.cfg, &self.disc));
         if reads.is_empty() {
             self.plan_programming(cx);
         } else {
@@ -855,6 +880,15 @@ impl Sweep {
         let reqs = self
             .program
             .plan(cx.cfg, &self.disc, self.routes.as_ref(), top, self.sm_lid);
+        for o in self.program.pkey_plan().overflows() {
+            cx.events.log(
+                Level::Error,
+                format!(
+                    "partitions: node {} port {} holds {} P_Keys; dropped {:04x?}",
+                    o.node_guid, o.port.0, o.cap, o.dropped
+                ),
+            );
+        }
         cx.submit_all(reqs);
     }
 
@@ -882,6 +916,7 @@ impl Sweep {
         let reqs = program::state_pass(
             cx.cfg,
             &self.disc,
+            self.program.pkey_plan(),
             self.sm_lid,
             PortState::INIT,
             PortState::ARMED,
@@ -898,6 +933,7 @@ impl Sweep {
         let reqs = program::state_pass(
             cx.cfg,
             &self.disc,
+            self.program.pkey_plan(),
             self.sm_lid,
             PortState::ARMED,
             PortState::ACTIVE,

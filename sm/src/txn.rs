@@ -39,6 +39,10 @@ pub(crate) enum Purpose {
     /// SLtoVLMappingTable or VLArbitrationTable Set (QoS programming), sent through the
     /// node's port `PortNum` (0 on a switch).
     SetQos(NodeId, PortNum),
+    /// P_KeyTable block Get of (node, port) before programming (content unknown to the SM).
+    GetPkeys(NodeId, PortNum, u16),
+    /// P_KeyTable block Set of (node, port).
+    SetPkeys(NodeId, PortNum, u16),
     /// SwitchInfo Get during a light sweep.
     LightSwitchInfo(NodeId),
     /// SMInfo Get to another SM's port during a heavy sweep (master election, IBA vol1
@@ -80,6 +84,8 @@ impl Request {
             | Purpose::GetLft(n, _)
             | Purpose::SetPortInfo(n, _)
             | Purpose::SetQos(n, _)
+            | Purpose::GetPkeys(n, ..)
+            | Purpose::SetPkeys(n, ..)
             | Purpose::LightSwitchInfo(n)
             | Purpose::SmInfo(n, _) => Some(n),
             Purpose::LightSmInfo(_) | Purpose::SmPoll(_) | Purpose::SmSet(_) => None,

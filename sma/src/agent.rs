@@ -598,6 +598,16 @@ impl<H: Hardware> Agent<H> {
         self.ports.get(usize::from(port.0)).map(|p| &p.pi)
     }
 
+    /// The P_Key table (one block, [`PARTITION_CAP`] entries) of `port`: a CA port, or any
+    /// port of a switch (0 = its management port); `None` for a port that does not exist.
+    #[must_use]
+    pub fn pkeys(&self, port: PortNum) -> Option<&PKeyTable> {
+        if !self.port_exists(port) {
+            return None;
+        }
+        self.ports.get(usize::from(port.0)).map(|p| &p.pkeys)
+    }
+
     /// Data-plane LFT lookup: the egress port for `lid`, or `None` if the entry is 0xFF (or any
     /// port beyond NumPorts), `lid` is above LinearFDBTop, or this is not a switch.
     #[must_use]

@@ -822,3 +822,124 @@ fn qos_sl2vl_is_programmed_read_back_and_not_resent() {
             .1;
     assert_eq!(prog.smps, 0, "an unchanged fabric gets no QoS Set");
 }
+
+/// Two partitions in a partitions.conf (a "red" one of two CAs, a "blue" one of the others,
+/// the default partition limited but for the SM): every CA port's P_Key table and the table
+/// of the switch port facing it, as the agents hold them, are what the file says (full and
+/// limited bits, the default P_Key at index 0), with partition enforcement set on those
+/// switch ports and off on inter-switch links; the SM records what the ports hold, the plan
+/// refuses a pair of CAs in different partitions, and a second heavy sweep sends no SMP.
+#[test]
+fn two_partitions_are_programmed_enforced_and_not_resent() {
+    use sm::partition::{PartitionConfig, FULL_MEMBER};
+    let t = net_example("net.2sw2path4hca");
+    let cas: Vec<(NodeId, PortNum, u64)> = t
+        .nodes_of_type(NodeType::CA)
+        .filter_map(|id| {
+            let (p, port) = t
+                .ports(id)
+                .find(|(p, port)| p.0 >= 1 && port.peer().is_some())?;
+            Some((id, p, port.guid().0))
+        })
+        .collect();
+    assert!(cas.len() >= 4, "{cas:?}");
+    let sm_at = sm_place(&t);
+    let text = format!(
+        "Default=0x7fff : ALL=limited, SELF=full ;\n\
+         red=0x0010 : {:#x}=full, {:#x} ;  # the second a limited member\n\
+         blue=0x0020, ipoib : {:#x}=full, {:#x}=full ;\n",
+        cas[0].2, cas[1].2, cas[2].2, cas[3].2
+    );
+    let mut cfg = quiet();
+    cfg.partitions = PartitionConfig::parse(&text, "partitions.conf").unwrap();
+    let mut r = bring_up(&t, sm_at, cfg);
+    r.check_fabric(&HashSet::new());
+    let s = r.sm.subnet();
+    let sm_guid = {
+        let (n, p) = s.sm_port().unwrap();
+        s.port(n, p).unwrap().guid.0
+    };
+    let held = |id: NodeId, p: PortNum| -> Vec<u16> {
+        let a = r.fabric.agent(id).unwrap();
+        let mut v: Vec<u16> = a.pkeys(p).unwrap().pkeys.iter().map(|k| k.get()).collect();
+        while v.last() == Some(&0) {
+            v.pop();
+        }
+        v
+    };
+    for (i, &(id, p, guid)) in cas.iter().enumerate() {
+        let def = if guid == sm_guid { 0xffff } else { 0x7fff };
+        let mut want = vec![def];
+        want.push(match i {
+            0 => 0x0010 | FULL_MEMBER,
+            1 => 0x0010,
+            _ => 0x0020 | FULL_MEMBER,
+        });
+        assert_eq!(held(id, p), want, "CA {i} ({guid:#x})");
+        // The switch port facing it holds the same and enforces both ways.
+        let peer = t.peer(PortRef { node: id, port: p }).unwrap();
+        assert_eq!(
+            held(peer.node, peer.port),
+            want,
+            "switch port facing CA {i}"
+        );
+        let pi = r
+            .fabric
+            .agent(peer.node)
+            .unwrap()
+            .port_info(peer.port)
+            .unwrap();
+        assert_eq!(
+            (
+                pi.partition_enforcement_inbound(),
+                pi.partition_enforcement_outbound()
+            ),
+            (1, 1)
+        );
+        // What the SM records the port to hold.
+        let nguid = t.node(id).unwrap().guid();
+        let sid = s.node_by_guid(nguid).unwrap();
+        assert_eq!(r.sm.known_pkeys().table(nguid, p)[..want.len()], want[..]);
+        assert_eq!(r.sm.pkey_plan().port_pkeys(sid, p).len(), 2);
+    }
+    // Inter-switch links: no enforcement.
+    for sw in t.nodes_of_type(NodeType::SWITCH) {
+        for (p, port) in t.ports(sw) {
+            let Some(peer) = port.peer() else { continue };
+            if t.node(peer.node).unwrap().is_switch() {
+                let pi = r.fabric.agent(sw).unwrap().port_info(p).unwrap();
+                assert_eq!(pi.partition_enforcement_inbound(), 0);
+            }
+        }
+    }
+    let node_of = |i: usize| {
+        let g = t.node(cas[i].0).unwrap().guid();
+        (s.node_by_guid(g).unwrap(), cas[i].1)
+    };
+    let plan = r.sm.pkey_plan();
+    assert_eq!(plan.shared_pkey(node_of(0), node_of(1)), Some(0x8010));
+    assert_eq!(plan.shared_pkey(node_of(2), node_of(3)), Some(0x8020));
+    let sm_is_cross = [0, 1, 2, 3].iter().any(|&i| cas[i].2 == sm_guid);
+    if !sm_is_cross {
+        assert_eq!(plan.shared_pkey(node_of(1), node_of(2)), None);
+    }
+    assert_eq!(
+        plan.shared_pkey(node_of(0), node_of(2)),
+        None,
+        "red and blue share nothing"
+    );
+
+    let before = r.sm.heavy_sweeps();
+    let now = r.now();
+    r.sm.handle_command(now, Command::HeavySweep);
+    r.drive(now + Duration::from_secs(60));
+    assert_eq!(r.sm.heavy_sweeps(), before + 1);
+    let prog =
+        r.sm.phase_history()
+            .iter()
+            .rev()
+            .find(|(p, _)| *p == sm::Phase::Programming)
+            .unwrap()
+            .1;
+    assert_eq!(prog.smps, 0, "an unchanged fabric gets no P_KeyTable SMP");
+}

@@ -324,6 +324,51 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "partition_config_file",
+        section: Section::Device,
+        doc: &["Partition configuration file to be used"],
+        get: |o| o.partition_config_file.display().to_string(),
+        set: |o, v| {
+            o.partition_config_file = path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "no_partition_enforcement",
+        section: Section::Device,
+        doc: &["Disable partition enforcement by switches (DEPRECATED)", "This option is equivalent to 'part_enforce off'"],
+        get: |o| fmt_bool(o.no_partition_enforcement),
+        set: |o, v| {
+            o.no_partition_enforcement = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "part_enforce",
+        section: Section::Device,
+        doc: &[
+            "Partition enforcement type (for switches)",
+            "Values are both, out, in and off",
+            "Default is both (outbound and inbound enforcement)",
+        ],
+        get: |o| o.part_enforce.name().to_string(),
+        set: |o, v| {
+            o.part_enforce = sm::partition::PartEnforce::parse(v)
+                .ok_or_else(|| "both, in, out or off".to_string())?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "allow_both_pkeys",
+        section: Section::Device,
+        doc: &["Allow both full and limited membership on the same partition"],
+        get: |o| fmt_bool(o.allow_both_pkeys),
+        set: |o, v| {
+            o.allow_both_pkeys = boolean(v)?;
+            Ok(())
+        },
+    },
     // ---------------- SWEEP ----------------
     KeySpec {
         key: "sweep_interval",

@@ -286,6 +286,17 @@ pub struct Options {
     pub force_link_width: u8,
     /// `subnet_timeout`: PortInfo:SubnetTimeOut code, 0..=31. Default 18.
     pub subnet_timeout: u8,
+    /// `partition_config_file` (`-P`): partitions.conf. Default
+    /// `/etc/opensm/partitions.conf`; a file that does not exist means no partition
+    /// configuration (`Default=0x7fff, ipoib : ALL=full ;`), as OpenSM.
+    pub partition_config_file: PathBuf,
+    /// `no_partition_enforcement` (`-N`): no P_Key enforcement on switch ports. Default FALSE.
+    pub no_partition_enforcement: bool,
+    /// `part_enforce` (`-Z`): `both` (default), `in`, `out` or `off`.
+    pub part_enforce: sm::partition::PartEnforce,
+    /// `allow_both_pkeys` (`-W`): a port may be a full and a limited member of one partition.
+    /// Default FALSE.
+    pub allow_both_pkeys: bool,
 
     // ---- QoS ----
     /// `qos` (`-Q`): program SL-to-VL, VLArbitration and VLHighLimit from the `qos_*` sets.
@@ -466,6 +477,10 @@ impl Default for Options {
             force_link_speed: 15,
             force_link_width: 255,
             subnet_timeout: 18,
+            partition_config_file: PathBuf::from(sm::partition::DEFAULT_PARTITION_FILE),
+            no_partition_enforcement: false,
+            part_enforce: sm::partition::PartEnforce::Both,
+            allow_both_pkeys: false,
             sweep_interval: 10,
             reassign_lids: false,
             force_heavy_sweep: false,

@@ -5,6 +5,7 @@ use core::time::Duration;
 use std::path::PathBuf;
 
 use ibmad::PortNum;
+use sm::partition::{PartEnforce, PartitionConfig};
 use sm::routing::{EngineOptions, OptionFile};
 use sm::SmConfig;
 
@@ -68,6 +69,9 @@ impl Options {
             sweep_interval: Duration::from_secs(self.sweep_interval.into()),
             seed: self.scatter_ports.into(),
             qos: self.qos_config(),
+            partitions: self
+                .partition_config()
+                .unwrap_or_else(|_| self.partition_defaults()),
             ..SmConfig::default()
         }
     }
@@ -160,6 +164,7 @@ impl Options {
             })
             .collect();
         v.extend(self.qos_policy().err());
+        v.extend(self.partition_config().err());
         v
     }
 }
@@ -213,6 +218,47 @@ impl Options {
         QosPolicy::parse(&text, &p.display().to_string())
             .map(Some)
             .map_err(|e| format!("qos_policy_file (-Y) {e}"))
+    }
+}
+
+impl Options {
+    /// The built-in partition configuration (no partitions.conf) with the enforcement
+    /// options.
+    fn partition_defaults(&self) -> PartitionConfig {
+        PartitionConfig {
+            enforce: if self.no_partition_enforcement {
+                PartEnforce::Off
+            } else {
+                self.part_enforce
+            },
+            allow_both_pkeys: self.allow_both_pkeys,
+            ..PartitionConfig::default()
+        }
+    }
+
+    /// The partition configuration: `partition_config_file` read and parsed, with
+    /// `part_enforce` (`off` with `no_partition_enforcement`) and `allow_both_pkeys`. A file
+    /// that does not exist means no partitions.conf, as OpenSM (`-P /dev/null`-style runs rely
+    /// on it); a daemon whose file does not parse logs the error and runs with the defaults,
+    /// as OpenSM.
+    ///
+    /// # Errors
+    /// `partition_config_file (-P) FILE: why` — unreadable, or the parser's `file:line: what`.
+    pub fn partition_config(&self) -> Result<PartitionConfig, String> {
+        let base = self.partition_defaults();
+        let p = &self.partition_config_file;
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(base),
+            Err(e) => return Err(format!("partition_config_file (-P) {}: {e}", p.display())),
+        };
+        let parsed = PartitionConfig::parse(&text, &p.display().to_string())
+            .map_err(|e| format!("partition_config_file (-P) {e}"))?;
+        Ok(PartitionConfig {
+            enforce: base.enforce,
+            allow_both_pkeys: base.allow_both_pkeys,
+            ..parsed
+        })
     }
 }
 

@@ -22,6 +22,10 @@ pub fn perturbed() -> Options {
         force_link_speed: 7,
         force_link_width: 3,
         subnet_timeout: 17,
+        partition_config_file: PathBuf::from("/tmp/partitions.conf"),
+        no_partition_enforcement: true,
+        part_enforce: sm::partition::PartEnforce::In,
+        allow_both_pkeys: true,
         qos: true,
         qos_policy_file: PathBuf::from("/tmp/qos-policy.conf"),
         qos_sets: std::array::from_fn(|i| QosTextSet {
