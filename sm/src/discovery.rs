@@ -153,7 +153,6 @@ impl Discovery {
             dr_path: path,
             first_port: 0,
             switch_info: None,
-            partition_cap: ni.partition_cap.get(),
         });
         if self.arrival.len() <= id.idx() {
             self.arrival.resize(id.idx() + 1, 0);

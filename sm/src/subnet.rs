@@ -50,8 +50,6 @@ pub struct Node {
     pub first_port: u32,
     /// SwitchInfo, for switches.
     pub switch_info: Option<SwitchInfo>,
-    /// NodeInfo.PartitionCap: P_Key table entries of each CA port / switch port 0.
-    pub partition_cap: u16,
 }
 
 impl Node {
@@ -72,7 +70,6 @@ impl Node {
             dr_path: DrPath::new(&[1]).unwrap_or(DrPath::local()),
             first_port: 0,
             switch_info: None,
-            partition_cap: 32,
         }
     }
 

@@ -296,7 +296,6 @@ impl Scan {
                 dr_path: n.path,
                 first_port: 0,
                 switch_info: n.switch_info,
-                partition_cap: ni.partition_cap.get(),
             });
         }
         for (i, n) in self.nodes.iter().enumerate() {

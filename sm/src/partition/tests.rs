@@ -187,6 +187,7 @@ fn subnet() -> Subnet {
         } else {
             DrPath::new(&[1]).unwrap()
         },
+        partition_cap: 32,
         ..Node::new(Guid(guid), t, ports, "")
     };
     let ca1 = s.add_node(mk(1, NodeType::CA, 1));
