@@ -236,6 +236,9 @@ fn umad_matches_stock_diags() {
         add("smpquery -D portinfo 0 1", "query -D portinfo 0 1");
         add("ibportstate -D 0 1", "portstate -D 0 1");
         add("ibroute -D 0", "route -D 0");
+        // --skip-sl: no SA PathRecord queries, which (no SA here) cost switch relay errors
+        // that the next run would report; ours never asks the SA.
+        add("ibqueryerrors --skip-sl", "counters --errors");
         let cas: Vec<u16> = dests.iter().filter(|d| d.0 == "ca").map(|d| d.1).collect();
         for (t, l) in &dests {
             add(
@@ -285,8 +288,15 @@ fn umad_matches_stock_diags() {
         for (stock, ours) in &pairs {
             let s_args: Vec<&str> = stock[1..].iter().map(String::as_str).collect();
             let o_args: Vec<&str> = ours.iter().map(String::as_str).collect();
-            let want = shim(&sim, dir.path(), &stock[0], &s_args);
-            let got = shim(&sim, dir.path(), IBSM, &o_args);
+            // ibqueryerrors exits 1 when it found errors (relay errors that the SMPs of the
+            // commands before cost are likely): both must say the same either way.
+            let run = if stock[0] == "ibqueryerrors" {
+                shim_any
+            } else {
+                shim
+            };
+            let want = run(&sim, dir.path(), &stock[0], &s_args);
+            let got = run(&sim, dir.path(), IBSM, &o_args);
             assert_eq!(
                 mask_date(&got),
                 mask_date(&want),

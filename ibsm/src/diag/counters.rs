@@ -15,7 +15,10 @@ use ibmad::zerocopy::{FromBytes, IntoBytes};
 use ibmad::{GmpAttrRepr, Lid, MadMeta, Method, PerfRepr, PmaAttrId};
 use serde_json::{json, Map, Value};
 
+use std::fmt::Write as _;
+
 use super::cmds::{parse_lid, Common, DiagError, Session};
+use super::scan::Scan;
 
 type R<T> = Result<T, DiagError>;
 
@@ -37,6 +40,10 @@ pub struct CountersArgs {
     /// Reset the counters only (print nothing)
     #[arg(long = "Reset_only", short = 'R')]
     reset_only: bool,
+    /// ibqueryerrors: scan the fabric and list every port whose error counters are not 0
+    /// (exit status 1 if there is one)
+    #[arg(long = "errors", conflicts_with_all = ["extended", "all_ports", "reset_after_read", "reset_only", "dest", "port_num"])]
+    errors: bool,
     /// The PMA's LID (default: the local port's)
     dest: Option<String>,
     /// The port (default: the local port)
@@ -125,6 +132,9 @@ fn listing_json(text: &str) -> Value {
 /// # Errors
 /// Bad arguments (exit 2), a PMA that does not answer or refuses (exit 1).
 pub fn counters(a: &CountersArgs) -> R<()> {
+    if a.errors {
+        return errors(a);
+    }
     if a.common.direct || a.common.guid {
         return Err(DiagError::bad(
             "PerfMgt queries are LID-routed: give the destination as a LID",
@@ -244,6 +254,264 @@ pub fn counters(a: &CountersArgs) -> R<()> {
     super::cmds::print(&a.common, &format!("{header}{body}"), json);
     if a.reset_after_read {
         reset(&mut s, next())?;
+    }
+    Ok(())
+}
+
+/// The error counters ibqueryerrors checks, in its order (PortCounters, IBA vol1 §16.1.3.5),
+/// then PortXmitWait.
+fn error_fields(pc: &PortCountersRepr) -> [(&'static str, u32); 13] {
+    [
+        ("SymbolErrorCounter", pc.symbol_error_counter.into()),
+        (
+            "LinkErrorRecoveryCounter",
+            pc.link_error_recovery_counter.into(),
+        ),
+        ("LinkDownedCounter", pc.link_downed_counter.into()),
+        ("PortRcvErrors", pc.port_rcv_errors.into()),
+        (
+            "PortRcvRemotePhysicalErrors",
+            pc.port_rcv_remote_physical_errors.into(),
+        ),
+        (
+            "PortRcvSwitchRelayErrors",
+            pc.port_rcv_switch_relay_errors.into(),
+        ),
+        ("PortXmitDiscards", pc.port_xmit_discards.into()),
+        (
+            "PortXmitConstraintErrors",
+            pc.port_xmit_constraint_errors.into(),
+        ),
+        (
+            "PortRcvConstraintErrors",
+            pc.port_rcv_constraint_errors.into(),
+        ),
+        (
+            "LocalLinkIntegrityErrors",
+            pc.local_link_integrity_errors.into(),
+        ),
+        (
+            "ExcessiveBufferOverrunErrors",
+            pc.excessive_buffer_overrun_errors.into(),
+        ),
+        ("VL15Dropped", pc.vl15_dropped.into()),
+        ("PortXmitWait", pc.port_xmit_wait),
+    ]
+}
+
+/// What one node's check found.
+#[derive(Default)]
+struct ErrorSummary {
+    nodes: u32,
+    bad_nodes: u32,
+    ports: u32,
+    bad_ports: u32,
+    failures: u32,
+}
+
+/// `ibsm counters --errors`: ibqueryerrors. Every node the scan finds, newest first as
+/// libibnetdisc lists them; ClassPortInfo first, then (where the PMA has AllPortSelect) one
+/// PortCounters Get for all ports, and only if that shows errors one per port. A counter is
+/// reported when it is above its threshold — 0 for all, as ibqueryerrors without a
+/// thresholds file. Differences: the SL is 0 (ibqueryerrors asks the SA for a PathRecord per
+/// destination unless `--skip-sl`); PortCountersExtended's 64-bit error counters (PMAs with
+/// AdditionalPortCountersExtended) are not read.
+fn errors(a: &CountersArgs) -> R<()> {
+    let mut s = Session::open(&a.common, 1)?;
+    let scan = Scan::run(&mut s.client(), 0)?;
+    for f in &scan.failures {
+        eprintln!("ibsm counters: warning: {f}");
+    }
+    let mut tid = u64::from(s.port_mut().now().0 as u32 | 1);
+    let mut sum = ErrorSummary::default();
+    let mut text = String::new();
+    let mut bad = Vec::new();
+    for i in scan.print_order() {
+        let n = &scan.nodes[i];
+        let nports = n.info.num_ports;
+        let sw = n.is_switch();
+        let lid = if sw {
+            n.lid(0)
+        } else {
+            match (1..=nports).find(|&p| n.port_info(p).is_some()) {
+                Some(p) => n.lid(p),
+                None => continue,
+            }
+        };
+        let port_guid = |p: u8| -> u64 {
+            let g = n.ports.get(usize::from(p)).map_or(0, |x| x.guid.0);
+            if sw || g == 0 {
+                n.info.port_guid().0
+            } else {
+                g
+            }
+        };
+        tid = tid.wrapping_add(1);
+        let cap = perf_request(
+            &mut s,
+            lid,
+            &request::<ClassPortInfoRepr>(Method::GET, PmaAttrId::CLASS_PORT_INFO, tid, None),
+        )
+        .and_then(|r| {
+            r.attr::<ClassPortInfoRepr>()
+                .map_err(|e| DiagError(e.to_string(), 1))
+        });
+        let cap_mask = match cap {
+            Ok(c) => c.capability_mask,
+            Err(e) => {
+                eprintln!(
+                    "ibsm counters: ClassPortInfo of \"{}\" (LID {}): {e}",
+                    n.desc,
+                    lid.0,
+                    e = e.0
+                );
+                sum.failures += 1;
+                0
+            }
+        };
+        let mut header = false;
+        let mut node_bad = Vec::new();
+        // The errors of one PortCounters Get, as ibqueryerrors prints them; None = none (or
+        // the query failed, counted).
+        let mut check =
+            |s: &mut Session, lid: Lid, port: u8, sum: &mut ErrorSummary| -> Option<String> {
+                tid = tid.wrapping_add(1);
+                let sel = PortCountersRepr {
+                    port_select: port,
+                    ..PortCountersRepr::default()
+                };
+                let r = perf_request(
+                    s,
+                    lid,
+                    &request(Method::GET, PmaAttrId::PORT_COUNTERS, tid, Some(&sel)),
+                )
+                .and_then(|r| {
+                    r.attr::<PortCountersRepr>()
+                        .map_err(|e| DiagError(e.to_string(), 1))
+                });
+                let mut pc = match r {
+                    Ok(pc) => pc,
+                    Err(e) => {
+                        eprintln!(
+                            "ibsm counters: PortCounters of \"{}\" (LID {}) port {port}: {}",
+                            n.desc, lid.0, e.0
+                        );
+                        sum.failures += 1;
+                        return None;
+                    }
+                };
+                if cap_mask & cap::PORT_XMIT_WAIT == 0 {
+                    pc.port_xmit_wait = 0;
+                }
+                let found: Vec<(&str, u32)> = error_fields(&pc)
+                    .into_iter()
+                    .filter(|&(_, v)| v > 0)
+                    .collect();
+                if found.is_empty() {
+                    return None;
+                }
+                Some(
+                    found
+                        .iter()
+                        .map(|(k, v)| format!(" [{k} == {v}]"))
+                        .collect(),
+                )
+            };
+        let mut emit = |text: &mut String, sum: &mut ErrorSummary, line: String| {
+            if !header {
+                header = true;
+                sum.bad_nodes += 1;
+                if sw {
+                    let _ = writeln!(text, "Errors for 0x{:x} \"{}\"", port_guid(0), n.desc);
+                } else {
+                    let _ = writeln!(text, "Errors for \"{}\"", n.desc);
+                }
+            }
+            text.push_str(&line);
+        };
+        let all_first = cap_mask & cap::ALL_PORT_SELECT != 0;
+        let per_port = if all_first {
+            match check(&mut s, lid, ALL_PORTS, &mut sum) {
+                None => {
+                    sum.ports += u32::from(nports);
+                    false
+                }
+                Some(found) => {
+                    if sw {
+                        emit(
+                            &mut text,
+                            &mut sum,
+                            format!("   GUID 0x{:x} port ALL:{found}\n", port_guid(0)),
+                        );
+                    }
+                    true
+                }
+            }
+        } else {
+            true
+        };
+        if per_port {
+            let start = if sw && n.switch_info.is_some_and(|si| si.enhanced_port0() != 0) {
+                0
+            } else {
+                1
+            };
+            for p in start..=nports {
+                if n.port_info(p).is_none() {
+                    continue;
+                }
+                sum.ports += 1;
+                // A CA's ports are PMAs of their own, each at its LID.
+                let dlid = if sw { lid } else { n.lid(p) };
+                if let Some(found) = check(&mut s, dlid, p, &mut sum) {
+                    sum.bad_ports += 1;
+                    node_bad.push(json!({ "port": p, "errors": found.trim() }));
+                    emit(
+                        &mut text,
+                        &mut sum,
+                        format!("   GUID 0x{:x} port {p}:{found}\n", port_guid(p)),
+                    );
+                }
+            }
+        }
+        sum.nodes += 1;
+        if !node_bad.is_empty() {
+            bad.push(json!({
+                "guid": format!("0x{:016x}", n.guid().0),
+                "desc": n.desc,
+                "switch": sw,
+                "ports": node_bad,
+            }));
+        }
+    }
+    let _ = writeln!(
+        text,
+        "\n## Summary: {} nodes checked, {} bad nodes found",
+        sum.nodes, sum.bad_nodes
+    );
+    let _ = writeln!(
+        text,
+        "##          {} ports checked, {} ports have errors beyond threshold",
+        sum.ports, sum.bad_ports
+    );
+    if sum.failures > 0 {
+        let _ = writeln!(text, "##          {} PMA query failures", sum.failures);
+    }
+    text.push_str("## Thresholds: \n## Suppressed:\n");
+    let json = json!({
+        "nodes_checked": sum.nodes,
+        "bad_nodes": sum.bad_nodes,
+        "ports_checked": sum.ports,
+        "bad_ports": sum.bad_ports,
+        "pma_query_failures": sum.failures,
+        "errors": bad,
+    });
+    super::cmds::print(&a.common, &text, json);
+    if sum.bad_ports > 0 {
+        return Err(DiagError(
+            format!("{} port(s) with errors beyond threshold", sum.bad_ports),
+            1,
+        ));
     }
     Ok(())
 }
