@@ -9,9 +9,11 @@
 //! * `saquery NR` (GetTable NodeRecord) returns the NodeRecord of every end port, LIDs and
 //!   descriptions as the fabric has them — all four through `libibsm_umad.so` (RMPP), the first
 //!   MAD's worth through ibsim's shim (one 256-byte MAD, no RMPP);
-//! * what the SA does not serve yet (Get ClassPortInfo, GetTable PathRecord) and
-//!   `osmtest -f c` (which needs PathRecords) fail with an error naming the status, quickly
-//!   (an answer, not a timeout);
+//! * `saquery PR` (GetTable PathRecord) returns every ordered pair of end ports (the first
+//!   MAD's worth through ibsim's shim);
+//! * what the SA does not serve yet (Get ClassPortInfo) and `osmtest -f c` (which needs
+//!   PortInfoRecords and LinkRecords too) fail with an error naming the status, quickly (an
+//!   answer, not a timeout);
 //! * `ibsm run` is still running afterwards, still answers SMInfo (`sminfo`), and is stopped
 //!   by its PID.
 //!
@@ -156,7 +158,25 @@ both_shims! {
             assert_eq!((lids, descs), (vec!["1".to_string()], vec!["Switch1".to_string()]), "{t}");
         }
 
-        for args in [&["-c"][..], &["PR"]] {
+        // PathRecords: every ordered pair of the 4 end ports through our shim (RMPP); the
+        // first MAD's worth (3 records of 64 bytes) through ibsim's.
+        let mut c = client("saquery");
+        c.arg("PR");
+        let (out, in_time, _) = run_bounded(c, Duration::from_secs(30));
+        let t = text(&out);
+        assert!(in_time && out.status.success(), "saquery PR failed\n{t}");
+        let n = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("PathRecord dump:"))
+            .count();
+        let want = if umad::testutil::current_shim() == umad::testutil::Shim::Ibsm {
+            16
+        } else {
+            3
+        };
+        assert_eq!(n, want, "saquery PR\n{t}");
+
+        for args in [&["-c"][..]] {
             let mut c = client("saquery");
             c.args(args);
             let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));

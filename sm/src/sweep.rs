@@ -212,6 +212,7 @@ impl Sweep {
                 max_op_vls: cx.cfg.max_op_vls,
                 qos: cx.cfg.qos.enabled,
             },
+            qos_policy: cx.cfg.qos.policy.as_ref(),
         });
         // The P_Key tables the SM programmed (partitions): end ports and the switch ports
         // facing them, in index order.

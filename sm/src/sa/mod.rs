@@ -383,7 +383,7 @@ impl Sa {
         match q.attr {
             SaAttrId::NODE_RECORD => records::node_records(snap, q),
             // Engineer B: PathRecord, MultiPathRecord.
-            SaAttrId::PATH_RECORD => Answer::unsupported(),
+            SaAttrId::PATH_RECORD => path::handle(snap, q),
             SaAttrId::MULTI_PATH_RECORD => Answer::unsupported(),
             // Engineer C: MCMemberRecord.
             SaAttrId::MC_MEMBER_RECORD => Answer::unsupported(),

@@ -1280,6 +1280,64 @@ fn multicast(ctx: &PathCtx<'_>, req: &PathRequest, requester: u32, out: &mut Vec
 /// Bytes of one PathRecord in an answer.
 pub const RECORD_LEN: usize = PATH_RECORD_LEN;
 
+/// The snapshot's P_Key tables as a [`PKeyView`] (a port without a table: default partition).
+struct SnapPKeys<'a>(&'a super::snapshot::PKeyTables);
+
+impl PKeyView for SnapPKeys<'_> {
+    fn pkeys(&self, node: NodeId, port: PortNum) -> Option<&[PKey]> {
+        self.0.get(&(node, port)).map(Vec::as_slice)
+    }
+}
+
+/// The SA's PathRecord arm (attribute 0x0035): SubnAdmGet and SubnAdmGetTable answered from
+/// the snapshot's [`PathIndex`]; any other method: method/attribute not supported (OpenSM
+/// ERR 1F17). A snapshot without routes has no paths.
+#[must_use]
+pub fn handle(snap: &super::SaSnapshot, q: &super::SaQuery<'_>) -> super::Answer {
+    use super::Answer;
+    use ibmad::Method;
+    if !matches!(q.method, Method::GET | Method::GET_TABLE) {
+        return Answer::unsupported();
+    }
+    let empty = Answer::Records {
+        size: RECORD_LEN,
+        data: Vec::new(),
+    };
+    let Some(routes) = snap.routes.as_ref() else {
+        return empty;
+    };
+    let Ok(record) = PathRecordRepr::parse(q.record) else {
+        return Answer::Status(sa_status::REQ_INVALID);
+    };
+    let pkeys = SnapPKeys(&snap.pkeys);
+    let sl2vl = |n: NodeId, i: PortNum, o: PortNum| snap.known_qos(n)?.sl2vl(i, o);
+    let ctx = PathCtx {
+        config: PathConfig {
+            subnet_prefix: snap.facts.subnet_prefix,
+            subnet_timeout: snap.facts.subnet_timeout,
+            qos: snap.facts.qos,
+        },
+        path_sl: routes.path_sl.as_ref(),
+        policy: snap.qos_policy.as_ref(),
+        sl2vl: Some(&sl2vl),
+        pkeys: &pkeys,
+        ..PathCtx::new(&snap.path, &snap.subnet, &routes.lfts)
+    };
+    let req = PathRequest {
+        get: q.method == Method::GET,
+        comp_mask: q.comp_mask,
+        record,
+        requester: q.meta.slid,
+    };
+    match answer(&ctx, &req) {
+        Ok(data) => Answer::Records {
+            size: RECORD_LEN,
+            data,
+        },
+        Err(s) => Answer::Status(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1967,5 +2025,102 @@ mod tests {
         assert!(query_ctx(&ctx, true, cm | comp::DLID, wrong, Lid(3))
             .unwrap()
             .is_empty());
+    }
+
+    /// The whole SA: a PathRecord GetTable and Get through [`crate::sa::Sa::handle_mad`],
+    /// answered from a snapshot with routes; other methods are not supported.
+    #[test]
+    fn through_the_sa_front_door() {
+        use crate::routing::Routes;
+        use crate::sa::snapshot::{ConfigFacts, SaSnapshot, SmEntry, SnapshotInput};
+        use crate::sa::{Sa, SaConfig, Serving};
+        use ibmad::{
+            gmp::Repr as GmpRepr, MadMeta, Method, MgmtClass, QKey, SaAttrId, SaRepr, SmState, Time,
+        };
+        let f = fab();
+        let routes = Routes::new(f.lfts.clone());
+        let none = |_| None;
+        let snap = SaSnapshot::build(&SnapshotInput {
+            generation: 1,
+            subnet: &f.s,
+            routes: Some(&routes),
+            known_qos: &none,
+            own: SmEntry {
+                guid: Guid(0xA0),
+                lid: Lid(1),
+                sm_key: 1,
+                act_count: 0,
+                priority: 0,
+                state: SmState::MASTER,
+            },
+            others: &[],
+            facts: ConfigFacts {
+                subnet_prefix: PREFIX,
+                subnet_timeout: 18,
+                ..ConfigFacts::default()
+            },
+            qos_policy: None,
+        });
+        let mut sa = Sa::with_config(SaConfig {
+            transport_rmpp: true,
+            max_mad_len: 1 << 20,
+            ..SaConfig::default()
+        });
+        assert!(sa.set_snapshot(std::sync::Arc::new(snap)));
+        sa.set_serving(Serving {
+            master: true,
+            up: true,
+        });
+        let meta = MadMeta {
+            qp: 1,
+            qkey: QKey::GSI,
+            ..MadMeta::gmp(PortNum(1), Lid(3), Lid(1))
+        };
+        let mut ask = |method: Method, cm: u64, rec: PathRecordRepr| {
+            let r = SaRepr {
+                header: GmpRepr::request(
+                    MgmtClass::SUBN_ADM,
+                    method,
+                    SaAttrId::PATH_RECORD.0,
+                    0,
+                    7,
+                ),
+                rmpp: ibmad::RmppRepr::Inactive,
+                sm_key: 0,
+                attr_offset: 0,
+                comp_mask: cm,
+            };
+            let mut m = r.to_mad();
+            rec.emit(&mut m[56..]).unwrap();
+            sa.handle_mad(Time::ZERO, &meta, &m);
+            let out = sa.poll_transmit(Time::ZERO).unwrap();
+            let a = SaRepr::parse_bytes(&out.mad).unwrap();
+            (a, out.mad)
+        };
+        // GetTable of the world: 25 records of 64 bytes, AttributeOffset 8 words.
+        let (a, mad) = ask(Method::GET_TABLE, 0, PathRecordRepr::default());
+        assert_eq!(
+            (a.header.method, a.header.status, a.attr_offset),
+            (Method::GET_TABLE_RESP, Status::OK, 8)
+        );
+        assert_eq!(mad.len(), 56 + 25 * 64);
+        // Get by LIDs.
+        let (a, mad) = ask(Method::GET, BY_LIDS, lids(3, 5));
+        assert_eq!(
+            (a.header.method, a.header.status),
+            (Method::GET_RESP, Status::OK)
+        );
+        let r = PathRecordRepr::parse(&mad[56..]).unwrap();
+        assert_eq!((r.slid, r.dlid, r.mtu, r.rate), (Lid(3), Lid(5), 4, 3));
+        // A Get with no path: ERR_NO_RECORDS; a bad request: its status.
+        let (a, _) = ask(Method::GET, BY_LIDS, lids(3, 77));
+        assert_eq!(a.header.status, sa_status::NO_RECORDS);
+        let (a, _) = ask(Method::GET, comp::SERVICE_ID_LSB, lids(3, 5));
+        assert_eq!(a.header.status, sa_status::REQ_INSUFFICIENT_COMPONENTS);
+        // Set and Delete: not supported.
+        for m in [Method::SET, Method::DELETE] {
+            let (a, _) = ask(m, BY_LIDS, lids(3, 5));
+            assert_eq!(a.header.status, Status::METHOD_ATTR_NOT_SUPPORTED);
+        }
     }
 }

@@ -17,6 +17,8 @@
 //! | [`SaSnapshot::mfts`] | per switch, the multicast forwarding tables the SM programmed (empty until multicast routing, engineer C, fills it) | MFTRecord |
 //! | [`SaSnapshot::sms`] | this SM and the other SMs the sweep found | SMInfoRecord |
 //! | [`SaSnapshot::facts`] | configuration facts: subnet prefix, subnet_timeout, LMC, packet life time, SM_Key, SM LID, … | ClassPortInfo, PathRecord, PortInfoRecord |
+//! | [`SaSnapshot::path`] | the PathRecord index: end ports, and per (switch, destination LID) the MTU, rate and hops of the routed path ([`PathIndex`]) | PathRecord, MultiPathRecord (B) |
+//! | [`SaSnapshot::qos_policy`] | the QoS policy (`qos_policy_file`) as parsed, applied with `qos` | PathRecord (B) |
 //!
 //! Indexes: [`SaSnapshot::by_lid`] maps every LID of an end port's LMC range to (node, port);
 //! [`SaSnapshot::by_port_guid`] a port GUID to (node, port) — a switch's GUID to its port 0.
@@ -29,9 +31,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use ibmad::{Guid, Lid, PKey, PortNum, SmState};
 
+use crate::qos::policy::QosPolicy;
 use crate::qos::program::KnownQos;
 use crate::role::RemoteSm;
 use crate::routing::Routes;
+use crate::sa::path::PathIndex;
 use crate::subnet::{NodeId, Subnet};
 
 /// Configuration facts the SA reports or computes with.
@@ -97,6 +101,8 @@ pub struct SnapshotInput<'a> {
     pub others: &'a [RemoteSm],
     /// Configuration facts.
     pub facts: ConfigFacts,
+    /// The QoS policy, if one is configured.
+    pub qos_policy: Option<&'a QosPolicy>,
 }
 
 /// The SA's picture of the subnet; see the module docs.
@@ -118,6 +124,10 @@ pub struct SaSnapshot {
     pub sms: Vec<SmEntry>,
     /// Configuration facts.
     pub facts: ConfigFacts,
+    /// The PathRecord index (empty without routes).
+    pub path: PathIndex,
+    /// The QoS policy, if one is configured.
+    pub qos_policy: Option<QosPolicy>,
     by_lid: Vec<Option<(NodeId, PortNum)>>,
     by_port_guid: HashMap<Guid, (NodeId, PortNum)>,
 }
@@ -147,10 +157,14 @@ impl SaSnapshot {
                 *slot = Some((id, p));
             }
         }
-        let qos = subnet
+        let qos: Vec<Option<KnownQos>> = subnet
             .node_ids()
             .map(|id| (inp.known_qos)(id).cloned())
             .collect();
+        let path = inp.routes.map_or_else(PathIndex::default, |r| {
+            let sl2vl = |n: NodeId, i: PortNum, o: PortNum| qos.get(n.idx())?.as_ref()?.sl2vl(i, o);
+            PathIndex::build(&subnet, &r.lfts, Some(&sl2vl))
+        });
         let mut sms = vec![inp.own];
         sms.extend(inp.others.iter().map(|r| {
             SmEntry {
@@ -172,6 +186,8 @@ impl SaSnapshot {
             mfts: Mfts::new(),
             sms,
             facts: inp.facts,
+            path,
+            qos_policy: inp.qos_policy.cloned(),
             by_lid,
             by_port_guid,
             subnet,
@@ -259,6 +275,7 @@ pub(crate) mod tests {
             },
             others: &[],
             facts: ConfigFacts::default(),
+            qos_policy: None,
         })
     }
 
