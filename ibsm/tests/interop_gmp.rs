@@ -176,7 +176,8 @@ both_shims! {
         };
         assert_eq!(n, want, "saquery PR\n{t}");
 
-        for args in [&["-c"][..]] {
+        {
+            let args = ["-c"];
             let mut c = client("saquery");
             c.args(args);
             let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));
