@@ -286,6 +286,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         sa_key: opts.sa_key,
         transport_rmpp: caps.rmpp,
         max_mad_len: caps.max_mad_len,
+        resp_time: opts.to_sm_config().transaction_timeout,
     });
     let mut pm = PerfMgr::new(opts.perfmgr_config());
     pm.set_enabled(opts.perfmgr);

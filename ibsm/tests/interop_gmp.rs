@@ -11,9 +11,8 @@
 //!   MAD's worth through ibsim's shim (one 256-byte MAD, no RMPP);
 //! * `saquery PR` (GetTable PathRecord) returns every ordered pair of end ports (the first
 //!   MAD's worth through ibsim's shim);
-//! * what the SA does not serve yet (Get ClassPortInfo) and `osmtest -f c` (which needs
-//!   PortInfoRecords and LinkRecords too) fail with an error naming the status, quickly (an
-//!   answer, not a timeout);
+//! * `saquery -c` returns the SA's ClassPortInfo (class version 2);
+//! * `osmtest -f c` finishes (an answer to every query, not a timeout);
 //! * `ibsm run` is still running afterwards, still answers SMInfo (`sminfo`), and is stopped
 //!   by its PID.
 //!
@@ -176,27 +175,18 @@ both_shims! {
         };
         assert_eq!(n, want, "saquery PR\n{t}");
 
-        {
-            let args = ["-c"];
-            let mut c = client("saquery");
-            c.args(args);
-            let (out, in_time, took) = run_bounded(c, Duration::from_secs(30));
-            let t = text(&out);
-            assert!(in_time, "saquery {args:?} hung\n{t}");
-            assert!(!out.status.success(), "saquery {args:?} succeeded?\n{t}");
-            assert!(
-                t.contains("0x0c") || t.contains("0xc") || t.contains("0x000c") || t.contains("0x000C"),
-                "saquery {args:?} should report status 0x000c\n{t}"
-            );
-            assert!(
-                took < Duration::from_secs(5),
-                "saquery {args:?} took {took:?}: a timeout, not an answer\n{t}"
-            );
-            assert!(
-                daemon.0.try_wait().unwrap().is_none(),
-                "ibsm died on saquery {args:?}\n{t}"
-            );
-        }
+        // ClassPortInfo: the SA's.
+        let (out, in_time, _) = run_bounded(
+            {
+                let mut c = client("saquery");
+                c.arg("-c");
+                c
+            },
+            Duration::from_secs(30),
+        );
+        let t = text(&out);
+        assert!(in_time && out.status.success(), "saquery -c failed\n{t}");
+        assert!(t.contains("Class version............2"), "{t}");
 
         let inv = dir.path().join("inventory.dat");
         let mut c = client("osmtest");
@@ -204,10 +194,6 @@ both_shims! {
         let (out, in_time, _) = run_bounded(c, Duration::from_secs(60));
         let t = text(&out);
         assert!(in_time, "osmtest -f c hung\n{t}");
-        assert!(
-            !out.status.success(),
-            "osmtest -f c passed against a stub SA?\n{t}"
-        );
         assert!(
             daemon.0.try_wait().unwrap().is_none(),
             "ibsm died on osmtest -f c\n{t}"

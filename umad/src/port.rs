@@ -44,6 +44,7 @@ use crate::error::{SysError, UmadError};
 use crate::sys::uring::{UringEngine, UringStats};
 use crate::sys::{self, Fd, FdKind};
 use crate::sysfs::{find_device_in, SysPaths, UmadDevice};
+use ibmad::sa::SA_DATA_OFFSET;
 
 /// How MADs are moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -786,21 +787,29 @@ fn count_rx(stats: &PortStats, status: u32) {
 
 impl MadPort for UmadPort {
     fn send(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), PortError> {
-        // A MAD shorter than 256 bytes is refused for its length before anything else.
-        if mad.len() < MAD_LEN {
+        let class = mad.get(1).copied().unwrap_or(0);
+        let agent = self.agents.iter().find(|a| a.class.0 == class).copied();
+        let kernel_rmpp = agent.is_some_and(|a| a.rmpp_version != 0) && self.caps().rmpp;
+        // A message with RMPPFlags.Active through an RMPP agent is as long as its data (the
+        // kernel pads the last segment; the receiver learns the length from PayloadLength):
+        // at least the SA header. Any other MAD shorter than 256 bytes is refused for its
+        // length before anything else.
+        let rmpp_message = kernel_rmpp
+            && mad.len() >= SA_DATA_OFFSET
+            && mad.get(26).is_some_and(|f| f & 0x01 != 0);
+        if mad.len() < MAD_LEN && !rmpp_message {
             return Err(PortError::BadLength {
                 len: mad.len(),
                 expected: MAD_LEN,
             });
         }
-        let class = mad[1];
-        let Some(agent) = self.agents.iter().find(|a| a.class.0 == class).copied() else {
+        let Some(agent) = agent else {
             return Err(PortError::Other(format!(
                 "no agent registered for management class {class:#04x}"
             )));
         };
         // 256 bytes, or longer for an RMPP agent on a kernel that does the segmentation.
-        let max = if agent.rmpp_version != 0 && self.caps().rmpp {
+        let max = if kernel_rmpp {
             self.max_mad_len
         } else {
             MAD_LEN
@@ -844,7 +853,7 @@ impl MadPort for UmadPort {
         hdr.encode(self.framing, &mut self.tx)
             .map_err(|e| PortError::Other(e.to_string()))?;
         self.tx[hl..total].copy_from_slice(mad);
-        let long = total > hl + MAD_LEN;
+        let long = total != hl + MAD_LEN;
         match &mut self.backend {
             Backend::Uring(e) if !long => match e.queue_send(&self.tx[..total]) {
                 Ok(true) => {}

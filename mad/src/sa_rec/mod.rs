@@ -23,10 +23,107 @@ use zerocopy::{FromBytes, Immutable, KnownLayout};
 use crate::codes::{MgmtClass, SaAttrId};
 use crate::error::{Layer, LenError};
 
+pub mod guid;
+pub mod lft;
+pub mod link;
+pub mod mft;
 pub mod node;
 pub mod path;
+pub mod pkey;
+pub mod port;
+pub mod slvl;
+pub mod sminfo;
+pub mod switch;
+pub mod vlarb;
 
+pub use guid::GuidInfoRecord;
+pub use lft::LftRecord;
+pub use link::LinkRecord;
+pub use mft::MftRecord;
 pub use node::{NodeRecord, NodeRecordRepr};
+pub use pkey::PKeyTableRecord;
+pub use port::PortInfoRecord;
+pub use slvl::Sl2VlRecord;
+pub use sminfo::SmInfoRecord;
+pub use switch::SwitchInfoRecord;
+pub use vlarb::VlArbRecord;
+
+/// Declares a record whose value needs no validation beyond its reserved bits: the
+/// [`SaRecord`] impl, build-time size/layout checks, `parse` (a copy with every reserved
+/// component zeroed — the record's `Repr` is the canonical wire struct) and `emit`, and the
+/// `comp` module of ComponentMask bits.
+macro_rules! sa_record {
+    (
+        $name:ident, $attr:ident, $len:expr;
+        $( $(#[$cm:meta])* $c:ident = $bit:literal => $comp:expr; )*
+    ) => {
+        impl $crate::sa_rec::SaRecord for $name {
+            const ATTR: $crate::codes::SaAttrId = $crate::codes::SaAttrId::$attr;
+            const LEN: usize = $len;
+            const COMPONENTS: &'static [$crate::sa_rec::Component] = &[$($comp),*];
+        }
+        const _: () = assert!(size_of::<$name>() == $len);
+        const _: () = assert!($crate::sa_rec::components_fit(
+            <$name as $crate::sa_rec::SaRecord>::COMPONENTS,
+            $len
+        ));
+        const _: () = {
+            let bits = [$($bit),*];
+            let mut i = 0;
+            while i < bits.len() {
+                assert!(bits[i] == i);
+                i += 1;
+            }
+        };
+        impl $name {
+            /// The record at the front of `buf`, reserved components zeroed.
+            pub fn parse(buf: &[u8]) -> Result<$name, $crate::error::LenError> {
+                let mut r = *$crate::sa_rec::view::<$name>(buf)?;
+                $crate::sa_rec::zero_reserved(
+                    <$name as $crate::sa_rec::SaRecord>::COMPONENTS,
+                    zerocopy::IntoBytes::as_mut_bytes(&mut r),
+                );
+                Ok(r)
+            }
+            /// Writes the record into the front of `buf` (at least its size).
+            pub fn emit(&self, buf: &mut [u8]) -> Result<(), $crate::error::LenError> {
+                $crate::sa_rec::write(zerocopy::IntoBytes::as_bytes(self), <$name as $crate::sa_rec::SaRecord>::ATTR, buf)
+            }
+        }
+        /// ComponentMask bits, in the record's component order.
+        pub mod comp {
+            $( $(#[$cm])* pub const $c: u64 = 1 << $bit; )*
+        }
+    };
+}
+pub(crate) use sa_record;
+
+/// Zeroes the reserved components of `rec`.
+pub fn zero_reserved(components: &[Component], rec: &mut [u8]) {
+    for c in components.iter().filter(|c| c.reserved) {
+        for i in c.offset..c.end() {
+            if let Some(b) = rec.get_mut((i / 8) as usize) {
+                *b &= !(0x80u8 >> (i % 8));
+            }
+        }
+    }
+}
+
+/// Copies `rec` (a record of `attr`) into the front of `buf`.
+pub fn write(rec: &[u8], attr: SaAttrId, buf: &mut [u8]) -> Result<(), LenError> {
+    match buf.get_mut(..rec.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(rec);
+            Ok(())
+        }
+        None => Err(LenError {
+            required: rec.len(),
+            got: buf.len(),
+            layer: layer(attr),
+            offset: 0,
+        }),
+    }
+}
 
 /// One component of a record: `bits` bits starting `offset` bits from the record's first bit
 /// (most significant bit of byte 0 first) — the (Length, Offset) columns of the IBA record
@@ -37,8 +134,10 @@ pub struct Component {
     pub offset: u32,
     /// Width in bits.
     pub bits: u32,
-    /// A reserved component: never compared.
+    /// A reserved component: never compared, zeroed by `parse`.
     pub reserved: bool,
+    /// A request option echoed in the answer (PortInfoRecord.Options): never compared.
+    pub echo: bool,
 }
 
 impl Component {
@@ -49,12 +148,34 @@ impl Component {
             offset,
             bits,
             reserved: false,
+            echo: false,
         }
     }
     /// A field of `len` whole bytes at byte `byte`.
     #[must_use]
     pub const fn bytes(byte: u32, len: u32) -> Component {
         Component::new(byte * 8, len * 8)
+    }
+    /// An option of the request, echoed and never compared.
+    #[must_use]
+    pub const fn echo(offset: u32, bits: u32) -> Component {
+        Component {
+            offset,
+            bits,
+            reserved: false,
+            echo: true,
+        }
+    }
+    /// A field in Byte[Bit] notation: `width` bits whose most significant bit is bit `hi`
+    /// (7..0) of byte `byte`.
+    #[must_use]
+    pub const fn at(byte: u32, hi: u32, width: u32) -> Component {
+        Component::new(byte * 8 + (7 - hi), width)
+    }
+    /// A reserved field in Byte[Bit] notation (see [`Component::at`]).
+    #[must_use]
+    pub const fn reserved_at(byte: u32, hi: u32, width: u32) -> Component {
+        Component::reserved(byte * 8 + (7 - hi), width)
     }
     /// A reserved component of `bits` bits at bit `offset`.
     #[must_use]
@@ -63,6 +184,7 @@ impl Component {
             offset,
             bits,
             reserved: true,
+            echo: false,
         }
     }
     /// The first bit past this component.
@@ -152,7 +274,7 @@ pub fn matches(components: &[Component], mask: u64, query: &[u8], record: &[u8])
         .iter()
         .enumerate()
         .take(64)
-        .filter(|(i, c)| mask & (1u64 << i) != 0 && !c.reserved)
+        .filter(|(i, c)| mask & (1u64 << i) != 0 && !c.reserved && !c.echo)
         .all(|(_, c)| component_eq(c, query, record))
 }
 
@@ -167,7 +289,7 @@ pub fn record_matches<R: SaRecord>(mask: u64, query: &[u8], record: &[u8]) -> bo
 #[must_use]
 pub fn selected<R: SaRecord>(mask: u64, i: usize, query: &[u8]) -> Option<u64> {
     let c = R::COMPONENTS.get(i)?;
-    (i < 64 && mask & (1u64 << i) != 0 && !c.reserved && c.bits <= 64)
+    (i < 64 && mask & (1u64 << i) != 0 && !c.reserved && !c.echo && c.bits <= 64)
         .then(|| bits_at(query, c.offset, c.bits))
 }
 

@@ -74,6 +74,9 @@ pub struct SaConfig {
     pub transport_rmpp: bool,
     /// The longest MAD the transport takes (a longer table is cut to what fits).
     pub max_mad_len: usize,
+    /// The SA's response time, for ClassPortInfo.RespTimeValue (OpenSM: the transaction
+    /// timeout).
+    pub resp_time: core::time::Duration,
 }
 
 impl Default for SaConfig {
@@ -82,6 +85,7 @@ impl Default for SaConfig {
             sa_key: 1,
             transport_rmpp: false,
             max_mad_len: MAD_LEN,
+            resp_time: core::time::Duration::from_millis(200),
         }
     }
 }
@@ -188,9 +192,16 @@ impl<'q> Collector<'q> {
     /// A collector of records `R` for query `q`.
     #[must_use]
     pub fn new<R: SaRecord>(q: &SaQuery<'q>) -> Collector<'q> {
+        Collector::with_query::<R>(q, q.record, q.comp_mask)
+    }
+    /// A collector of records `R` for query `q`, matching against `query` (the request's
+    /// record with its keys rewritten, e.g. a LID of an LMC range to the base LID) on the
+    /// components of `mask`.
+    #[must_use]
+    pub fn with_query<R: SaRecord>(q: &SaQuery<'_>, query: &'q [u8], mask: u64) -> Collector<'q> {
         Collector {
-            query: q.record,
-            mask: q.comp_mask,
+            query,
+            mask,
             size: padded_len(R::LEN),
             limit: if q.method == Method::GET {
                 2
@@ -381,7 +392,18 @@ impl Sa {
     /// One arm per attribute.
     fn dispatch(&mut self, snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
         match q.attr {
+            SaAttrId::CLASS_PORT_INFO => records::class_port_info(q, self.cfg.resp_time, 0, 0),
             SaAttrId::NODE_RECORD => records::node_records(snap, q),
+            SaAttrId::PORT_INFO_RECORD => records::port_info_records(snap, q),
+            SaAttrId::SL_TO_VL_RECORD => records::sl2vl_records(snap, q),
+            SaAttrId::SWITCH_INFO_RECORD => records::switch_info_records(snap, q),
+            SaAttrId::LFT_RECORD => records::lft_records(snap, q),
+            SaAttrId::MFT_RECORD => records::mft_records(snap, q),
+            SaAttrId::SM_INFO_RECORD => records::sm_info_records(snap, q),
+            SaAttrId::LINK_RECORD => records::link_records(snap, q),
+            SaAttrId::GUID_INFO_RECORD => records::guid_info_records(snap, q),
+            SaAttrId::P_KEY_TABLE_RECORD => records::pkey_table_records(snap, q),
+            SaAttrId::VL_ARB_RECORD => records::vlarb_records(snap, q),
             // Engineer B: PathRecord, MultiPathRecord.
             SaAttrId::PATH_RECORD => path::handle(snap, q),
             SaAttrId::MULTI_PATH_RECORD => Answer::unsupported(),
@@ -459,7 +481,14 @@ fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Op
         let paylen = u32::try_from(20 + payload.len()).unwrap_or(u32::MAX);
         resp.rmpp = RmppRepr::single(paylen);
     }
-    let mut out = vec![0u8; (SA_DATA_OFFSET + payload.len()).max(MAD_LEN)];
+    // A long (RMPP) message is exactly headers + records: the receiver counts records by its
+    // length. A single MAD is 256 bytes.
+    let len = if table && cfg.transport_rmpp {
+        SA_DATA_OFFSET + payload.len()
+    } else {
+        (SA_DATA_OFFSET + payload.len()).max(MAD_LEN)
+    };
+    let mut out = vec![0u8; len];
     resp.emit(&mut out).ok()?;
     if let Some(dst) = out.get_mut(SA_DATA_OFFSET..SA_DATA_OFFSET + payload.len()) {
         dst.copy_from_slice(payload);

@@ -81,8 +81,10 @@ pub struct SmEntry {
 /// absent from the map has no table the SM knows of.
 pub type PKeyTables = BTreeMap<(NodeId, PortNum), Vec<PKey>>;
 
-/// Multicast forwarding tables per switch: MLID → port mask (bit *p* = port *p*).
-pub type Mfts = BTreeMap<NodeId, BTreeMap<Lid, u64>>;
+/// Multicast forwarding tables per switch: MLID → its PortMask per position (index *k*:
+/// ports 16·k … 16·k+15, bit *i* = port 16·k + *i*), as MulticastForwardingTable blocks hold
+/// them. An MLID absent from a switch's map forwards nowhere.
+pub type Mfts = BTreeMap<NodeId, BTreeMap<Lid, [u16; 16]>>;
 
 /// What [`SaSnapshot::build`] takes (borrowed from the SM).
 #[derive(Clone, Copy)]

@@ -80,8 +80,15 @@ fn ask(sa: &mut Sa, mad: &[u8]) -> Option<SaReply> {
     sa.poll_transmit(Time::ZERO)
 }
 
+/// The headers of an answer (a short RMPP message padded for the parser).
+fn headers(r: &SaReply) -> SaRepr {
+    let mut m = r.mad.clone();
+    m.resize(m.len().max(MAD_LEN), 0);
+    SaRepr::parse_bytes(&m).unwrap()
+}
+
 fn records(r: &SaReply) -> Vec<NodeRecordRepr> {
-    let a = SaRepr::parse_bytes(&r.mad).unwrap();
+    let a = headers(r);
     let size = a.record_len();
     if size == 0 {
         return Vec::new();
@@ -254,8 +261,17 @@ fn node_record_table_on_an_rmpp_transport() {
     assert_eq!(a.header.status, Status::OK);
     assert_eq!(a.attr_offset, 14);
     assert_eq!(r.mad.len(), SA_DATA_OFFSET + 3 * 112);
-    assert_eq!(a.rmpp, ibmad::RmppRepr::single(20 + 3 * 112));
     let recs = records(&r);
+    // An empty table: the headers alone.
+    let mut q = [0u8; 108];
+    q[1] = 9;
+    let e = ask(
+        &mut sa,
+        &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, comp::LID, &q),
+    )
+    .unwrap();
+    assert_eq!(e.mad.len(), SA_DATA_OFFSET);
+    assert_eq!(a.rmpp, ibmad::RmppRepr::single(20 + 3 * 112));
     let lids: Vec<u16> = recs.iter().map(|r| r.lid.0).collect();
     assert_eq!(lids, [1, 2, 3]);
     let sw = &recs[0];
@@ -356,4 +372,385 @@ fn node_record_get_rules_and_component_masks() {
     )
     .unwrap();
     assert_eq!(&r.mad[4..6], &[0x03, 0x00]);
+}
+
+// ----- the simple records ----------------------------------------------------------------
+
+use crate::qos::program::KnownQos;
+use crate::routing::{Lfts, Routes};
+use ibmad::sa_rec::{self as rec, SaRecord};
+use ibmad::SmpAttrId;
+
+/// The fixture with LFTs (top LID 3: LID l leaves by port l-1, the switch itself by 0), a
+/// SwitchInfo, QoS tables the CAs acknowledged, and an MFT entry.
+fn rich_snapshot() -> Arc<SaSnapshot> {
+    use ibmad::zerocopy::FromZeros;
+    let mut s = subnet();
+    let mut si = ibmad::attr::SwitchInfo::new_zeroed();
+    si.linear_fdb_cap.set(0xC000);
+    si.linear_fdb_top.set(3);
+    s.nodes[0].switch_info = Some(si);
+    let mut lfts = Lfts::new(&s, Lid(3));
+    let sw = crate::subnet::NodeId(0);
+    for l in 1..=3u16 {
+        lfts.set(sw, Lid(l), Some(PortNum(u8::try_from(l - 1).unwrap())));
+    }
+    let routes = Routes::new(lfts);
+    let mut qos = KnownQos::new(false, 1);
+    let mut data = [0u8; 64];
+    data[..8].copy_from_slice(&[0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67]);
+    qos.on_ack(PortNum(1), SmpAttrId::SL_TO_VL_TABLE, 0, &data);
+    let mut vla = [0u8; 64];
+    vla[0..2].copy_from_slice(&[0x00, 0x40]);
+    qos.on_ack(PortNum(1), SmpAttrId::VL_ARB_TABLE, 1 << 16, &vla);
+    let known = |id: crate::subnet::NodeId| (id.0 == 1).then_some(&qos);
+    let mut snap = SaSnapshot::build(&crate::sa::snapshot::SnapshotInput {
+        generation: 1,
+        subnet: &s,
+        routes: Some(&routes),
+        known_qos: &known,
+        own: crate::sa::snapshot::SmEntry {
+            guid: Guid(0x201),
+            lid: Lid(2),
+            sm_key: 0x1234,
+            act_count: 7,
+            priority: 5,
+            state: ibmad::SmState::MASTER,
+        },
+        others: &[],
+        facts: crate::sa::snapshot::ConfigFacts::default(),
+    });
+    let mut masks = [0u16; 16];
+    masks[0] = 0b110; // ports 1 and 2
+    snap.mfts
+        .insert(sw, std::collections::BTreeMap::from([(Lid(0xC001), masks)]));
+    Arc::new(snap)
+}
+
+fn rich_sa() -> Sa {
+    let mut sa = Sa::with_config(SaConfig {
+        transport_rmpp: true,
+        max_mad_len: 1 << 16,
+        ..SaConfig::default()
+    });
+    sa.set_snapshot(rich_snapshot());
+    sa.set_serving(Serving {
+        master: true,
+        up: true,
+    });
+    sa
+}
+
+/// Asks `attr` with `method`, `mask` and record bytes `q`; the status and the records.
+fn query(
+    sa: &mut Sa,
+    method: Method,
+    attr: SaAttrId,
+    key: u64,
+    mask: u64,
+    q: &[u8],
+) -> (u16, Vec<Vec<u8>>) {
+    let r = ask(sa, &req_with(method, attr, key, mask, q)).unwrap();
+    let a = headers(&r);
+    let size = a.record_len();
+    let n = match a.rmpp {
+        ibmad::RmppRepr::Data { payload_len, .. } if size > 0 => (payload_len as usize - 20) / size,
+        _ if a.header.status == Status::OK && size > 0 => 1,
+        _ => 0,
+    };
+    let recs = (0..n)
+        .map(|i| r.mad[SA_DATA_OFFSET + i * size..SA_DATA_OFFSET + (i + 1) * size].to_vec())
+        .collect();
+    (a.header.status.0, recs)
+}
+
+fn table<R: SaRecord>(sa: &mut Sa, mask: u64, q: &[u8]) -> Vec<Vec<u8>> {
+    let (st, recs) = query(sa, Method::GET_TABLE, R::ATTR, 0, mask, q);
+    assert_eq!(st, 0);
+    recs
+}
+
+#[test]
+fn class_port_info_capabilities_and_resp_time() {
+    let mut sa = rich_sa();
+    let (st, recs) = query(&mut sa, Method::GET, SaAttrId::CLASS_PORT_INFO, 0, 0, &[]);
+    assert_eq!(st, 0);
+    let cpi = <ibmad::ClassPortInfoRepr as ibmad::GmpAttrRepr>::parse(&recs[0]).unwrap();
+    assert_eq!((cpi.base_version, cpi.class_version), (1, 2));
+    assert_eq!(cpi.capability_mask, records::cap::PORT_INFO_CAPMASK_MATCH);
+    assert_eq!(
+        cpi.capability_mask2 & records::cap::CAP2_PORT_INFO_CAPMASK2_MATCH,
+        1 << 10
+    );
+    // 200 ms: 4.096 µs × 2^16 = 268 ms (OpenSM's 0x10).
+    assert_eq!(cpi.resp_time_value, 16);
+    assert_eq!((cpi.redirect.qp, cpi.redirect.qkey), (1, ibmad::QKey::GSI));
+    let (st, _) = query(
+        &mut sa,
+        Method::GET_TABLE,
+        SaAttrId::CLASS_PORT_INFO,
+        0,
+        0,
+        &[],
+    );
+    assert_eq!(st, 0x000C);
+    assert_eq!(
+        records::resp_time_value(core::time::Duration::from_millis(1000)),
+        18
+    );
+    assert_eq!(records::resp_time_value(core::time::Duration::ZERO), 0);
+}
+
+#[test]
+fn port_info_records_keys_masks_and_m_key() {
+    use rec::port::comp;
+    let mut sa = rich_sa();
+    // Every port with PortInfo: switch ports 0..2 (3 and 4 were never read) and both CA
+    // ports.
+    let all = table::<rec::PortInfoRecord>(&mut sa, 0, &[]);
+    assert_eq!(all.len(), 5);
+    let mut q = [0u8; 68];
+    q[1] = 1; // the switch's LID
+    assert_eq!(
+        table::<rec::PortInfoRecord>(&mut sa, comp::LID, &q).len(),
+        3
+    );
+    q[2] = 2;
+    let one = table::<rec::PortInfoRecord>(&mut sa, comp::LID | comp::PORT_NUM, &q);
+    assert_eq!(one.len(), 1);
+    let r = rec::PortInfoRecord::parse(&one[0]).unwrap();
+    assert_eq!((r.lid.get(), r.port_num), (1, 2));
+    // PortState Active (4) on every port of the fixture.
+    let mut q = [0u8; 68];
+    q[4 + 32] = 0x04;
+    assert_eq!(
+        table::<rec::PortInfoRecord>(&mut sa, comp::PORT_STATE, &q).len(),
+        5
+    );
+    q[4 + 32] = 0x01;
+    assert_eq!(
+        table::<rec::PortInfoRecord>(&mut sa, comp::PORT_STATE, &q).len(),
+        0
+    );
+    // Options echoed.
+    let mut q = [0u8; 68];
+    q[1] = 2;
+    q[3] = 0x80;
+    let r = table::<rec::PortInfoRecord>(&mut sa, comp::LID | comp::OPTIONS, &q);
+    assert_eq!(r[0][3], 0x80);
+    // A LID of nobody: no records; a Get of one port: a GetResp.
+    q[1] = 9;
+    assert_eq!(
+        table::<rec::PortInfoRecord>(&mut sa, comp::LID, &q).len(),
+        0
+    );
+    q[1] = 3;
+    let (st, r) = query(
+        &mut sa,
+        Method::GET,
+        SaAttrId::PORT_INFO_RECORD,
+        0,
+        comp::LID,
+        &q,
+    );
+    assert_eq!((st, r.len()), (0, 1));
+}
+
+#[test]
+fn port_info_record_enhanced_capability_match() {
+    use rec::port::comp;
+    let mut snap = (*rich_snapshot()).clone();
+    let ca = snap.by_lid(Lid(2)).unwrap();
+    let port = snap.subnet.port_mut(ca.0, ca.1).unwrap();
+    let mut pi = port.info.unwrap();
+    pi.capability_mask.set(0x0000_0A02); // IsSM among others
+    pi.m_key.set(0x99);
+    port.info = Some(pi);
+    let mut sa = rich_sa();
+    sa.set_snapshot(Arc::new(snap));
+    let mut q = [0u8; 68];
+    q[4 + 20..4 + 24].copy_from_slice(&0x0000_0002u32.to_be_bytes());
+    let mut m = req_with(
+        Method::GET_TABLE,
+        SaAttrId::PORT_INFO_RECORD,
+        0,
+        comp::CAPABILITY_MASK,
+        &q,
+    );
+    // Exact match: nobody has CapabilityMask == IsSM alone.
+    let r = ask(&mut sa, &m).unwrap();
+    assert_eq!(r.mad.len(), SA_DATA_OFFSET);
+    m[20] |= 0x80; // AttributeModifier bit 31: match by bits
+    let r = ask(&mut sa, &m).unwrap();
+    let a = headers(&r);
+    assert_eq!(a.rmpp, ibmad::RmppRepr::single(20 + 72));
+    let got = rec::PortInfoRecord::parse(&r.mad[SA_DATA_OFFSET..]).unwrap();
+    assert_eq!(got.lid.get(), 2);
+    // Untrusted: M_Key hidden; trusted (SM_Key = sa_key 1): shown.
+    assert_eq!(got.port_info.m_key.get(), 0);
+    let mut t = req_with(
+        Method::GET_TABLE,
+        SaAttrId::PORT_INFO_RECORD,
+        1,
+        comp::CAPABILITY_MASK,
+        &q,
+    );
+    t[20] |= 0x80;
+    let r = ask(&mut sa, &t).unwrap();
+    let got = rec::PortInfoRecord::parse(&r.mad[SA_DATA_OFFSET..]).unwrap();
+    assert_eq!(got.port_info.m_key.get(), 0x99);
+}
+
+#[test]
+fn link_records_both_directions_and_keys() {
+    use rec::link::comp;
+    let mut sa = rich_sa();
+    assert_eq!(table::<rec::LinkRecord>(&mut sa, 0, &[]).len(), 4);
+    let from_sw = table::<rec::LinkRecord>(&mut sa, comp::FROM_LID, &[0, 1]);
+    assert_eq!(from_sw.len(), 2);
+    let to_ca = table::<rec::LinkRecord>(&mut sa, comp::TO_LID, &[0, 0, 0, 0, 0, 3]);
+    assert_eq!(to_ca.len(), 1);
+    let r = rec::LinkRecord::parse(&to_ca[0]).unwrap();
+    assert_eq!(
+        (r.from_lid.get(), r.from_port, r.to_port, r.to_lid.get()),
+        (1, 2, 1, 3)
+    );
+    let both =
+        table::<rec::LinkRecord>(&mut sa, comp::FROM_LID | comp::TO_LID, &[0, 2, 0, 0, 0, 1]);
+    assert_eq!(both.len(), 1);
+    assert_eq!(
+        table::<rec::LinkRecord>(&mut sa, comp::FROM_LID, &[0, 7]).len(),
+        0
+    );
+}
+
+#[test]
+fn switch_lft_and_mft_records() {
+    use rec::{lft, mft};
+    let mut sa = rich_sa();
+    let sw = table::<rec::SwitchInfoRecord>(&mut sa, 0, &[]);
+    assert_eq!(sw.len(), 1);
+    assert_eq!(&sw[0][0..6], &[0, 1, 0, 0, 0xC0, 0x00]);
+    // LIDs 0..=3: one block.
+    let l = table::<rec::LftRecord>(&mut sa, 0, &[]);
+    assert_eq!(l.len(), 1);
+    let r = rec::LftRecord::parse(&l[0]).unwrap();
+    assert_eq!((r.lid.get(), r.block_num.get()), (1, 0));
+    assert_eq!(&r.lft[..5], &[0xFF, 0, 1, 2, 0xFF]);
+    assert_eq!(
+        table::<rec::LftRecord>(&mut sa, lft::comp::BLOCK_NUM, &[0, 0, 0, 1]).len(),
+        0
+    );
+    // MFT: MLID 0xC001 is in block 0; the 4-port switch has position 0 only.
+    let m = table::<rec::MftRecord>(&mut sa, 0, &[]);
+    assert_eq!(m.len(), 1);
+    let r = rec::MftRecord::parse(&m[0]).unwrap();
+    assert_eq!(
+        (r.position(), r.block_num(), r.mft[1].get(), r.mft[0].get()),
+        (0, 0, 0b110, 0)
+    );
+    assert_eq!(
+        table::<rec::MftRecord>(&mut sa, mft::comp::POSITION, &[0, 0, 0x10, 0]).len(),
+        0
+    );
+}
+
+#[test]
+fn guid_info_and_pkey_table_records() {
+    use rec::pkey::comp;
+    let mut sa = rich_sa();
+    let g = table::<rec::GuidInfoRecord>(&mut sa, 0, &[]);
+    assert_eq!(g.len(), 3);
+    let r = rec::GuidInfoRecord::parse(&g[1]).unwrap();
+    assert_eq!((r.lid.get(), r.guids[0].get()), (2, 0x201));
+    // P_KeyTableRecord: trusted only.
+    let (st, _) = query(
+        &mut sa,
+        Method::GET_TABLE,
+        SaAttrId::P_KEY_TABLE_RECORD,
+        0,
+        0,
+        &[],
+    );
+    assert_eq!(st, 0x0700);
+    // The switch (PartitionCap 0: one block) and two CAs of PartitionCap 64: two blocks.
+    let (st, recs) = query(
+        &mut sa,
+        Method::GET_TABLE,
+        SaAttrId::P_KEY_TABLE_RECORD,
+        1,
+        0,
+        &[],
+    );
+    assert_eq!((st, recs.len()), (0, 5));
+    let r = rec::PKeyTableRecord::parse(&recs[2]).unwrap();
+    assert_eq!(
+        (r.lid.get(), r.block_num.get(), r.pkeys[0].get()),
+        (2, 1, 0)
+    );
+    let r = rec::PKeyTableRecord::parse(&recs[1]).unwrap();
+    assert_eq!(
+        (r.lid.get(), r.port_num, r.pkeys[0].get(), r.pkeys[1].get()),
+        (2, 1, 0xFFFF, 0)
+    );
+    let (_, recs) = query(
+        &mut sa,
+        Method::GET_TABLE,
+        SaAttrId::P_KEY_TABLE_RECORD,
+        1,
+        comp::LID,
+        &[0, 3],
+    );
+    assert_eq!(recs.len(), 2);
+}
+
+#[test]
+fn sm_info_records_and_a_refused_set() {
+    let mut sa = rich_sa();
+    let (st, recs) = query(
+        &mut sa,
+        Method::GET_TABLE,
+        SaAttrId::SM_INFO_RECORD,
+        0,
+        0,
+        &[],
+    );
+    assert_eq!((st, recs.len()), (0, 1));
+    let r = rec::SmInfoRecord::parse(&recs[0]).unwrap();
+    assert_eq!((r.lid.get(), r.guid.get(), r.sm_key.get()), (2, 0x201, 0));
+    assert_eq!((r.act_count.get(), r.priority_state), (7, 0x53));
+    let (_, recs) = query(
+        &mut sa,
+        Method::GET_TABLE,
+        SaAttrId::SM_INFO_RECORD,
+        1,
+        0,
+        &[],
+    );
+    assert_eq!(
+        rec::SmInfoRecord::parse(&recs[0]).unwrap().sm_key.get(),
+        0x1234
+    );
+    // osmtest: SubnAdmSet(SMInfoRecord) must fail — with an answer, not a timeout.
+    let (st, _) = query(&mut sa, Method::SET, SaAttrId::SM_INFO_RECORD, 0, 0, &[]);
+    assert_eq!(st, 0x000C);
+}
+
+#[test]
+fn sl2vl_and_vlarb_records_from_acknowledged_tables() {
+    let mut sa = rich_sa();
+    let s = table::<rec::Sl2VlRecord>(&mut sa, 0, &[]);
+    assert_eq!(s.len(), 1);
+    let r = rec::Sl2VlRecord::parse(&s[0]).unwrap();
+    assert_eq!(
+        (r.lid.get(), r.in_port, r.out_port, r.sl2vl[1]),
+        (2, 0, 1, 0x23)
+    );
+    let v = table::<rec::VlArbRecord>(&mut sa, 0, &[]);
+    assert_eq!(v.len(), 1);
+    let r = rec::VlArbRecord::parse(&v[0]).unwrap();
+    assert_eq!(
+        (r.lid.get(), r.out_port, r.block_num, r.table[1]),
+        (2, 1, 1, 0x40)
+    );
 }

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# The SA record sets of ibsm against stock OpenSM's (issue 13): on one simulated fabric, stock
+# OpenSM is the SM and SA first, then `ibsm run` with OpenSM's guid2lid (so the LIDs match),
+# and stock `saquery` (through libibsm_umad.so, which does RMPP like the kernel) dumps every
+# record type ibsm serves from both. The dumps are compared as sets of records (order is not
+# part of the answer) after the normalisations listed below, one line per record type:
+#
+#   DIFF <topology> <server> <record> opensm=<n> ibsm=<m> PASS|FAIL
+#
+# and the exit status is 1 if any record type differs. With --keep the work directory (both
+# dumps, logs) is kept and its path printed.
+#
+# usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] TOPOLOGY.net
+#
+# Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
+#
+# Record types: NR, PIR, SWIR, LFTR, MFTR, LR, SMIR, GIR, SL2VL, VLAR, CPI and (trusted,
+# `--smkey 1`) PKTR.
+#
+# Normalised (documented differences, each for a reason):
+#   SMIR  act_count: the SMs' activity counters differ by nature.
+#   CPI   cap_mask / cap_mask2: each SA advertises what it serves (OpenSM: multicast,
+#         GetSet(Notice), extended speeds … that ibsm's SA does not serve yet); compared:
+#         base/class version and resp_time_val.
+#   MFTR  OpenSM creates the IPoIB broadcast group and programs its MFTs; ibsm has no
+#         multicast groups until multicast routing lands: compared only when both have some.
+#   PKTR  OpenSM reads every port's P_Key table, ibsm serves the tables it programmed
+#         (the default table until partitions land) of CA ports and switch ports 0: OpenSM's
+#         records are compared on the (LID, Port) keys ibsm serves, and ibsm must serve the
+#         table of every end port (one per NodeRecord).
+#         OpenSM writes BlockNum in host byte order (osm_sa_pkey_record.c sets the record's
+#         block_num without htons; it parses the request's with ntohs) and saquery prints it
+#         raw; ibsm writes it big-endian as IBA says, so block 1 prints as 256: Block is
+#         compared as the smaller of its value and its byte swap.
+#   PIR   the fields each SM sets by its own policy when it programs PortInfo are dropped:
+#         LinkWidthEnabled/Active, LinkSpeedEnabled/Active (ibsm enables every supported
+#         width and speed, OpenSM leaves them), HoqLife, VLStallCount, MkeyLeasePeriod,
+#         SubnetTimeout, ClientReregister, OperVLs, VLHighLimit, GuidCap, CapMask/CapabilityMask2
+#         and their flag lines (IsSM and friends, set by each SM on its own port).
+#         A port that is Down is compared by its key alone: OpenSM reports a blank PortInfo
+#         for it, ibsm the PortInfo the port answered.
+#   SWIR  MulticastFDBTop: saquery prints it only when the SA's ClassPortInfo announces
+#         IsMulticastFDBTopSupported (OpenSM's use_mfttop).
+#   SL2VL, VLAR  present only where the SM programmed QoS tables: compared only when both
+#         SMs serve some.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+root=$PWD
+server=ibsim
+keep=0
+net=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --server) server=${2:-}; shift 2 ;;
+        --keep) keep=1; shift ;;
+        -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) net=$1; shift ;;
+    esac
+done
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] TOPOLOGY.net" >&2; exit 2; }
+case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
+for prog in opensm saquery; do
+    command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }
+done
+[ "$server" = ibsm ] || command -v ibsim >/dev/null || { echo "ibsim not installed (apt-get install ibsim-utils)" >&2; exit 2; }
+shim=${IBSM_UMAD_SHIM:-}
+if [ -z "$shim" ]; then
+    cargo build -q -p umad-shim || exit 2
+    shim=$root/target/debug/libibsm_umad.so
+fi
+ibsm=${IBSM_BIN:-}
+if [ -z "$ibsm" ]; then
+    cargo build -q -p ibsm || exit 2
+    ibsm=$root/target/debug/ibsm
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sa-diff.XXXXXX")
+pids=()
+stop() { # stops the given PIDs and forgets them
+    for p in "$@"; do kill "$p" 2>/dev/null; done
+    for p in "$@"; do wait "$p" 2>/dev/null; done
+}
+cleanup() { stop "${pids[@]}"; pids=(); }
+trap 'cleanup; [ $keep = 1 ] && echo "work directory: $work" || rm -rf "$work"' EXIT
+
+ca_name() { awk -v n="$2" '/^(Hca|Ca)[ \t]/ { if (++i == n) { split($0, f, "\""); print f[2]; exit } }' "$1"; }
+topo=$(basename "$net" .net)
+sm_host=$(ca_name "$net" 1)
+cl_host=$(ca_name "$net" 2)
+export IBSIM_SOCKNAME=sad$$$server
+if [ "$server" = ibsim ]; then
+    ibsim -s -n "$net" > "$work/sim.log" 2>&1 &
+else
+    "$ibsm" sim serve "$net" --socket-name "$IBSIM_SOCKNAME" > "$work/sim.log" 2>&1 &
+fi
+pids+=($!)
+for _ in $(seq 200); do grep -q ready "$work/sim.log" && break; sleep 0.1; done
+
+queries=(NR PIR SWIR LFTR MFTR LR SMIR GIR SL2VL VLAR CPI PKTR)
+dump() { # dir: every query from the client CA
+    mkdir -p "$1"
+    for q in "${queries[@]}"; do
+        local args=("$q")
+        [ "$q" = PKTR ] && args=(--smkey 1 PKTR)
+        [ "$q" = CPI ] && args=(-c)
+        (cd "$work" && SIM_HOST=$cl_host LD_PRELOAD=$shim timeout 60 saquery -t 20000 "${args[@]}") \
+            > "$1/$q.out" 2> "$1/$q.err"
+    done
+}
+wait_for() { # file pattern seconds
+    for _ in $(seq $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
+
+mkdir -p "$work/osm-cache" "$work/ibsm-cache"
+(cd "$work" && OSM_CACHE_DIR=$work/osm-cache OSM_TMP_DIR=$work/osm-cache SIM_HOST=$sm_host \
+    LD_PRELOAD=$shim exec opensm -e -s 0 -d 2 -f "$work/opensm.log" > "$work/opensm.out" 2>&1) &
+osm=$!
+pids+=($osm)
+wait_for "$work/opensm.log" "SUBNET UP" 60 || { echo "OpenSM: no SUBNET UP" >&2; exit 1; }
+dump "$work/opensm"
+stop "$osm"
+cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
+(cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
+    exec "$ibsm" run -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
+pids+=($!)
+wait_for "$work/ibsm.log" "SUBNET UP" 60 || { echo "ibsm: no SUBNET UP" >&2; exit 1; }
+dump "$work/ibsm"
+cleanup
+
+# One record per line, fields joined, normalised; sorted.
+records() { # file query
+    awk -v q="$2" '
+        function flush() {
+            if (rec == "") return
+            # A Down port: its key only (see PIR above).
+            if (q == "PIR" && rec ~ /LinkState:=Down/) sub(/\|Mkey.*/, "|Down", rec)
+            print rec; rec = ""
+        }
+        / dump:$/ || /^SMInfoRecord/ { flush(); rec = "#"; next }
+        {
+            line = $0; gsub(/^[ \t]+/, "", line)
+            if (line == "") next
+            split(line, kv, /\.\.+/); key = kv[1]; val = kv[2]
+            if (q == "SMIR" && key ~ /act_count|ActCount/) next
+            if (q == "CPI" && key ~ /cap_mask|CapMask|Capability/) next
+            if (q == "SWIR" && key ~ /^MulticastFDBTop/) next
+            if (q == "PKTR" && key == "Block") {
+                v = val + 0; w = (v % 256) * 256 + int(v / 256); if (w < v) v = w; val = v
+            }
+            if (q == "PIR" && key ~ /^(LinkWidthEnabled|LinkWidthActive|LinkSpeedEnabled|LinkSpeedActive|HoqLife|VLStallCount|MkeyLeasePeriod|SubnetTimeout|ClientReregister|OperVLs|VLHighLimit|GuidCap|CapMask|CapabilityMask2|Is)/) next
+            if (rec == "") rec = "#"
+            rec = rec "|" key "=" val
+        }
+        END { flush() }' "$1" | sort
+}
+failed=0
+for q in "${queries[@]}"; do
+    a=$(records "$work/opensm/$q.out" "$q")
+    b=$(records "$work/ibsm/$q.out" "$q")
+    na=$(printf '%s' "$a" | grep -c .)
+    nb=$(printf '%s' "$b" | grep -c .)
+    case "$q" in
+        MFTR|SL2VL|VLAR) if [ "$na" = 0 ] || [ "$nb" = 0 ]; then a=; b=; fi ;;
+        PKTR) # OpenSM's records on ibsm's keys; ibsm: one per NodeRecord.
+              keys=$(printf '%s\n' "$b" | grep -o '^#|LID=[0-9]*|Port=[0-9]*|' | sort -u)
+              a=$(printf '%s\n' "$a" | grep -F -f <(printf '%s\n' "$keys"))
+              nr=$(grep -c "^NodeRecord dump" "$work/ibsm/NR.out")
+              nk=$(printf '%s' "$keys" | grep -c .)
+              [ "$nk" = "$nr" ] || b="$b (ibsm: tables of $nk ports for $nr end ports)" ;;
+    esac
+    verdict=PASS
+    if [ "$a" != "$b" ] || [ "$na" = 0 -a "$q" != MFTR -a "$q" != SL2VL -a "$q" != VLAR ]; then
+        verdict=FAIL; failed=1
+        diff <(printf '%s\n' "$a") <(printf '%s\n' "$b") | head -20 > "$work/$q.diff"
+    fi
+    printf 'DIFF %s %s %s opensm=%s ibsm=%s %s\n' "$topo" "$server" "$q" "$na" "$nb" "$verdict"
+    [ $verdict = PASS ] || sed 's/^/    /' "$work/$q.diff"
+done
+exit $failed
