@@ -419,6 +419,7 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
         },
         others: &[],
         facts: crate::sa::snapshot::ConfigFacts::default(),
+        qos_policy: None,
     });
     let mut masks = [0u16; 16];
     masks[0] = 0b110; // ports 1 and 2
