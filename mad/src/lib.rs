@@ -59,6 +59,7 @@ pub use perf::{PerfAttr, PerfMad, Repr as PerfRepr};
 pub use port::{Grh, MadMeta, MadPort, PortCaps, PortError, MAD_LEN};
 pub use rmpp::{Repr as RmppRepr, RmppHeader};
 pub use sa::{Packet as SaPacket, Repr as SaRepr, SaHeader, SaMad};
+pub use sa_rec::mcmember::Repr as McMemberRepr;
 pub use smp::{
     DrRoute, MadHeader, Packet as SmpPacket, Repr as SmpRepr, Route as SmpRoute, Smp, SMP_LEN,
 };

@@ -26,6 +26,7 @@ use crate::error::{Layer, LenError};
 pub mod guid;
 pub mod lft;
 pub mod link;
+pub mod mcmember;
 pub mod mft;
 pub mod node;
 pub mod path;
