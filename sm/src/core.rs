@@ -193,6 +193,17 @@ impl Sm {
     pub fn sa_snapshot(&self) -> Option<&std::sync::Arc<crate::sa::SaSnapshot>> {
         self.sweep.sa_snapshot()
     }
+    /// The multicast tables (MLID → port mask per switch) of the last multicast pass: what
+    /// the SA's MulticastForwardingTableRecords report.
+    #[must_use]
+    pub fn mfts(&self) -> Option<&crate::mcast::Mfts> {
+        self.sweep.mfts()
+    }
+    /// The multicast programmer: the MFT blocks each switch is known to hold, pass counters.
+    #[must_use]
+    pub fn mft_programmer(&self) -> &crate::mcast::program::MftProgrammer {
+        self.sweep.mft_programmer()
+    }
     /// The routing engine that produced [`Sm::lfts`].
     #[must_use]
     pub fn routing_engine_used(&self) -> &'static str {
@@ -497,6 +508,7 @@ impl Sm {
                 }
                 self.sweep.set_guid2lid(map);
             }
+            Command::McastGroups(groups) => self.sweep.set_mcast_groups(groups),
         }
         self.step(now);
     }

@@ -606,6 +606,9 @@ pub enum Command {
     Reroute,
     /// The persisted GUID→LID file's text, given before the first sweep completes discovery.
     Guid2Lid(String),
+    /// The multicast groups the SA holds (all of them, after any change): the SM recomputes
+    /// the spanning trees and programs the MFT blocks that changed ([`crate::mcast`]).
+    McastGroups(Vec<crate::mcast::McastGroup>),
 }
 
 /// The SM's queue of events for its owner ([`crate::Sm::poll_event`]).

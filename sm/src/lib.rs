@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod dump;
 pub mod event;
 pub mod lid;
+pub mod mcast;
 pub mod partition;
 pub mod perfmgr;
 pub mod program;

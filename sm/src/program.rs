@@ -72,16 +72,20 @@ pub(crate) struct Programmer {
 impl Programmer {
     /// Forgets the blocks of every switch whose LinearFDBTop (just read by discovery) is not
     /// the one last acknowledged: it was reset or rebooted.
-    pub fn forget_changed_tops(&mut self, subnet: &Subnet) {
+    /// Returns the NodeGUIDs of the switches forgotten.
+    pub fn forget_changed_tops(&mut self, subnet: &Subnet) -> Vec<Guid> {
+        let mut reset = Vec::new();
         for id in subnet.switches() {
             let node = subnet.node(id);
             if let (Some(si), Some(k)) = (node.switch_info, self.known_lft.get_mut(&node.guid)) {
                 if si.linear_fdb_top.get() != k.top {
                     *k = KnownLft::default();
                     self.known_qos.remove(&node.guid);
+                    reset.push(node.guid);
                 }
             }
         }
+        reset
     }
 
     /// What the switches of `subnet` are known to hold (acknowledged or read blocks; unknown

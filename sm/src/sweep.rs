@@ -24,8 +24,10 @@ use crate::config::SmConfig;
 use crate::discovery::Discovery;
 use crate::event::{Event, Events, Level, Phase, PhaseStats, SweepFailure};
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
+use crate::mcast::program::MftProgrammer;
+use crate::mcast::{McastGroup, Mfts};
 use crate::program::{self, Programmer};
-use crate::role::{Election, SmAddr, SmRole};
+use crate::role::{Election, Role, SmAddr, SmRole};
 use crate::routing::{route_chain_with, Lfts, Routes};
 use crate::sa::snapshot::{ConfigFacts, SaSnapshot, SmEntry, SnapshotInput};
 use crate::subnet::Subnet;
@@ -129,6 +131,21 @@ pub(crate) struct Sweep {
     resweeps: u32,
     /// The SA's picture of the subnet, built at the last SUBNET UP.
     snapshot: Option<std::sync::Arc<SaSnapshot>>,
+    mcast: McastState,
+}
+
+/// The multicast side of the pipeline: the groups the SA reported, the tables computed from
+/// them, and their programming ([`crate::mcast`]).
+#[derive(Debug, Default)]
+struct McastState {
+    groups: Vec<McastGroup>,
+    mfts: Option<Mfts>,
+    prog: MftProgrammer,
+    /// The current pass's second round (Sets for stale blocks the Gets found) is due once
+    /// the first round is answered.
+    round2: bool,
+    /// The groups changed since the last pass.
+    dirty: bool,
 }
 
 impl Sweep {
@@ -159,6 +176,7 @@ impl Sweep {
             errors: SweepErrors::default(),
             resweeps: 0,
             snapshot: None,
+            mcast: McastState::default(),
         }
     }
 
@@ -409,6 +427,9 @@ impl Sweep {
             Purpose::GetPkeys(id, p, b) | Purpose::SetPkeys(id, p, b) => {
                 self.program.on_pkey_ack(&self.disc, id, p, b, data);
             }
+            Purpose::SetMft(id, b, pos) | Purpose::GetMft(id, b, pos) => {
+                self.mcast.prog.on_ack(&self.disc.subnet, id, b, pos, data);
+            }
             Purpose::LightSwitchInfo(_) => {
                 if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
                     if si.port_state_change() != 0 {
@@ -467,6 +488,7 @@ impl Sweep {
             Purpose::SetPortInfo(..)
             | Purpose::SetLft(..)
             | Purpose::SetSwitchInfo(_)
+            | Purpose::SetMft(..)
             | Purpose::SetQos(..)
             | Purpose::SetPkeys(..) => {
                 self.errors.set_failures += 1;
@@ -505,6 +527,7 @@ impl Sweep {
             Purpose::SetPortInfo(..)
             | Purpose::SetLft(..)
             | Purpose::SetSwitchInfo(_)
+            | Purpose::SetMft(..)
             | Purpose::SetQos(..)
             | Purpose::SetPkeys(..) => {
                 self.errors.set_failures += 1;
@@ -525,6 +548,10 @@ impl Sweep {
                 Stage::Idle => {
                     if self.heavy_requested && cx.role.may_sweep() {
                         self.start_heavy(now, cx);
+                    } else if self.mcast.round2 {
+                        self.mcast_round2(cx);
+                    } else if self.mcast.dirty && self.up && cx.role.role() == Role::Master {
+                        self.mcast_pass(cx);
                     } else {
                         return;
                     }
@@ -533,6 +560,7 @@ impl Sweep {
                 Stage::PollingSms => self.finish_sm_poll(now, cx),
                 Stage::Computing => return,
                 Stage::Programming if self.reading_lfts => self.plan_programming(cx),
+                Stage::Programming if self.mcast.round2 => self.mcast_round2(cx),
                 Stage::Programming => {
                     self.end_phase(now, cx);
                     self.lfts_programmed = true;
@@ -745,7 +773,9 @@ impl Sweep {
     /// The rest of a heavy sweep once this SM is master: LID assignment and routing, each in
     /// its own `Sm::handle_timeout` (see [`Timer::Compute`]), then programming.
     fn after_discovery(&mut self, now: Time, cx: &mut Ctx<'_>) {
-        self.program.forget_changed_tops(&self.disc.subnet);
+        for guid in self.program.forget_changed_tops(&self.disc.subnet) {
+            self.mcast.prog.forget(guid);
+        }
         self.begin(now, Phase::LidAssignment, Stage::Computing);
         cx.timers.set(Timer::Compute, now);
     }
@@ -891,6 +921,64 @@ impl Sweep {
             );
         }
         cx.submit_all(reqs);
+        self.mcast_pass(cx);
+    }
+
+    // ----- multicast -------------------------------------------------------------------------
+
+    /// The groups the SA holds changed: a multicast pass follows (at once when the pipeline
+    /// is idle and the subnet up, else with the next heavy sweep's programming).
+    pub fn set_mcast_groups(&mut self, groups: Vec<McastGroup>) {
+        self.mcast.groups = groups;
+        self.mcast.dirty = true;
+    }
+
+    /// The multicast tables the last pass computed.
+    pub fn mfts(&self) -> Option<&Mfts> {
+        self.mcast.mfts.as_ref()
+    }
+
+    /// The multicast programmer (known MFT blocks, counters).
+    pub fn mft_programmer(&self) -> &MftProgrammer {
+        &self.mcast.prog
+    }
+
+    /// One multicast pass: trees and tables from the current groups, then the first round of
+    /// MFT requests ([`crate::mcast::program`]).
+    fn mcast_pass(&mut self, cx: &mut Ctx<'_>) {
+        self.mcast.dirty = false;
+        let mfts = crate::mcast::compute(&self.disc.subnet, &self.mcast.groups);
+        self.mcast.prog.begin_pass();
+        let reqs = self.mcast.prog.plan(&self.disc.subnet, &mfts, true);
+        if mfts.over_cap > 0 || mfts.unknown_members > 0 {
+            cx.events.log(
+                Level::Info,
+                format!(
+                    "multicast: {} member ports not on the subnet, {} switch entries beyond MulticastFDBCap",
+                    mfts.unknown_members, mfts.over_cap
+                ),
+            );
+        }
+        cx.events.log(
+            Level::Verbose,
+            format!(
+                "multicast pass: {} groups, {} routed, {} MFT requests",
+                self.mcast.groups.len(),
+                mfts.routed,
+                reqs.len()
+            ),
+        );
+        self.mcast.mfts = Some(mfts);
+        self.mcast.round2 = true;
+        cx.submit_all(reqs);
+    }
+
+    fn mcast_round2(&mut self, cx: &mut Ctx<'_>) {
+        self.mcast.round2 = false;
+        if let Some(mfts) = self.mcast.mfts.as_ref() {
+            let reqs = self.mcast.prog.plan(&self.disc.subnet, mfts, false);
+            cx.submit_all(reqs);
+        }
     }
 
     /// The LID to reach port `p` of node `id` by a LID-routed SMP, or 0 for "use the

@@ -36,6 +36,10 @@ pub(crate) enum Purpose {
     GetLft(NodeId, u16),
     /// PortInfo Set: configuration (NoStateChange), Armed or Active.
     SetPortInfo(NodeId, PortNum),
+    /// MulticastForwardingTable Set of (block, position) ([`crate::mcast::program`]).
+    SetMft(NodeId, u16, u8),
+    /// MulticastForwardingTable Get of (block, position) whose content the SM does not know.
+    GetMft(NodeId, u16, u8),
     /// SLtoVLMappingTable or VLArbitrationTable Set (QoS programming), sent through the
     /// node's port `PortNum` (0 on a switch).
     SetQos(NodeId, PortNum),
@@ -83,6 +87,8 @@ impl Request {
             | Purpose::SetLft(n, _)
             | Purpose::GetLft(n, _)
             | Purpose::SetPortInfo(n, _)
+            | Purpose::SetMft(n, ..)
+            | Purpose::GetMft(n, ..)
             | Purpose::SetQos(n, _)
             | Purpose::GetPkeys(n, ..)
             | Purpose::SetPkeys(n, ..)

@@ -50,8 +50,8 @@ pub mod stats;
 
 pub use counters::PortCounters;
 pub use fabric::{
-    node_config, ExternalAgent, Fabric, SimAgent, SimConfig, SimError, SimHw, SimPort,
-    SmAttachment, SmHandle, TraceEntry, TraceKind,
+    node_config, ExternalAgent, Fabric, McastDelivery, SimAgent, SimConfig, SimError, SimHw,
+    SimPort, SmAttachment, SmHandle, TraceEntry, TraceKind,
 };
 pub use fault::{FaultConfig, FaultInjector, FaultSpecError};
 pub use link::{train, LinkCaps, Trained};

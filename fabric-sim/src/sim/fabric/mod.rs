@@ -71,16 +71,19 @@
 //! - `links`: physical links (training, down/up, reboots) and the public fault controls;
 //! - `sm`: SM attachment, the SMs' queues and [`SimPort`];
 //! - `trace`: the event trace ([`TraceEntry`]);
-//! - `external`: nodes whose management runs outside the fabric ([`ExternalAgent`]).
+//! - `external`: nodes whose management runs outside the fabric ([`ExternalAgent`]);
+//! - `mcast`: multicast data packets switched by the agents' MFTs ([`Fabric::send_multicast`]).
 
 mod event;
 mod external;
 mod gmp;
 mod links;
+mod mcast;
 mod sm;
 mod trace;
 
 pub use external::ExternalAgent;
+pub use mcast::{McastDelivery, STORM_LIMIT};
 pub use sm::{SimPort, SmAttachment, SmHandle};
 pub use trace::{TraceEntry, TraceKind};
 

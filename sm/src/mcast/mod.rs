@@ -1,0 +1,450 @@
+//! Multicast routing (IBA vol1 §18.2.4.3.3, OpenSM `osm_mcast_mgr.c`'s approach): a spanning
+//! tree per MLID over the switches, and the MulticastForwardingTables that realise it.
+//!
+//! - **Input**: the groups the SA holds ([`McastGroup`]: an MLID and its member ports by port
+//!   GUID, each marked as receiving or send-only) and the subnet model.
+//! - **Tree** ([`compute`]): the root is the multicast-capable switch that minimises the
+//!   *maximum* hop distance to the group's member switches (ties: the first in discovery
+//!   order); the tree is the root's min-hop (breadth-first) tree over up links between
+//!   multicast-capable switches — every switch is reached by a shortest path, the parent
+//!   being the first neighbour found at one hop less (ports in ascending order) — pruned to the
+//!   paths towards member switches. Unlike a union of unicast LFT paths, this is always a tree
+//!   (no switch has two upstream ports), so a packet entering it anywhere reaches every switch
+//!   once and no loop can form.
+//! - **Port masks**: on every tree switch, the ports to its tree neighbours, plus the ports
+//!   leading to its receiving members (a CA port's switch port, or port 0 when the switch
+//!   itself is a member). Send-only members are on the tree (their switch is part of it) but
+//!   get no copies. A switch forwards a packet on every port of the mask except the one it
+//!   arrived on, so each receiving member gets exactly one copy.
+//! - **Programming** ([`program`]): the masks become MFT blocks (32 MLIDs × 16 ports, attribute
+//!   modifier `block | position << 28`) and only the blocks that differ from what each switch
+//!   is known to hold are set.
+//!
+//! Groups with fewer than two member ports get no tree (nothing to forward), as in OpenSM;
+//! MLIDs beyond a switch's MulticastFDBCap are left out of that switch's table (and counted).
+
+pub mod program;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use ibmad::{Guid, Lid, PortNum};
+
+use crate::subnet::{NodeId, Subnet};
+
+/// One member port of a group, as the SM needs it for routing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct McastMember {
+    /// The member's PortGUID (a CA port, or a switch's port 0).
+    pub port_guid: Guid,
+    /// The member receives the group's packets (JoinState FullMember or NonMember); false for
+    /// a send-only member.
+    pub receives: bool,
+}
+
+/// A multicast group as routed: its MLID and member ports.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct McastGroup {
+    /// The group's MLID (0xC000..=0xFFFE).
+    pub mlid: Lid,
+    /// The member ports.
+    pub members: Vec<McastMember>,
+}
+
+/// A port mask over ports 0..=255: bit `p` of word `p / 64`.
+pub type PortMask = [u64; 4];
+
+/// Sets port `p` in `m`.
+fn set_port(m: &mut PortMask, p: u8) {
+    m[usize::from(p / 64)] |= 1u64 << (p % 64);
+}
+
+/// The 16-bit MFT mask of `m` for `position` (ports `16 * position ..`).
+#[must_use]
+pub fn position_mask(m: &PortMask, position: u8) -> u16 {
+    let bit = u32::from(position) * 16;
+    ((m[(bit / 64) as usize] >> (bit % 64)) & 0xFFFF) as u16
+}
+
+/// True if port `p` is in `m`.
+#[must_use]
+pub fn has_port(m: &PortMask, p: u8) -> bool {
+    m[usize::from(p / 64)] & (1u64 << (p % 64)) != 0
+}
+
+/// Entries of a multicast block (IBA vol1 §14.2.5.12).
+pub const MFT_BLOCK_SIZE: u16 = 32;
+
+/// The MFT positions of a switch with `num_ports` ports (port 0 included): 16 ports each.
+#[must_use]
+pub fn positions(num_ports: u8) -> u8 {
+    u8::try_from((u16::from(num_ports) + 1).div_ceil(16)).unwrap_or(16)
+}
+
+/// The desired multicast tables: per switch, the port mask of every MLID it forwards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mfts {
+    /// `tables[node]`: MLID → port mask, for switches (empty for CAs and switches on no tree).
+    tables: Vec<BTreeMap<Lid, PortMask>>,
+    /// The MLIDs routed (groups with a tree).
+    pub routed: usize,
+    /// Groups with fewer than two member ports (no tree).
+    pub untreed: usize,
+    /// Member ports not found in the subnet (unknown GUID, link down), skipped.
+    pub unknown_members: usize,
+    /// (switch, MLID) entries left out because the MLID is beyond the switch's
+    /// MulticastFDBCap.
+    pub over_cap: usize,
+}
+
+impl Mfts {
+    /// The table of switch `id` (MLID → port mask); empty if it forwards no group.
+    #[must_use]
+    pub fn table(&self, id: NodeId) -> Option<&BTreeMap<Lid, PortMask>> {
+        self.tables.get(id.idx())
+    }
+
+    /// The port mask of `mlid` on switch `id`, if it forwards it.
+    #[must_use]
+    pub fn mask(&self, id: NodeId, mlid: Lid) -> Option<&PortMask> {
+        self.tables.get(id.idx())?.get(&mlid)
+    }
+
+    /// The 32 masks of MFT block `block`, position `position` on switch `id`.
+    #[must_use]
+    pub fn block(&self, id: NodeId, block: u16, position: u8) -> [u16; 32] {
+        let mut out = [0u16; 32];
+        let Some(t) = self.tables.get(id.idx()) else {
+            return out;
+        };
+        let first = Lid(0xC000u16.saturating_add(block.saturating_mul(MFT_BLOCK_SIZE)));
+        let last = Lid(first.0.saturating_add(MFT_BLOCK_SIZE - 1));
+        for (mlid, m) in t.range(first..=last) {
+            out[usize::from(mlid.0 - first.0)] = position_mask(m, position);
+        }
+        out
+    }
+
+    /// The highest block any switch uses, if any.
+    #[must_use]
+    pub fn max_block(&self) -> Option<u16> {
+        self.tables
+            .iter()
+            .filter_map(|t| t.keys().next_back())
+            .map(|l| (l.0 - 0xC000) / MFT_BLOCK_SIZE)
+            .max()
+    }
+
+    /// Switch ids with a non-empty table.
+    pub fn switches(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.tables
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(i, _)| NodeId(i as u32))
+    }
+}
+
+/// Where an end port hangs on the switch fabric: (switch, port on that switch).
+fn attach_point(s: &Subnet, id: NodeId, p: PortNum) -> Option<(NodeId, PortNum)> {
+    if s.node(id).is_switch() {
+        return Some((id, PortNum(0)));
+    }
+    let (sw, sp) = s.port(id, p)?.remote?;
+    (s.node(sw).is_switch() && s.is_link_up(id, p)).then_some((sw, sp))
+}
+
+/// Per switch, its BFS parent as (parent, parent's port towards it, its port towards the
+/// parent).
+type Parents = Vec<Option<(NodeId, PortNum, PortNum)>>;
+
+/// The multicast-capable switch graph: per switch, its up links to multicast-capable
+/// switches as (local port, neighbour).
+struct SwitchGraph {
+    adj: Vec<Vec<(PortNum, NodeId)>>,
+    capable: Vec<bool>,
+}
+
+impl SwitchGraph {
+    fn new(s: &Subnet) -> SwitchGraph {
+        let n = s.nodes.len();
+        let capable: Vec<bool> = s
+            .nodes
+            .iter()
+            .map(|x| {
+                x.is_switch()
+                    && x.switch_info
+                        .is_some_and(|si| si.multicast_fdb_cap.get() > 0)
+            })
+            .collect();
+        let mut adj = vec![Vec::new(); n];
+        for id in s.switches() {
+            if !capable[id.idx()] {
+                continue;
+            }
+            for p in 1..=s.node(id).num_ports {
+                let p = PortNum(p);
+                if let Some((nb, _)) = s.port(id, p).and_then(|x| x.remote) {
+                    if capable[nb.idx()] && nb != id && s.is_link_up(id, p) {
+                        adj[id.idx()].push((p, nb));
+                    }
+                }
+            }
+        }
+        SwitchGraph { adj, capable }
+    }
+
+    /// Hop distances from `from` (u16::MAX: unreachable) and the BFS parent of each switch
+    /// as (parent, parent's port towards it, its port towards the parent).
+    fn bfs(&self, from: NodeId) -> (Vec<u16>, Parents) {
+        let n = self.adj.len();
+        let mut dist = vec![u16::MAX; n];
+        let mut parent = vec![None; n];
+        let mut q = VecDeque::new();
+        dist[from.idx()] = 0;
+        q.push_back(from);
+        while let Some(u) = q.pop_front() {
+            for &(p, v) in &self.adj[u.idx()] {
+                if dist[v.idx()] == u16::MAX {
+                    dist[v.idx()] = dist[u.idx()] + 1;
+                    parent[v.idx()] = Some((u, p, PortNum(0)));
+                    q.push_back(v);
+                }
+            }
+        }
+        // The child's port towards its parent: the first up link from the child to it.
+        for (links, par) in self.adj.iter().zip(parent.iter_mut()) {
+            if let Some((u, up, _)) = *par {
+                let back = links
+                    .iter()
+                    .find(|&&(_, nb)| nb == u)
+                    .map_or(PortNum(0), |&(p, _)| p);
+                *par = Some((u, up, back));
+            }
+        }
+        (dist, parent)
+    }
+}
+
+/// Computes the spanning tree and port masks of every group (see the module docs).
+#[must_use]
+pub fn compute(s: &Subnet, groups: &[McastGroup]) -> Mfts {
+    let mut out = Mfts {
+        tables: vec![BTreeMap::new(); s.nodes.len()],
+        ..Mfts::default()
+    };
+    let mut by_port_guid: HashMap<Guid, (NodeId, PortNum)> = HashMap::new();
+    for (id, p) in s.end_ports() {
+        if let Some(port) = s.port(id, p) {
+            by_port_guid.insert(port.guid, (id, p));
+        }
+    }
+    let g = SwitchGraph::new(s);
+    for grp in groups {
+        if !grp.mlid.is_multicast() {
+            continue;
+        }
+        // (switch, port, receives) of each member.
+        let mut attach: Vec<(NodeId, PortNum, bool)> = Vec::new();
+        for m in &grp.members {
+            match by_port_guid
+                .get(&m.port_guid)
+                .and_then(|&(id, p)| attach_point(s, id, p))
+            {
+                Some((sw, sp)) if g.capable[sw.idx()] => attach.push((sw, sp, m.receives)),
+                _ => out.unknown_members += 1,
+            }
+        }
+        attach.sort();
+        attach.dedup_by(|a, b| {
+            a.0 == b.0 && a.1 == b.1 && {
+                b.2 |= a.2;
+                true
+            }
+        });
+        if attach.len() < 2 {
+            out.untreed += 1;
+            continue;
+        }
+        let mut member_sws: Vec<NodeId> = attach.iter().map(|a| a.0).collect();
+        member_sws.dedup();
+        let Some((root, _, parent)) = choose_root(&g, &member_sws) else {
+            out.untreed += 1;
+            continue;
+        };
+        let mut masks: HashMap<NodeId, PortMask> = HashMap::new();
+        masks.entry(root).or_default();
+        for &m in &member_sws {
+            let mut v = m;
+            while v != root {
+                let Some((u, up, back)) = parent[v.idx()] else {
+                    break;
+                };
+                let child = masks.entry(v).or_default();
+                if has_port(child, back.0) {
+                    break; // the path above is already on the tree
+                }
+                set_port(child, back.0);
+                set_port(masks.entry(u).or_default(), up.0);
+                v = u;
+            }
+        }
+        for &(sw, sp, receives) in &attach {
+            let m = masks.entry(sw).or_default();
+            if receives {
+                set_port(m, sp.0);
+            }
+        }
+        out.routed += 1;
+        for (sw, m) in masks {
+            let cap = s
+                .node(sw)
+                .switch_info
+                .map_or(0, |si| si.multicast_fdb_cap.get());
+            if u32::from(grp.mlid.0 - 0xC000) >= u32::from(cap) {
+                out.over_cap += 1;
+                continue;
+            }
+            out.tables[sw.idx()].insert(grp.mlid, m);
+        }
+    }
+    out
+}
+
+/// The root minimising the maximum hop distance to the member switches, and its BFS tree.
+fn choose_root(g: &SwitchGraph, members: &[NodeId]) -> Option<(NodeId, u16, Parents)> {
+    let n = g.adj.len();
+    let mut worst = vec![0u16; n];
+    for &m in members {
+        let (d, _) = g.bfs(m);
+        for (w, d) in worst.iter_mut().zip(d) {
+            *w = (*w).max(d);
+        }
+    }
+    let root = (0..n)
+        .filter(|&i| g.capable[i] && worst[i] != u16::MAX)
+        .min_by_key(|&i| (worst[i], i))?;
+    let root = NodeId(root as u32);
+    let (_, parent) = g.bfs(root);
+    Some((root, worst[root.idx()], parent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subnet::Node;
+    use ibmad::attr::SwitchInfo;
+    use ibmad::NodeType;
+    use zerocopy::FromZeros;
+
+    /// A line of `n` switches (port 1 left, port 2 right), each with `cas` CAs on ports 3..
+    fn line(n: u32, cas: u8) -> (Subnet, Vec<NodeId>, Vec<Vec<Guid>>) {
+        let mut s = Subnet::new();
+        let mut sws = Vec::new();
+        let mut hosts = Vec::new();
+        for i in 0..n {
+            let mut node = Node::new(Guid(0x100 + u64::from(i)), NodeType::SWITCH, 2 + cas, "sw");
+            let mut si = SwitchInfo::new_zeroed();
+            si.multicast_fdb_cap.set(1024);
+            node.switch_info = Some(si);
+            let id = s.add_active_node(node);
+            if let Some(&prev) = sws.last() {
+                s.connect_active((prev, PortNum(2)), (id, PortNum(1)));
+            }
+            let mut hs = Vec::new();
+            for c in 0..cas {
+                let g = 0x1000 + u64::from(i) * 16 + u64::from(c);
+                let ca = s.add_active_node(Node::new(Guid(g), NodeType::CA, 1, "ca"));
+                s.connect_active((id, PortNum(3 + c)), (ca, PortNum(1)));
+                hs.push(Guid(g + 1));
+            }
+            sws.push(id);
+            hosts.push(hs);
+        }
+        (s, sws, hosts)
+    }
+
+    fn member(g: Guid) -> McastMember {
+        McastMember {
+            port_guid: g,
+            receives: true,
+        }
+    }
+
+    #[test]
+    fn root_is_the_centre_and_the_tree_spans_the_members() {
+        let (s, sws, hosts) = line(5, 2);
+        let grp = McastGroup {
+            mlid: Lid(0xC001),
+            members: vec![
+                member(hosts[0][0]),
+                member(hosts[4][1]),
+                member(hosts[2][0]),
+            ],
+        };
+        let m = compute(&s, &[grp]);
+        assert_eq!(m.routed, 1);
+        // Ends: the member port and the inward link.
+        let end0 = m.mask(sws[0], Lid(0xC001)).unwrap();
+        assert_eq!(position_mask(end0, 0), (1 << 2) | (1 << 3));
+        let end4 = m.mask(sws[4], Lid(0xC001)).unwrap();
+        assert_eq!(position_mask(end4, 0), (1 << 1) | (1 << 4));
+        // The middle switches carry both links; sw2 also its member.
+        assert_eq!(
+            position_mask(m.mask(sws[1], Lid(0xC001)).unwrap(), 0),
+            0b110
+        );
+        assert_eq!(
+            position_mask(m.mask(sws[2], Lid(0xC001)).unwrap(), 0),
+            0b1110
+        );
+        assert_eq!(m.block(sws[2], 0, 0)[1], 0b1110);
+        assert_eq!(m.max_block(), Some(0));
+    }
+
+    #[test]
+    fn send_only_members_get_no_copies_and_lone_members_no_tree() {
+        let (s, sws, hosts) = line(2, 2);
+        let groups = [
+            McastGroup {
+                mlid: Lid(0xC000),
+                members: vec![
+                    member(hosts[0][0]),
+                    McastMember {
+                        port_guid: hosts[1][0],
+                        receives: false,
+                    },
+                ],
+            },
+            McastGroup {
+                mlid: Lid(0xC040),
+                members: vec![member(hosts[0][0]), member(Guid(0xdead))],
+            },
+        ];
+        let m = compute(&s, &groups);
+        assert_eq!((m.routed, m.untreed, m.unknown_members), (1, 1, 1));
+        let sender_side = m.mask(sws[1], Lid(0xC000)).unwrap();
+        assert!(!has_port(sender_side, 3), "send-only member gets nothing");
+        assert!(has_port(sender_side, 1));
+        assert!(m.mask(sws[0], Lid(0xC040)).is_none());
+    }
+
+    #[test]
+    fn mlids_beyond_the_cap_are_left_out() {
+        let (mut s, sws, hosts) = line(2, 1);
+        if let Some(si) = s.nodes[sws[1].idx()].switch_info.as_mut() {
+            si.multicast_fdb_cap.set(32);
+        }
+        let grp = McastGroup {
+            mlid: Lid(0xC020),
+            members: vec![member(hosts[0][0]), member(hosts[1][0])],
+        };
+        let m = compute(&s, &[grp]);
+        assert_eq!(m.over_cap, 1);
+        assert!(m.mask(sws[1], Lid(0xC020)).is_none());
+        assert!(m.mask(sws[0], Lid(0xC020)).is_some());
+        assert_eq!(m.max_block(), Some(1));
+        assert_eq!(positions(36), 3);
+        assert_eq!(positions(15), 1);
+        assert_eq!(positions(16), 2);
+    }
+}
