@@ -48,6 +48,7 @@
 //! built into [`Collector`], which applies the component mask ([`ibmad::sa_rec::matches`]) and
 //! stops early for a Get.
 
+pub mod mcmember;
 pub mod path;
 pub mod records;
 pub mod snapshot;

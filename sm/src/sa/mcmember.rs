@@ -1,0 +1,1167 @@
+//! MCMemberRecord (IBA vol1 §15.2.5.17): the SA's multicast group database — create, join
+//! and leave with JoinState, queries, MLID allocation, and the IPoIB broadcast groups the SA
+//! creates itself.
+//!
+//! [`McastDb`] is sans-IO state inside the SA; its handlers take the request's record and
+//! ComponentMask, the requester, and a [`McastPorts`] view of the subnet (the port facts the
+//! rules need), and return the answer record or the SA status:
+//!
+//! - **join / create** ([`McastDb::join`], SubnAdmSet): MGID|PortGID|JoinState required
+//!   (else ERR_REQ_INSUFFICIENT_COMPONENTS); the port must be known and, when the requester
+//!   is another port (a proxy join), share a partition with it. A group that does not exist
+//!   is created when JoinState has FullMember or SendOnlyFullMember (o15-0.1.9, else
+//!   ERR_REQ_INVALID) and the mask also has Q_Key|TClass|P_Key|FlowLabel|SL (else
+//!   ERR_REQ_INSUFFICIENT_COMPONENTS); MGID 0 gets an SA-built MGID
+//!   (`ff1<scope>:a01b:<subnet prefix>:<n>`, link-local unless Scope is given); a requested
+//!   MGID must start 0xFF, use no reserved flag and not combine the SA signature 0xA01B with
+//!   link-local scope (o15-0.1.5) — IPoIB-signed MGIDs (0x401B, 0x601B) are not checked;
+//!   MTU and rate selectors must be realisable on the joiner's port (o15-0.2.3: the SA picks
+//!   the port's values when none are given); a requested MLID is honoured if free, else the
+//!   lowest free MLID from 0xC000 (ERR_NO_RESOURCES when none is left). Joining an existing
+//!   group checks the MTU/rate selectors against the group, the group's MTU and rate against
+//!   the port's capabilities, the port's membership of the group's partition, and — for a
+//!   member that exists already — that the requester is the port itself or, for a
+//!   proxy-joined member, in the group's partition (o15-0.2.1). JoinState bits are OR-ed.
+//! - **leave** ([`McastDb::leave`], SubnAdmDelete, o15-0.1.14): the member must exist, the
+//!   request's JoinState must share a bit with the stored one and add none, and the requester
+//!   pass o15-0.2.1; the bits are removed, the member when none remain, and the group when no
+//!   FullMember or SendOnlyFullMember is left — unless it is well known (an IPoIB broadcast
+//!   group) — freeing its MLID. Membership is held as one JoinState per port, so every MLID
+//!   is freed exactly when its group goes (no leak on partial leave, cf. OpenSM PR #43).
+//! - **query** ([`McastDb::query`], SubnAdmGet/GetTable): every group matching the mask
+//!   (MGID, MLID, Q_Key, P_Key, TClass, SL, FlowLabel, HopLimit, ProxyJoin, MTU/rate
+//!   selectors, Scope/JoinState) in a partition of the requester; with PortGID, that member's
+//!   record; a trusted requester without PortGID gets one record per member; an untrusted one
+//!   sees PortGID, JoinState and ProxyJoin zeroed (IBA p. 923, as OpenSM).
+//!
+//! Every answer record carries the group's parameters with the selectors set to "exactly".
+//! Outputs that are not answers: [`McastDb::poll_notice`] (traps 66/67: group created /
+//! deleted, for Reports) and [`McastDb::take_changed`] (the groups changed: the SM re-routes
+//! multicast, [`McastDb::routing_groups`]).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use ibmad::sa::status;
+use ibmad::sa_rec::mcmember::{comp, join, scope, selector, Repr as McMemberRepr};
+use ibmad::{Gid, Guid, Lid, PKey, QKey, Status};
+
+use crate::mcast::{McastGroup, McastMember};
+
+/// Components a join (and a leave) must give.
+pub const JOIN_COMP_MASK: u64 = comp::MGID | comp::PORT_GID | comp::JOIN_STATE;
+/// Components a create must give besides those of a join.
+pub const CREATE_COMP_MASK: u64 =
+    JOIN_COMP_MASK | comp::QKEY | comp::TCLASS | comp::PKEY | comp::FLOW | comp::SL;
+
+/// The IPoIB broadcast group's Q_Key (RFC 4391; OpenSM `OSM_IPOIB_BROADCAST_MGRP_QKEY`).
+pub const IPOIB_QKEY: QKey = QKey(0x0B1B);
+
+/// The first multicast LID and the last one an MLID may be.
+const MLID_FIRST: u16 = 0xC000;
+const MLID_LAST: u16 = 0xFFFE;
+
+/// What the rules need to know of an end port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortFacts {
+    /// PortGUID.
+    pub guid: Guid,
+    /// PortInfo.MTUCap (code).
+    pub mtu_cap: u8,
+    /// The link's rate (code, IBA vol1 Table "Rate").
+    pub rate: u8,
+}
+
+/// The subnet as the multicast rules see it.
+pub trait McastPorts {
+    /// The end port with this PortGUID.
+    fn by_guid(&self, guid: Guid) -> Option<PortFacts>;
+    /// The end port owning this LID (a requester's SLID).
+    fn by_lid(&self, lid: Lid) -> Option<PortFacts>;
+    /// True if port `guid` holds `pkey` (its base, any membership) in its P_Key table.
+    fn has_pkey(&self, guid: Guid, pkey: PKey) -> bool;
+    /// True if ports `a` and `b` share a partition.
+    fn share_pkey(&self, a: Guid, b: Guid) -> bool;
+}
+
+/// A trap the SA reports about a group (IBA vol1 §14.2.5.1, Table "Notice"): 66 = MCG
+/// created, 67 = MCG deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct McNotice {
+    /// 66 or 67.
+    pub trap: u16,
+    /// The group's MGID.
+    pub mgid: Gid,
+    /// The group's P_Key (subscribers must share it to be told).
+    pub p_key: PKey,
+}
+
+/// One member port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// JoinState bits.
+    pub join_state: u8,
+    /// Joined by another port (ProxyJoin).
+    pub proxy: bool,
+}
+
+/// A multicast group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    /// The group's parameters as an MCMemberRecord (PortGID zero, JoinState of the creator,
+    /// selectors "exactly").
+    pub rec: McMemberRepr,
+    /// Created by the SA and kept while its partition exists (an IPoIB broadcast group).
+    pub well_known: bool,
+    /// Members by PortGID.
+    pub members: BTreeMap<Gid, Member>,
+}
+
+impl Group {
+    fn has_full_member(&self) -> bool {
+        self.members
+            .values()
+            .any(|m| m.join_state & (join::FULL | join::SEND_ONLY_FULL) != 0)
+    }
+
+    fn record_for(&self, port_gid: Gid, m: &Member) -> McMemberRepr {
+        McMemberRepr {
+            port_gid,
+            join_state: m.join_state,
+            proxy_join: m.proxy,
+            ..self.rec
+        }
+    }
+}
+
+/// Parameters of an IPoIB broadcast group (OpenSM's defaults; partitions.conf flags override).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpoibParams {
+    /// MTU code (default 4 = 2048).
+    pub mtu: u8,
+    /// Rate code (default 3 = 10 Gb/s).
+    pub rate: u8,
+    /// SL.
+    pub sl: u8,
+    /// Scope (default link-local).
+    pub scope: u8,
+    /// Q_Key.
+    pub q_key: QKey,
+    /// TClass.
+    pub t_class: u8,
+    /// FlowLabel.
+    pub flow_label: u32,
+    /// PacketLifeTime (OpenSM: subnet_timeout, default 18).
+    pub packet_life: u8,
+}
+
+impl Default for IpoibParams {
+    fn default() -> IpoibParams {
+        IpoibParams {
+            mtu: 4,
+            rate: 3,
+            sl: 0,
+            scope: scope::LINK_LOCAL,
+            q_key: IPOIB_QKEY,
+            t_class: 0,
+            flow_label: 0,
+            packet_life: 18,
+        }
+    }
+}
+
+/// The IPv4 broadcast MGID of partition `pkey` in `scope`: `ff1<scope>:401b:<pkey|0x8000>::ffff:ffff`.
+#[must_use]
+pub fn ipoib_broadcast_mgid(pkey: PKey, scope: u8) -> Gid {
+    let p = (pkey.0 | 0x8000).to_be_bytes();
+    let mut g = [0u8; 16];
+    g[0] = 0xff;
+    g[1] = 0x10 | (scope & 0xF);
+    g[2] = 0x40;
+    g[3] = 0x1b;
+    g[4] = p[0];
+    g[5] = p[1];
+    g[12..].fill(0xff);
+    Gid(g)
+}
+
+/// Rate codes in Gb/s × 10 (IBA vol1 §15.2.5.16 Table "Rate"), 0 for a code that is no rate:
+/// rates compare by value, never by code.
+fn rate_value(code: u8) -> u32 {
+    const V: [u32; 25] = [
+        0, 0, 25, 100, 300, 50, 200, 400, 600, 800, 1200, 140, 560, 1120, 1680, 250, 1000, 2000,
+        3000, 280, 500, 4000, 6000, 8000, 12000,
+    ];
+    V.get(usize::from(code)).copied().unwrap_or(0)
+}
+
+/// The rate codes ordered by value (for "greater than" / "less than" selectors).
+fn rates_by_value() -> Vec<u8> {
+    let mut v: Vec<u8> = (2..=24).collect();
+    v.sort_by_key(|&c| rate_value(c));
+    v
+}
+
+/// The SA's multicast groups; see the module docs.
+#[derive(Clone, Debug, Default)]
+pub struct McastDb {
+    groups: BTreeMap<Gid, Group>,
+    by_mlid: HashMap<Lid, Gid>,
+    notices: VecDeque<McNotice>,
+    changed: bool,
+    /// The counter in SA-built MGIDs.
+    next_mgid: u32,
+    /// The highest MLID this SA hands out (OpenSM `max_mcast_lid`).
+    mlid_last: u16,
+}
+
+/// A request to the database: the record, its ComponentMask and the requester.
+#[derive(Clone, Copy, Debug)]
+pub struct McRequest<'a> {
+    /// The request's MCMemberRecord.
+    pub rec: &'a McMemberRepr,
+    /// ComponentMask.
+    pub comp_mask: u64,
+    /// The requester's LID (SLID).
+    pub requester: Lid,
+    /// The request carried the SA's (non-zero) SM_Key.
+    pub trusted: bool,
+    /// The subnet prefix (for SA-built MGIDs).
+    pub subnet_prefix: u64,
+}
+
+impl McastDb {
+    /// An empty database handing out MLIDs 0xC000..=0xFFFE.
+    #[must_use]
+    pub fn new() -> McastDb {
+        McastDb {
+            mlid_last: MLID_LAST,
+            ..McastDb::default()
+        }
+    }
+
+    /// Limits MLIDs to `0xC000 .. 0xC000 + count` (the smallest MulticastFDBCap).
+    pub fn set_mlid_count(&mut self, count: u16) {
+        self.mlid_last = MLID_FIRST.saturating_add(count.max(1) - 1).min(MLID_LAST);
+    }
+
+    /// The groups by MGID.
+    pub fn groups(&self) -> impl Iterator<Item = &Group> {
+        self.groups.values()
+    }
+
+    /// The group with this MGID — for PathRecords to a multicast DGID (its MLID, MTU, rate,
+    /// SL, P_Key, …).
+    #[must_use]
+    pub fn lookup(&self, mgid: Gid) -> Option<&McMemberRepr> {
+        self.groups.get(&mgid).map(|g| &g.rec)
+    }
+
+    /// The group using this MLID.
+    #[must_use]
+    pub fn by_mlid(&self, mlid: Lid) -> Option<&Group> {
+        self.groups.get(self.by_mlid.get(&mlid)?)
+    }
+
+    /// The next trap 66/67 to report.
+    #[must_use]
+    pub fn poll_notice(&mut self) -> Option<McNotice> {
+        self.notices.pop_front()
+    }
+
+    /// True once after any change of groups or members: the SM must re-route multicast.
+    #[must_use]
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// The groups as the SM routes them ([`crate::Command::McastGroups`]).
+    #[must_use]
+    pub fn routing_groups(&self) -> Vec<McastGroup> {
+        self.groups
+            .values()
+            .map(|g| McastGroup {
+                mlid: g.rec.mlid,
+                members: g
+                    .members
+                    .iter()
+                    .map(|(gid, m)| McastMember {
+                        port_guid: gid.guid(),
+                        receives: m.join_state & (join::FULL | join::NON_MEMBER) != 0,
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn free_mlid(&self, wanted: Option<Lid>) -> Option<Lid> {
+        if let Some(l) = wanted {
+            if (MLID_FIRST..=self.mlid_last).contains(&l.0) && !self.by_mlid.contains_key(&l) {
+                return Some(l);
+            }
+        }
+        (MLID_FIRST..=self.mlid_last)
+            .map(Lid)
+            .find(|l| !self.by_mlid.contains_key(l))
+    }
+
+    fn insert(&mut self, g: Group) {
+        self.by_mlid.insert(g.rec.mlid, g.rec.mgid);
+        self.notices.push_back(McNotice {
+            trap: 66,
+            mgid: g.rec.mgid,
+            p_key: g.rec.p_key,
+        });
+        self.groups.insert(g.rec.mgid, g);
+        self.changed = true;
+    }
+
+    fn remove(&mut self, mgid: Gid) {
+        if let Some(g) = self.groups.remove(&mgid) {
+            self.by_mlid.remove(&g.rec.mlid);
+            self.notices.push_back(McNotice {
+                trap: 67,
+                mgid,
+                p_key: g.rec.p_key,
+            });
+            self.changed = true;
+        }
+    }
+
+    /// Creates (or updates the parameters of) the well-known IPoIB IPv4 broadcast group of
+    /// partition `pkey` (OpenSM `osm_prtn_add_mcgroup`); its members are kept. Returns its
+    /// MLID, or `None` when no MLID is free.
+    pub fn ensure_ipoib_broadcast(&mut self, pkey: PKey, p: &IpoibParams) -> Option<Lid> {
+        let mgid = ipoib_broadcast_mgid(pkey, p.scope);
+        let rec = |mlid: Lid| McMemberRepr {
+            mgid,
+            q_key: p.q_key,
+            mlid,
+            mtu_selector: selector::EXACT,
+            mtu: p.mtu,
+            t_class: p.t_class,
+            p_key: PKey(pkey.0 | 0x8000),
+            rate_selector: selector::EXACT,
+            rate: p.rate,
+            packet_life_selector: selector::EXACT,
+            packet_life: p.packet_life,
+            sl: p.sl,
+            flow_label: p.flow_label,
+            scope: p.scope,
+            ..McMemberRepr::default()
+        };
+        if let Some(g) = self.groups.get_mut(&mgid) {
+            let want = rec(g.rec.mlid);
+            if g.rec != want || !g.well_known {
+                g.rec = want;
+                g.well_known = true;
+                self.changed = true;
+            }
+            return Some(g.rec.mlid);
+        }
+        let mlid = self.free_mlid(None)?;
+        self.insert(Group {
+            rec: rec(mlid),
+            well_known: true,
+            members: BTreeMap::new(),
+        });
+        Some(mlid)
+    }
+
+    /// Drops the well-known flag of every broadcast group whose partition is not in `keep`
+    /// (a partition that went away); such a group is deleted once it has no full member.
+    pub fn retire_ipoib_except(&mut self, keep: &[Gid]) {
+        let gone: Vec<Gid> = self
+            .groups
+            .values()
+            .filter(|g| g.well_known && !keep.contains(&g.rec.mgid))
+            .map(|g| g.rec.mgid)
+            .collect();
+        for mgid in gone {
+            if let Some(g) = self.groups.get_mut(&mgid) {
+                g.well_known = false;
+                if !g.has_full_member() {
+                    self.remove(mgid);
+                }
+            }
+        }
+    }
+
+    /// SubnAdmSet(MCMemberRecord): join, creating the group if needed (see the module docs).
+    pub fn join(
+        &mut self,
+        ports: &impl McastPorts,
+        req: &McRequest<'_>,
+    ) -> Result<McMemberRepr, Status> {
+        let r = req.rec;
+        let mask = req.comp_mask;
+        if mask & JOIN_COMP_MASK != JOIN_COMP_MASK {
+            return Err(status::REQ_INSUFFICIENT_COMPONENTS);
+        }
+        let port = ports
+            .by_guid(r.port_gid.guid())
+            .ok_or(status::REQ_INVALID)?;
+        let requester = ports.by_lid(req.requester).ok_or(status::REQ_INVALID)?;
+        let proxy = requester.guid != port.guid;
+        if proxy && !ports.share_pkey(port.guid, requester.guid) {
+            return Err(status::REQ_INVALID);
+        }
+        if r.join_state & 0xF == 0 {
+            return Err(status::REQ_INVALID);
+        }
+        let created = if self.groups.contains_key(&r.mgid) {
+            None
+        } else {
+            Some(self.create(ports, req, &port)?)
+        };
+        let mgid = created.as_ref().map_or(r.mgid, |g| g.rec.mgid);
+        let Some(group) = created.as_ref().or_else(|| self.groups.get(&mgid)) else {
+            return Err(status::REQ_INVALID);
+        };
+        // o15-0.2.4: the components given must match the group (MTU and rate selectors, as
+        // OpenSM), the group must be realisable on the port, and the port in its partition.
+        if !selectors_match(&group.rec, r, mask)
+            || port.mtu_cap < group.rec.mtu
+            || rate_value(port.rate) < rate_value(group.rec.rate)
+            || !ports.has_pkey(port.guid, group.rec.p_key)
+        {
+            return Err(status::REQ_INVALID);
+        }
+        // o15-0.2.1: only the port itself or, for a proxy-joined member, a port of the
+        // group's partition may modify a membership.
+        if let Some(m) = group.members.get(&r.port_gid) {
+            if !may_modify(ports, group, m, r.port_gid, &requester) {
+                return Err(status::REQ_INVALID);
+            }
+        }
+        if let Some(g) = created {
+            self.insert(g);
+        }
+        let Some(group) = self.groups.get_mut(&mgid) else {
+            return Err(status::NO_RESOURCES);
+        };
+        let m = group.members.entry(r.port_gid).or_insert(Member {
+            join_state: 0,
+            proxy,
+        });
+        let before = m.join_state;
+        m.join_state |= r.join_state & 0xF;
+        let m = *m;
+        if m.join_state != before {
+            self.changed = true;
+        }
+        Ok(group.record_for(r.port_gid, &m))
+    }
+
+    /// Builds a new group for a join to an MGID no group has (checks of a create).
+    fn create(
+        &mut self,
+        ports: &impl McastPorts,
+        req: &McRequest<'_>,
+        port: &PortFacts,
+    ) -> Result<Group, Status> {
+        let r = req.rec;
+        let mask = req.comp_mask;
+        // o15-0.1.9: a create needs a full member.
+        if r.join_state & (join::FULL | join::SEND_ONLY_FULL) == 0 {
+            return Err(status::REQ_INVALID);
+        }
+        if mask & CREATE_COMP_MASK != CREATE_COMP_MASK {
+            return Err(status::REQ_INSUFFICIENT_COMPONENTS);
+        }
+        let mut rec = McMemberRepr {
+            port_gid: Gid::default(),
+            proxy_join: false,
+            ..*r
+        };
+        if r.mgid == Gid::default() {
+            let s = if mask & comp::SCOPE != 0 {
+                r.scope
+            } else {
+                scope::LINK_LOCAL
+            };
+            rec.mgid = self
+                .build_mgid(s, req.subnet_prefix)
+                .ok_or(status::NO_RESOURCES)?;
+        } else if !mgid_is_valid(r.mgid) {
+            return Err(status::REQ_INVALID);
+        }
+        rec.scope = rec.mgid.0[1] & 0xF;
+        rec.mtu = realise(
+            mask & comp::MTU_SEL != 0 && mask & comp::MTU != 0,
+            r.mtu_selector,
+            r.mtu,
+            port.mtu_cap,
+            &[1, 2, 3, 4, 5],
+        )
+        .ok_or(status::REQ_INVALID)?;
+        rec.rate = realise(
+            mask & comp::RATE_SEL != 0 && mask & comp::RATE != 0,
+            r.rate_selector,
+            r.rate,
+            port.rate,
+            &rates_by_value(),
+        )
+        .ok_or(status::REQ_INVALID)?;
+        if !ports.has_pkey(port.guid, r.p_key) {
+            return Err(status::REQ_INVALID);
+        }
+        rec.mtu_selector = selector::EXACT;
+        rec.rate_selector = selector::EXACT;
+        rec.packet_life_selector = selector::EXACT;
+        let wanted = (mask & comp::MLID != 0 && r.mlid.0 != 0).then_some(r.mlid);
+        rec.mlid = self.free_mlid(wanted).ok_or(status::NO_RESOURCES)?;
+        Ok(Group {
+            rec,
+            well_known: false,
+            members: BTreeMap::new(),
+        })
+    }
+
+    /// An SA-assigned MGID `ff1<scope>:a01b:<prefix>:<n>` no group uses (OpenSM
+    /// `build_new_mgid`).
+    fn build_mgid(&mut self, s: u8, prefix: u64) -> Option<Gid> {
+        for _ in 0..1000 {
+            let mut g = [0u8; 16];
+            g[0] = 0xff;
+            g[1] = 0x10 | (s & 0xF);
+            g[2] = 0xa0;
+            g[3] = 0x1b;
+            g[4..12].copy_from_slice(&prefix.to_be_bytes());
+            g[12..].copy_from_slice(&self.next_mgid.to_be_bytes());
+            self.next_mgid = self.next_mgid.wrapping_add(1);
+            if !self.groups.contains_key(&Gid(g)) {
+                return Some(Gid(g));
+            }
+        }
+        None
+    }
+
+    /// SubnAdmDelete(MCMemberRecord): leave (see the module docs). Returns the member's
+    /// record with the JoinState it keeps.
+    pub fn leave(
+        &mut self,
+        ports: &impl McastPorts,
+        req: &McRequest<'_>,
+    ) -> Result<McMemberRepr, Status> {
+        let r = req.rec;
+        if req.comp_mask & JOIN_COMP_MASK != JOIN_COMP_MASK {
+            return Err(status::REQ_INSUFFICIENT_COMPONENTS);
+        }
+        let group = self.groups.get(&r.mgid).ok_or(status::REQ_INVALID)?;
+        let m = *group.members.get(&r.port_gid).ok_or(status::REQ_INVALID)?;
+        let bits = r.join_state & 0xF;
+        // o15-0.1.14: some stored bit, and no bit that is not stored.
+        if bits & m.join_state == 0 || bits & !m.join_state != 0 {
+            return Err(status::REQ_INVALID);
+        }
+        let requester = ports.by_lid(req.requester).ok_or(status::REQ_INVALID)?;
+        if !may_modify(ports, group, &m, r.port_gid, &requester) {
+            return Err(status::REQ_INVALID);
+        }
+        let Some(group) = self.groups.get_mut(&r.mgid) else {
+            return Err(status::REQ_INVALID);
+        };
+        let left = Member {
+            join_state: m.join_state & !bits,
+            ..m
+        };
+        let answer = group.record_for(r.port_gid, &left);
+        if left.join_state == 0 {
+            group.members.remove(&r.port_gid);
+        } else {
+            group.members.insert(r.port_gid, left);
+        }
+        self.changed = true;
+        if !group.well_known && !group.has_full_member() {
+            self.remove(r.mgid);
+        }
+        Ok(answer)
+    }
+
+    /// SubnAdmGet/GetTable(MCMemberRecord): the matching records (see the module docs).
+    #[must_use]
+    pub fn query(&self, ports: &impl McastPorts, req: &McRequest<'_>) -> Vec<McMemberRepr> {
+        let r = req.rec;
+        let mask = req.comp_mask;
+        let Some(requester) = ports.by_lid(req.requester) else {
+            return Vec::new();
+        };
+        let mut state_mask = 0u8;
+        if mask & comp::SCOPE != 0 {
+            state_mask |= 0xF0;
+        }
+        if mask & comp::JOIN_STATE != 0 {
+            state_mask |= 0x0F;
+        }
+        let want_state = (r.scope << 4) | r.join_state;
+        let mut out = Vec::new();
+        for g in self.groups.values() {
+            let gr = &g.rec;
+            let field = |bit: u64, eq: bool| mask & bit == 0 || eq;
+            if !(field(comp::MGID, r.mgid == gr.mgid)
+                && field(comp::MLID, r.mlid == gr.mlid)
+                && ports.has_pkey(requester.guid, gr.p_key)
+                && field(comp::QKEY, r.q_key == gr.q_key)
+                && field(comp::PKEY, r.p_key == gr.p_key)
+                && field(comp::TCLASS, r.t_class == gr.t_class)
+                && field(comp::SL, r.sl == gr.sl)
+                && field(comp::FLOW, r.flow_label == gr.flow_label)
+                && field(comp::HOP, r.hop_limit == gr.hop_limit)
+                && field(comp::PROXY, r.proxy_join == gr.proxy_join)
+                && selectors_match(gr, r, mask))
+            {
+                continue;
+            }
+            let state = |rec: &McMemberRepr| (rec.scope << 4) | rec.join_state;
+            if mask & comp::PORT_GID != 0 {
+                if let Some(m) = g.members.get(&r.port_gid) {
+                    let rec = g.record_for(r.port_gid, m);
+                    if state(&rec) & state_mask == want_state & state_mask {
+                        out.push(rec);
+                    }
+                }
+            } else if req.trusted {
+                for (gid, m) in &g.members {
+                    let rec = g.record_for(*gid, m);
+                    if state(&rec) & state_mask == want_state & state_mask {
+                        out.push(rec);
+                    }
+                }
+            } else if state(gr) & state_mask == want_state & state_mask {
+                out.push(*gr);
+            }
+        }
+        if !req.trusted {
+            for rec in &mut out {
+                rec.port_gid = Gid::default();
+                rec.join_state = 0;
+                rec.proxy_join = false;
+            }
+        }
+        out
+    }
+}
+
+/// o15-0.2.1: the requester may modify member `m` of `g`.
+fn may_modify(
+    ports: &impl McastPorts,
+    g: &Group,
+    m: &Member,
+    port_gid: Gid,
+    requester: &PortFacts,
+) -> bool {
+    if m.proxy {
+        ports.has_pkey(requester.guid, g.rec.p_key)
+    } else {
+        requester.guid == port_gid.guid()
+    }
+}
+
+/// The MTU and rate selectors of request `r` (those in `mask`) accept group `g`.
+fn selectors_match(g: &McMemberRepr, r: &McMemberRepr, mask: u64) -> bool {
+    let check = |sel: u8, want: u32, have: u32| match sel {
+        selector::GREATER => have > want,
+        selector::LESS => have < want,
+        selector::EXACT => have == want,
+        _ => true,
+    };
+    (mask & comp::MTU_SEL == 0 || check(r.mtu_selector, u32::from(r.mtu), u32::from(g.mtu)))
+        && (mask & comp::RATE_SEL == 0
+            || check(r.rate_selector, rate_value(r.rate), rate_value(g.rate)))
+}
+
+/// The group value of a create for an MTU or rate request: the port's own value when none is
+/// given (or "largest"), else the value the selector asks for, realisable on the port
+/// (`port` = its capability; `order` = the valid codes, ascending).
+fn realise(given: bool, sel: u8, want: u8, port: u8, order: &[u8]) -> Option<u8> {
+    let pos = |c: u8| order.iter().position(|&x| x == c);
+    let port_pos = pos(port);
+    if !given || sel == selector::LARGEST {
+        return port_pos.map(|_| port).or_else(|| order.first().copied());
+    }
+    let w = pos(want)?;
+    match sel {
+        selector::GREATER => {
+            let p = port_pos?;
+            (p > w).then_some(port)
+        }
+        selector::LESS => {
+            let below = w.checked_sub(1)?;
+            let p = port_pos.unwrap_or(below);
+            order.get(p.min(below)).copied()
+        }
+        _ => match port_pos {
+            Some(p) if w > p => None,
+            _ => Some(want),
+        },
+    }
+}
+
+/// o15-0.1.5: a requested MGID is valid (IPoIB-signed MGIDs are not checked further, as
+/// OpenSM).
+#[must_use]
+pub fn mgid_is_valid(mgid: Gid) -> bool {
+    let g = mgid.0;
+    if g[0] != 0xff {
+        return false;
+    }
+    let sig = u16::from_be_bytes([g[2], g[3]]);
+    if sig == 0x401b || sig == 0x601b {
+        return true;
+    }
+    if g[1] & 0xE0 != 0 {
+        return false;
+    }
+    !(sig == 0xa01b && g[1] & 0x0F == scope::LINK_LOCAL)
+}
+
+/// [`McastPorts`] over the SM's subnet model: end ports by PortGUID and by LID, every port a
+/// member of the default partition (until partitions are configured, every P_Key is the
+/// default one and all ports share it).
+#[derive(Debug, Default)]
+pub struct SubnetPorts {
+    by_guid: HashMap<Guid, PortFacts>,
+    by_lid: HashMap<Lid, Guid>,
+}
+
+impl SubnetPorts {
+    /// Indexes the end ports of `s` that have a LID.
+    #[must_use]
+    pub fn new(s: &crate::Subnet) -> SubnetPorts {
+        let mut out = SubnetPorts::default();
+        for (id, p) in s.end_ports() {
+            let Some(port) = s.port(id, p) else { continue };
+            let Some(pi) = port.info else { continue };
+            // A switch's port 0 has no link of its own: its facts are those of the fabric's
+            // fastest port — take its MTUCap and rate as the highest.
+            let (mtu_cap, rate) = if s.node(id).is_switch() {
+                (5, 24)
+            } else {
+                (
+                    pi.mtu_cap(),
+                    link_rate(pi.link_width_active, pi.link_speed_active()),
+                )
+            };
+            out.by_guid.insert(
+                port.guid,
+                PortFacts {
+                    guid: port.guid,
+                    mtu_cap,
+                    rate,
+                },
+            );
+            if port.lid != Lid::UNASSIGNED {
+                for l in 0..(1u16 << port.lmc.min(7)) {
+                    out.by_lid
+                        .insert(Lid(port.lid.0.wrapping_add(l)), port.guid);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The rate code of a link of LinkWidthActive `width` and LinkSpeedActive `speed` (SDR, DDR,
+/// QDR; IBA vol1 Table "Rate").
+fn link_rate(width: u8, speed: u8) -> u8 {
+    let per_lane = match speed {
+        2 => 1u8, // DDR
+        4 => 2,   // QDR
+        _ => 0,   // SDR
+    };
+    // Codes for 1x, 4x, 8x, 12x at SDR / DDR / QDR.
+    let t: [[u8; 4]; 3] = [[2, 3, 6, 4], [5, 6, 7, 8], [3, 7, 9, 10]];
+    let w = match width {
+        2 => 1,
+        4 => 2,
+        8 => 3,
+        _ => 0,
+    };
+    t[usize::from(per_lane)][w]
+}
+
+impl McastPorts for SubnetPorts {
+    fn by_guid(&self, guid: Guid) -> Option<PortFacts> {
+        self.by_guid.get(&guid).copied()
+    }
+    fn by_lid(&self, lid: Lid) -> Option<PortFacts> {
+        self.by_guid.get(self.by_lid.get(&lid)?).copied()
+    }
+    fn has_pkey(&self, _guid: Guid, pkey: PKey) -> bool {
+        pkey.0 & 0x7FFF == 0x7FFF
+    }
+    fn share_pkey(&self, _a: Guid, _b: Guid) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ports 1..=4 (GUID n, LID n), MTUCap 4096, 4x SDR; port 4 lacks the default P_Key.
+    struct Fake;
+    impl McastPorts for Fake {
+        fn by_guid(&self, guid: Guid) -> Option<PortFacts> {
+            (1..=4).contains(&guid.0).then_some(PortFacts {
+                guid,
+                mtu_cap: 5,
+                rate: 3,
+            })
+        }
+        fn by_lid(&self, lid: Lid) -> Option<PortFacts> {
+            self.by_guid(Guid(u64::from(lid.0)))
+        }
+        fn has_pkey(&self, guid: Guid, pkey: PKey) -> bool {
+            guid.0 != 4 && pkey.0 & 0x7FFF == 0x7FFF
+        }
+        fn share_pkey(&self, a: Guid, b: Guid) -> bool {
+            a.0 != 4 && b.0 != 4
+        }
+    }
+
+    const PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+    fn gid(n: u64) -> Gid {
+        Gid::new(PREFIX, Guid(n))
+    }
+
+    fn mgid(last: u8) -> Gid {
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        g[1] = 0x15;
+        g[2] = 0x12;
+        g[3] = 0x34;
+        g[15] = last;
+        Gid(g)
+    }
+
+    fn create_rec(mgid: Gid, port: u64, state: u8) -> McMemberRepr {
+        McMemberRepr {
+            mgid,
+            port_gid: gid(port),
+            q_key: QKey(0x1234),
+            p_key: PKey(0xffff),
+            join_state: state,
+            ..McMemberRepr::default()
+        }
+    }
+
+    fn req(rec: &McMemberRepr, mask: u64, from: u16) -> McRequest<'_> {
+        McRequest {
+            rec,
+            comp_mask: mask,
+            requester: Lid(from),
+            trusted: false,
+            subnet_prefix: PREFIX,
+        }
+    }
+
+    #[test]
+    fn create_join_leave_and_delete_when_empty() {
+        let mut db = McastDb::new();
+        let r = create_rec(mgid(1), 1, join::FULL);
+        let a = db.join(&Fake, &req(&r, CREATE_COMP_MASK, 1)).unwrap();
+        assert_eq!(a.mlid, Lid(0xC000));
+        assert_eq!((a.mtu_selector, a.mtu, a.rate), (selector::EXACT, 5, 3));
+        assert_eq!(a.join_state, join::FULL);
+        assert_eq!(db.poll_notice().map(|n| n.trap), Some(66));
+        assert!(db.take_changed());
+        // A join needs only MGID|PortGID|JoinState and gets the group's parameters.
+        let j = McMemberRepr {
+            mgid: mgid(1),
+            port_gid: gid(2),
+            join_state: join::NON_MEMBER,
+            ..McMemberRepr::default()
+        };
+        let b = db.join(&Fake, &req(&j, JOIN_COMP_MASK, 2)).unwrap();
+        assert_eq!((b.mlid, b.q_key), (Lid(0xC000), QKey(0x1234)));
+        let routed = db.routing_groups();
+        assert_eq!(routed[0].members.len(), 2);
+        // The creator leaves: only a non-member is left, the group goes and its MLID is free.
+        let l = db.leave(&Fake, &req(&r, JOIN_COMP_MASK, 1)).unwrap();
+        assert_eq!(l.join_state, 0);
+        assert!(db.lookup(mgid(1)).is_none());
+        assert_eq!(db.poll_notice().map(|n| n.trap), Some(67));
+        let again = db.join(&Fake, &req(&create_rec(mgid(2), 1, 1), CREATE_COMP_MASK, 1));
+        assert_eq!(again.unwrap().mlid, Lid(0xC000));
+    }
+
+    #[test]
+    fn c15_insufficient_components_and_invalid_creates() {
+        let mut db = McastDb::new();
+        let r = create_rec(mgid(1), 1, join::FULL);
+        let st = |db: &mut McastDb, r: &McMemberRepr, mask: u64, from: u16| {
+            db.join(&Fake, &req(r, mask, from)).unwrap_err()
+        };
+        assert_eq!(
+            st(&mut db, &r, comp::MGID | comp::PORT_GID, 1),
+            status::REQ_INSUFFICIENT_COMPONENTS
+        );
+        for missing in [comp::QKEY, comp::PKEY, comp::SL, comp::FLOW, comp::TCLASS] {
+            assert_eq!(
+                st(&mut db, &r, CREATE_COMP_MASK & !missing, 1),
+                status::REQ_INSUFFICIENT_COMPONENTS
+            );
+        }
+        // o15-0.1.9: a non-member can not create.
+        let nm = create_rec(mgid(1), 1, join::NON_MEMBER);
+        assert_eq!(st(&mut db, &nm, CREATE_COMP_MASK, 1), status::REQ_INVALID);
+        // o15-0.1.5: bad MGIDs.
+        let mut bad = r;
+        bad.mgid.0[0] = 0xfa;
+        assert_eq!(st(&mut db, &bad, CREATE_COMP_MASK, 1), status::REQ_INVALID);
+        let mut sa_ll = r;
+        sa_ll.mgid.0[1] = 0x12;
+        sa_ll.mgid.0[2] = 0xa0;
+        sa_ll.mgid.0[3] = 0x1b;
+        assert_eq!(
+            st(&mut db, &sa_ll, CREATE_COMP_MASK, 1),
+            status::REQ_INVALID
+        );
+        let mut flags = r;
+        flags.mgid.0[1] = 0x35;
+        assert_eq!(
+            st(&mut db, &flags, CREATE_COMP_MASK, 1),
+            status::REQ_INVALID
+        );
+        // Unknown port, a proxy from outside the partition, JoinState 0.
+        assert_eq!(
+            st(&mut db, &create_rec(mgid(1), 9, 1), CREATE_COMP_MASK, 1),
+            status::REQ_INVALID
+        );
+        assert_eq!(st(&mut db, &r, CREATE_COMP_MASK, 4), status::REQ_INVALID);
+        assert_eq!(
+            st(&mut db, &create_rec(mgid(1), 1, 0), CREATE_COMP_MASK, 1),
+            status::REQ_INVALID
+        );
+        // Unrealisable MTU/rate (o15-0.1.8): > 4096, < 256, > the port's 10 Gb/s, < 2.5 Gb/s.
+        let m = CREATE_COMP_MASK | comp::MTU_SEL | comp::MTU;
+        let with = |f: &dyn Fn(&mut McMemberRepr)| {
+            let mut x = r;
+            f(&mut x);
+            x
+        };
+        for x in [
+            with(&|x| (x.mtu_selector, x.mtu) = (selector::GREATER, 5)),
+            with(&|x| (x.mtu_selector, x.mtu) = (selector::LESS, 1)),
+            with(&|x| (x.mtu_selector, x.mtu) = (selector::EXACT, 6)),
+        ] {
+            assert_eq!(st(&mut db, &x, m, 1), status::REQ_INVALID, "{x:?}");
+        }
+        let m = CREATE_COMP_MASK | comp::RATE_SEL | comp::RATE;
+        for x in [
+            with(&|x| (x.rate_selector, x.rate) = (selector::GREATER, 3)),
+            with(&|x| (x.rate_selector, x.rate) = (selector::EXACT, 18)),
+            with(&|x| (x.rate_selector, x.rate) = (selector::LESS, 2)),
+        ] {
+            assert_eq!(st(&mut db, &x, m, 1), status::REQ_INVALID, "{x:?}");
+        }
+        assert!(
+            db.groups().next().is_none(),
+            "no failed create left a group"
+        );
+        // Exact and "less than" values are honoured.
+        let x = with(&|x| (x.mtu_selector, x.mtu) = (selector::LESS, 4));
+        let a = db
+            .join(
+                &Fake,
+                &req(&x, CREATE_COMP_MASK | comp::MTU_SEL | comp::MTU, 1),
+            )
+            .unwrap();
+        assert_eq!(a.mtu, 3);
+    }
+
+    #[test]
+    fn mgid_zero_gets_an_sa_mgid_and_requested_mlids_are_honoured() {
+        let mut db = McastDb::new();
+        let mut r = create_rec(Gid::default(), 1, join::FULL);
+        r.mlid = Lid(0xC123);
+        let a = db
+            .join(&Fake, &req(&r, CREATE_COMP_MASK | comp::MLID, 1))
+            .unwrap();
+        assert_eq!(&a.mgid.0[..4], &[0xff, 0x12, 0xa0, 0x1b]);
+        assert_eq!(&a.mgid.0[4..12], &PREFIX.to_be_bytes());
+        assert_eq!(a.mlid, Lid(0xC123));
+        r.scope = scope::SITE_LOCAL;
+        let b = db
+            .join(
+                &Fake,
+                &req(&r, CREATE_COMP_MASK | comp::MLID | comp::SCOPE, 1),
+            )
+            .unwrap();
+        assert_eq!(b.mgid.0[1], 0x15);
+        assert_ne!(b.mgid, a.mgid);
+        assert_eq!(b.mlid, Lid(0xC000), "0xC123 is taken");
+    }
+
+    #[test]
+    fn partial_leave_frees_the_mlid_exactly_when_the_group_goes() {
+        // OpenSM PR #43: JoinState 0x9 then a partial leave 0x1 leaked the MLID; ~1018 cycles
+        // exhausted the MLID space.
+        let mut db = McastDb::new();
+        db.set_mlid_count(16);
+        for i in 0..2000u32 {
+            let r = create_rec(mgid((i % 200) as u8), 1, join::FULL | join::SEND_ONLY_FULL);
+            let a = db.join(&Fake, &req(&r, CREATE_COMP_MASK, 1)).unwrap();
+            assert_eq!(a.mlid, Lid(0xC000), "cycle {i}");
+            let mut l = r;
+            l.join_state = join::FULL;
+            let kept = db.leave(&Fake, &req(&l, JOIN_COMP_MASK, 1)).unwrap();
+            assert_eq!(kept.join_state, join::SEND_ONLY_FULL);
+            assert!(
+                db.lookup(r.mgid).is_some(),
+                "a send-only full member keeps it"
+            );
+            l.join_state = join::SEND_ONLY_FULL;
+            db.leave(&Fake, &req(&l, JOIN_COMP_MASK, 1)).unwrap();
+            assert!(db.lookup(r.mgid).is_none());
+        }
+        // And MLIDs run out cleanly.
+        for i in 0..16u8 {
+            db.join(&Fake, &req(&create_rec(mgid(i), 1, 1), CREATE_COMP_MASK, 1))
+                .unwrap();
+        }
+        let full = db.join(
+            &Fake,
+            &req(&create_rec(mgid(99), 1, 1), CREATE_COMP_MASK, 1),
+        );
+        assert_eq!(full.unwrap_err(), status::NO_RESOURCES);
+    }
+
+    #[test]
+    fn o15_0_1_14_bad_deletes_and_o15_0_2_1_modifications() {
+        let mut db = McastDb::new();
+        let r = create_rec(mgid(1), 1, join::FULL);
+        db.join(&Fake, &req(&r, CREATE_COMP_MASK, 1)).unwrap();
+        // Not a member, a bit not held, no bit at all.
+        let mut x = r;
+        x.port_gid = gid(2);
+        assert_eq!(
+            db.leave(&Fake, &req(&x, JOIN_COMP_MASK, 2)).unwrap_err(),
+            status::REQ_INVALID
+        );
+        let mut y = r;
+        y.join_state = join::FULL | join::NON_MEMBER;
+        assert_eq!(
+            db.leave(&Fake, &req(&y, JOIN_COMP_MASK, 1)).unwrap_err(),
+            status::REQ_INVALID
+        );
+        // Another port may not modify a membership the port made itself...
+        assert_eq!(
+            db.leave(&Fake, &req(&r, JOIN_COMP_MASK, 3)).unwrap_err(),
+            status::REQ_INVALID
+        );
+        let mut z = r;
+        z.join_state = join::NON_MEMBER;
+        assert_eq!(
+            db.join(&Fake, &req(&z, JOIN_COMP_MASK, 3)).unwrap_err(),
+            status::REQ_INVALID
+        );
+        // ...but a proxy-joined member may be modified by any port of the partition.
+        let p = McMemberRepr {
+            mgid: mgid(1),
+            port_gid: gid(2),
+            join_state: join::FULL,
+            ..McMemberRepr::default()
+        };
+        let pj = db.join(&Fake, &req(&p, JOIN_COMP_MASK, 3)).unwrap();
+        assert!(pj.proxy_join);
+        db.leave(&Fake, &req(&p, JOIN_COMP_MASK, 1)).unwrap();
+        // Rejoining adds bits.
+        let mut more = r;
+        more.join_state = join::NON_MEMBER;
+        let a = db.join(&Fake, &req(&more, JOIN_COMP_MASK, 1)).unwrap();
+        assert_eq!(a.join_state, join::FULL | join::NON_MEMBER);
+        // Joining with a selector the group does not meet.
+        let mut sel = more;
+        (sel.mtu_selector, sel.mtu) = (selector::GREATER, 5);
+        let e = db.join(&Fake, &req(&sel, JOIN_COMP_MASK | comp::MTU_SEL, 1));
+        assert_eq!(e.unwrap_err(), status::REQ_INVALID);
+        // A port outside the group's partition can not join.
+        let mut out = more;
+        out.port_gid = gid(4);
+        assert_eq!(
+            db.join(&Fake, &req(&out, JOIN_COMP_MASK, 4)).unwrap_err(),
+            status::REQ_INVALID
+        );
+        assert_eq!(
+            db.leave(&Fake, &req(&create_rec(mgid(7), 1, 1), JOIN_COMP_MASK, 1))
+                .unwrap_err(),
+            status::REQ_INVALID
+        );
+    }
+
+    #[test]
+    fn queries_match_the_mask_and_hide_members_from_untrusted_requesters() {
+        let mut db = McastDb::new();
+        db.ensure_ipoib_broadcast(PKey(0x7fff), &IpoibParams::default());
+        let bcast = ipoib_broadcast_mgid(PKey(0x7fff), scope::LINK_LOCAL);
+        assert_eq!(bcast.to_string(), "ff12:401b:ffff:0000:0000:0000:ffff:ffff");
+        for p in 1..=3 {
+            let j = McMemberRepr {
+                mgid: bcast,
+                port_gid: gid(p),
+                join_state: join::FULL,
+                ..McMemberRepr::default()
+            };
+            db.join(&Fake, &req(&j, JOIN_COMP_MASK, p as u16)).unwrap();
+        }
+        db.join(&Fake, &req(&create_rec(mgid(1), 1, 1), CREATE_COMP_MASK, 1))
+            .unwrap();
+        let any = McMemberRepr::default();
+        let all = db.query(&Fake, &req(&any, 0, 2));
+        assert_eq!(all.len(), 2);
+        assert!(all
+            .iter()
+            .all(|r| r.port_gid == Gid::default() && r.join_state == 0));
+        let b = &all.iter().find(|r| r.mgid == bcast).unwrap();
+        assert_eq!(
+            (b.mlid, b.q_key, b.mtu, b.rate, b.p_key),
+            (Lid(0xC000), IPOIB_QKEY, 4, 3, PKey(0xffff))
+        );
+        assert_eq!(
+            (b.mtu_selector, b.rate_selector),
+            (selector::EXACT, selector::EXACT)
+        );
+        let trusted = McRequest {
+            trusted: true,
+            ..req(&any, 0, 2)
+        };
+        assert_eq!(db.query(&Fake, &trusted).len(), 4, "one per member");
+        let by_port = McMemberRepr {
+            port_gid: gid(3),
+            ..McMemberRepr::default()
+        };
+        let t = McRequest {
+            trusted: true,
+            ..req(&by_port, comp::PORT_GID, 2)
+        };
+        let mine = db.query(&Fake, &t);
+        assert_eq!(mine.len(), 1);
+        assert_eq!((mine[0].port_gid, mine[0].join_state), (gid(3), join::FULL));
+        let by_mlid = McMemberRepr {
+            mlid: Lid(0xC001),
+            ..McMemberRepr::default()
+        };
+        assert_eq!(
+            db.query(&Fake, &req(&by_mlid, comp::MLID, 2))[0].mgid,
+            mgid(1)
+        );
+        // The partition filter: port 4 sees nothing.
+        assert!(db.query(&Fake, &req(&any, 0, 4)).is_empty());
+        // Well known: the broadcast group stays when its last member leaves.
+        for p in 1..=3 {
+            let j = McMemberRepr {
+                mgid: bcast,
+                port_gid: gid(p),
+                join_state: join::FULL,
+                ..McMemberRepr::default()
+            };
+            db.leave(&Fake, &req(&j, JOIN_COMP_MASK, p as u16)).unwrap();
+        }
+        assert!(db.lookup(bcast).is_some());
+        db.retire_ipoib_except(&[]);
+        assert!(db.lookup(bcast).is_none());
+    }
+}
