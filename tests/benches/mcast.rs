@@ -1,0 +1,266 @@
+//! Multicast: MCMember joins per second in process, and MFT SMPs per multicast pass (ours,
+//! diffed, against OpenSM's resend-everything count for the same tables).
+//!
+//! `cargo bench -p ibsm-tests --bench mcast [-- SPEC] [--joins N]` (SPEC defaults to
+//! `fat-tree:3,16`, N to 1000). The SM brings SPEC up in the simulator (SM on the first CA);
+//! then:
+//! 1. **joins**: N CAs join the IPoIB broadcast group, then N create a group of their own
+//!    (`sm::sa::mcmember::McastDb::join`, the SA's whole rule set, on the subnet as the SM
+//!    found it); wall time and joins/s;
+//! 2. **MFT SMPs**: the SM programs the trees of those groups (`Command::McastGroups`); MFT
+//!    Sets and Gets of the first pass, of a pass after one more join, of a pass with nothing
+//!    changed and of a heavy sweep, against OpenSM's count for every pass: on every switch that
+//!    forwards a group, every block up to its highest in use × every position
+//!    (`mcast_mgr_set_mftables`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
+use fabric_sim::topo::{PortRef, Topology};
+use ibmad::sa_rec::mcmember::{comp, join, Repr as McMemberRepr};
+use ibmad::{Gid, Guid, Lid, NodeType, PKey, PortNum, QKey, Time};
+use sm::sa::mcmember::{
+    ipoib_broadcast_mgid, IpoibParams, McRequest, McastDb, SubnetPorts, CREATE_COMP_MASK,
+    JOIN_COMP_MASK,
+};
+use sm::{Command, Sm, SmConfig};
+
+const PREFIX: u64 = 0xfe80_0000_0000_0000;
+
+fn drive(f: &mut Fabric, h: SmHandle, sm: &mut Sm, until: Time) {
+    let mut buf = [0u8; 256];
+    loop {
+        let now = f.now();
+        while let Ok(Some((meta, len))) = f.sm_recv(h, &mut buf) {
+            sm.handle_mad(now, &meta, &buf[..len]);
+        }
+        if sm.poll_timeout().is_some_and(|t| t <= now) {
+            sm.handle_timeout(now);
+        }
+        while let Some(tx) = sm.poll_transmit(now, &mut buf) {
+            f.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
+        }
+        if f.sm_pending(h) > 0 {
+            continue;
+        }
+        match [f.next_event_time(), sm.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+        {
+            Some(t) if t <= until => f.run_until(t.max(now)),
+            _ => return,
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let joins = args
+        .iter()
+        .position(|a| a == "--joins")
+        .map_or(1000, |i| args[i + 1].parse::<usize>().unwrap());
+    let spec = args
+        .iter()
+        .enumerate()
+        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--joins"))
+        .map_or("fat-tree:3,16", |(_, a)| a.as_str())
+        .to_string();
+
+    let topo = Topology::from_spec_or_file(&spec).unwrap();
+    let cas: Vec<_> = topo.nodes_of_type(NodeType::CA).collect();
+    let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let h = f.attach_sm(cas[0], PortNum(1)).unwrap().handle;
+    let mut sm = Sm::new(SmConfig {
+        port: PortNum(1),
+        sweep_interval: Duration::ZERO,
+        ..SmConfig::default()
+    })
+    .unwrap();
+    drive(&mut f, h, &mut sm, Time::from_millis(120_000));
+    assert!(sm.is_up());
+    let s = sm.subnet().clone();
+    let switches = s.switches().count();
+    println!("{spec}: {switches} switches, {} CAs", cas.len());
+    let n = joins.min(cas.len());
+    let guid = |i: usize| -> Guid {
+        topo.port(PortRef {
+            node: cas[i],
+            port: PortNum(1),
+        })
+        .unwrap()
+        .guid()
+    };
+    let lid = |i: usize| -> Lid {
+        let (id, p) = (
+            s.node_by_guid(topo.node(cas[i]).unwrap().guid()).unwrap(),
+            PortNum(1),
+        );
+        s.lid_of(id, p)
+    };
+
+    // 1. joins, in process.
+    let t0 = Instant::now();
+    let ports = SubnetPorts::new(&s);
+    let index = t0.elapsed();
+    let mut db = McastDb::new();
+    db.ensure_ipoib_broadcast(PKey(0x7fff), &IpoibParams::default());
+    let bcast = ipoib_broadcast_mgid(PKey(0x7fff), 2);
+    let reqs: Vec<(McMemberRepr, Lid)> = (0..n)
+        .map(|i| {
+            (
+                McMemberRepr {
+                    mgid: bcast,
+                    port_gid: Gid::new(PREFIX, guid(i)),
+                    join_state: join::FULL,
+                    ..McMemberRepr::default()
+                },
+                lid(i),
+            )
+        })
+        .collect();
+    let t1 = Instant::now();
+    for (rec, from) in &reqs {
+        let r = McRequest {
+            rec,
+            comp_mask: JOIN_COMP_MASK,
+            requester: *from,
+            trusted: false,
+            subnet_prefix: PREFIX,
+        };
+        db.join(&ports, &r).unwrap();
+    }
+    let joined = t1.elapsed();
+    let creates: Vec<(McMemberRepr, Lid)> = (0..n)
+        .map(|i| {
+            let mut mgid = [0u8; 16];
+            mgid[0] = 0xff;
+            mgid[1] = 0x15;
+            mgid[8..].copy_from_slice(&(i as u64).to_be_bytes());
+            (
+                McMemberRepr {
+                    mgid: Gid(mgid),
+                    port_gid: Gid::new(PREFIX, guid(i)),
+                    q_key: QKey(0x1234),
+                    p_key: PKey(0xffff),
+                    join_state: join::FULL,
+                    ..McMemberRepr::default()
+                },
+                lid(i),
+            )
+        })
+        .collect();
+    let t2 = Instant::now();
+    for (rec, from) in &creates {
+        let r = McRequest {
+            rec,
+            comp_mask: CREATE_COMP_MASK,
+            requester: *from,
+            trusted: false,
+            subnet_prefix: PREFIX,
+        };
+        db.join(&ports, &r).unwrap();
+    }
+    let created = t2.elapsed();
+    // A second member in each group (the next CA), so every group gets a tree.
+    for (i, (rec, _)) in creates.iter().enumerate() {
+        let j = (i + 1) % n;
+        let r2 = McMemberRepr {
+            port_gid: Gid::new(PREFIX, guid(j)),
+            ..*rec
+        };
+        let r = McRequest {
+            rec: &r2,
+            comp_mask: JOIN_COMP_MASK | comp::QKEY,
+            requester: lid(j),
+            trusted: false,
+            subnet_prefix: PREFIX,
+        };
+        db.join(&ports, &r).unwrap();
+    }
+    let rate = |k: usize, d: Duration| k as f64 / d.as_secs_f64();
+    println!(
+        "joins: index {:.2} ms; {n} joins of the broadcast group {:.2} ms ({:.0} joins/s); {n} creates {:.2} ms ({:.0} creates/s)",
+        index.as_secs_f64() * 1e3,
+        joined.as_secs_f64() * 1e3,
+        rate(n, joined),
+        created.as_secs_f64() * 1e3,
+        rate(n, created),
+    );
+
+    // 2. MFT SMPs per pass.
+    // OpenSM sends, on every pass, blocks 0..=max_block_in_use of every switch's table for
+    // every position; a switch's max_block_in_use never shrinks, so the highest block it
+    // forwards now is a lower bound.
+    let opensm_count = |sm: &Sm| -> usize {
+        let Some(m) = sm.mfts() else { return 0 };
+        let s = sm.subnet();
+        s.switches()
+            .filter_map(|id| {
+                let top = m.table(id)?.keys().next_back()?;
+                let blocks = usize::from((top.0 - 0xC000) / 32) + 1;
+                Some(blocks * usize::from(sm::mcast::positions(s.node(id).num_ports)))
+            })
+            .sum()
+    };
+    let pass = |name: &str, sm: &mut Sm, f: &mut Fabric, cmd: Command| {
+        let now = f.now();
+        let t = Instant::now();
+        sm.handle_command(now, cmd);
+        drive(f, h, sm, now + Duration::from_secs(120));
+        let st = sm.mft_programmer().stats();
+        println!(
+            "{name}: {} MFT Sets + {} Gets, {:.1} ms wall (OpenSM: {} MFT Sets)",
+            st.last_sets,
+            st.last_gets,
+            t.elapsed().as_secs_f64() * 1e3,
+            opensm_count(sm)
+        );
+    };
+    let groups = db.routing_groups();
+    println!(
+        "{} groups, highest MLID {:#06x}",
+        groups.len(),
+        groups.iter().map(|g| g.mlid.0).max().unwrap_or(0)
+    );
+    pass(
+        "first pass",
+        &mut sm,
+        &mut f,
+        Command::McastGroups(groups.clone()),
+    );
+    pass(
+        "no change",
+        &mut sm,
+        &mut f,
+        Command::McastGroups(groups.clone()),
+    );
+    // One more member: the last CA joins the first group of its own.
+    let last = cas.len() - 1;
+    let extra = McMemberRepr {
+        port_gid: Gid::new(PREFIX, guid(last)),
+        ..creates[0].0
+    };
+    db.join(
+        &ports,
+        &McRequest {
+            rec: &extra,
+            comp_mask: JOIN_COMP_MASK,
+            requester: lid(last),
+            trusted: false,
+            subnet_prefix: PREFIX,
+        },
+    )
+    .unwrap();
+    pass(
+        "one join",
+        &mut sm,
+        &mut f,
+        Command::McastGroups(db.routing_groups()),
+    );
+    pass("heavy sweep", &mut sm, &mut f, Command::HeavySweep);
+}
