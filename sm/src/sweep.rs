@@ -141,9 +141,6 @@ struct McastState {
     groups: Vec<McastGroup>,
     mfts: Option<Mfts>,
     prog: MftProgrammer,
-    /// The current pass's second round (Sets for stale blocks the Gets found) is due once
-    /// the first round is answered.
-    round2: bool,
     /// The groups changed since the last pass.
     dirty: bool,
 }
@@ -427,7 +424,7 @@ impl Sweep {
             Purpose::GetPkeys(id, p, b) | Purpose::SetPkeys(id, p, b) => {
                 self.program.on_pkey_ack(&self.disc, id, p, b, data);
             }
-            Purpose::SetMft(id, b, pos) | Purpose::GetMft(id, b, pos) => {
+            Purpose::SetMft(id, b, pos) => {
                 self.mcast.prog.on_ack(&self.disc.subnet, id, b, pos, data);
             }
             Purpose::LightSwitchInfo(_) => {
@@ -548,8 +545,6 @@ impl Sweep {
                 Stage::Idle => {
                     if self.heavy_requested && cx.role.may_sweep() {
                         self.start_heavy(now, cx);
-                    } else if self.mcast.round2 {
-                        self.mcast_round2(cx);
                     } else if self.mcast.dirty && self.up && cx.role.role() == Role::Master {
                         self.mcast_pass(cx);
                     } else {
@@ -560,7 +555,6 @@ impl Sweep {
                 Stage::PollingSms => self.finish_sm_poll(now, cx),
                 Stage::Computing => return,
                 Stage::Programming if self.reading_lfts => self.plan_programming(cx),
-                Stage::Programming if self.mcast.round2 => self.mcast_round2(cx),
                 Stage::Programming => {
                     self.end_phase(now, cx);
                     self.lfts_programmed = true;
@@ -943,13 +937,13 @@ impl Sweep {
         &self.mcast.prog
     }
 
-    /// One multicast pass: trees and tables from the current groups, then the first round of
-    /// MFT requests ([`crate::mcast::program`]).
+    /// One multicast pass: trees and tables from the current groups, then the MFT Sets of
+    /// what differs ([`crate::mcast::program`]).
     fn mcast_pass(&mut self, cx: &mut Ctx<'_>) {
         self.mcast.dirty = false;
         let mfts = crate::mcast::compute(&self.disc.subnet, &self.mcast.groups);
         self.mcast.prog.begin_pass();
-        let reqs = self.mcast.prog.plan(&self.disc.subnet, &mfts, true);
+        let reqs = self.mcast.prog.plan(&self.disc.subnet, &mfts);
         if mfts.over_cap > 0 || mfts.unknown_members > 0 {
             cx.events.log(
                 Level::Info,
@@ -969,16 +963,7 @@ impl Sweep {
             ),
         );
         self.mcast.mfts = Some(mfts);
-        self.mcast.round2 = true;
         cx.submit_all(reqs);
-    }
-
-    fn mcast_round2(&mut self, cx: &mut Ctx<'_>) {
-        self.mcast.round2 = false;
-        if let Some(mfts) = self.mcast.mfts.as_ref() {
-            let reqs = self.mcast.prog.plan(&self.disc.subnet, mfts, false);
-            cx.submit_all(reqs);
-        }
     }
 
     /// The LID to reach port `p` of node `id` by a LID-routed SMP, or 0 for "use the

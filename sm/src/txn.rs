@@ -38,8 +38,6 @@ pub(crate) enum Purpose {
     SetPortInfo(NodeId, PortNum),
     /// MulticastForwardingTable Set of (block, position) ([`crate::mcast::program`]).
     SetMft(NodeId, u16, u8),
-    /// MulticastForwardingTable Get of (block, position) whose content the SM does not know.
-    GetMft(NodeId, u16, u8),
     /// SLtoVLMappingTable or VLArbitrationTable Set (QoS programming), sent through the
     /// node's port `PortNum` (0 on a switch).
     SetQos(NodeId, PortNum),
@@ -88,7 +86,6 @@ impl Request {
             | Purpose::GetLft(n, _)
             | Purpose::SetPortInfo(n, _)
             | Purpose::SetMft(n, ..)
-            | Purpose::GetMft(n, ..)
             | Purpose::SetQos(n, _)
             | Purpose::GetPkeys(n, ..)
             | Purpose::SetPkeys(n, ..)

@@ -214,9 +214,8 @@ fn main() {
         drive(f, h, sm, now + Duration::from_secs(120));
         let st = sm.mft_programmer().stats();
         println!(
-            "{name}: {} MFT Sets + {} Gets, {:.1} ms wall (OpenSM: {} MFT Sets)",
+            "{name}: {} MFT Sets, {:.1} ms wall (OpenSM: {} MFT Sets)",
             st.last_sets,
-            st.last_gets,
             t.elapsed().as_secs_f64() * 1e3,
             opensm_count(sm)
         );

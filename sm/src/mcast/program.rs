@@ -2,16 +2,15 @@
 //! the MulticastForwardingTable blocks each switch acknowledged, and sends only the
 //! (block, position) pairs whose desired masks differ.
 //!
-//! A pass has two rounds:
-//! 1. [`MftProgrammer::plan`] with `first_round`: a Set for every block known to differ, and
-//!    for every block whose content is unknown and whose desired masks are not all zero (a Get
-//!    would cost the same SMP); a **Get** for an unknown block that should be empty, within
-//!    blocks `0..=max_block` — a switch taken over from another SM may hold stale entries
-//!    there;
-//! 2. once those are answered, [`MftProgrammer::plan`] again without `first_round`: Sets for
-//!    what the Gets found stale. A block whose Set or Get failed stays unknown and is dealt
-//!    with at the next pass.
+//! [`MftProgrammer::plan`] sends a Set for
+//! - every block known to hold other masks than the desired ones (entries of groups that
+//!   moved or went away are cleared this way);
+//! - every block whose content is unknown (a fresh SM, a switch reset) from block 0 up to the
+//!   highest block the switch forwards — exactly what OpenSM sends on every pass. Reading such
+//!   a block first would cost the same SMP as writing it, so it is written; unknown blocks
+//!   above the switch's highest are left alone, as OpenSM leaves them.
 //!
+//! A Set whose answer never comes leaves its block unknown: the next pass sends it again.
 //! Sends are block-major across switches (block 0 position 0.. of every switch, then block 1),
 //! so the transaction window keeps every switch busy (OpenSM stripes the same way, but resends
 //! every block of every switch on every pass).
@@ -38,6 +37,15 @@ impl KnownMft {
     pub fn block(&self, block: u16, position: u8) -> Option<&[u16; 32]> {
         self.blocks.get(&(block, position))
     }
+
+    /// The highest block known to hold an entry.
+    fn max_used_block(&self) -> Option<u16> {
+        self.blocks
+            .iter()
+            .filter(|(_, m)| m.iter().any(|&x| x != 0))
+            .map(|(&(b, _), _)| b)
+            .max()
+    }
 }
 
 /// Counters of the multicast passes.
@@ -47,12 +55,8 @@ pub struct McastStats {
     pub passes: u64,
     /// MFT Sets sent by the last pass.
     pub last_sets: usize,
-    /// MFT Gets sent by the last pass.
-    pub last_gets: usize,
     /// MFT Sets sent in total.
     pub sets: u64,
-    /// MFT Gets sent in total.
-    pub gets: u64,
 }
 
 /// Known MFT state per switch NodeGUID, and the diff against desired tables.
@@ -84,79 +88,61 @@ impl MftProgrammer {
     pub(crate) fn begin_pass(&mut self) {
         self.stats.passes += 1;
         self.stats.last_sets = 0;
-        self.stats.last_gets = 0;
     }
 
-    /// The MFT requests of one round (see the module docs), block-major across switches.
-    pub(crate) fn plan(&mut self, s: &Subnet, want: &Mfts, first_round: bool) -> Vec<Request> {
+    /// The MFT Sets of one pass (see the module docs), block-major across switches.
+    pub(crate) fn plan(&mut self, s: &Subnet, want: &Mfts) -> Vec<Request> {
         let mut reqs = Vec::new();
-        // Blocks still holding entries of groups now gone must be cleared too.
-        let Some(max_block) = want.max_block().max(self.max_known_block()) else {
+        // Per switch: the highest block to send (known blocks with entries count: groups
+        // that went away must be cleared).
+        let mut tops: Vec<(NodeId, u16, u16)> = Vec::new();
+        for id in s.switches() {
+            let node = s.node(id);
+            let cap = node.switch_info.map_or(0, |si| si.multicast_fdb_cap.get());
+            if cap == 0 {
+                continue;
+            }
+            let cap_blocks = cap.div_ceil(super::MFT_BLOCK_SIZE);
+            let wanted = want
+                .table(id)
+                .and_then(|t| t.keys().next_back())
+                .map(|l| (l.0 - 0xC000) / super::MFT_BLOCK_SIZE);
+            let known = self
+                .known
+                .get(&node.guid)
+                .and_then(KnownMft::max_used_block);
+            if let Some(top) = wanted.max(known) {
+                tops.push((id, top.min(cap_blocks - 1), wanted.unwrap_or(0)));
+            }
+        }
+        let Some(max_block) = tops.iter().map(|t| t.1).max() else {
             return reqs;
         };
-        let switches: Vec<NodeId> = s
-            .switches()
-            .filter(|&id| {
-                s.node(id)
-                    .switch_info
-                    .is_some_and(|si| si.multicast_fdb_cap.get() > 0)
-            })
-            .collect();
         for b in 0..=max_block {
-            for &id in &switches {
-                let node = s.node(id);
-                let cap_blocks = node.switch_info.map_or(0, |si| {
-                    si.multicast_fdb_cap.get().div_ceil(super::MFT_BLOCK_SIZE)
-                });
-                if b >= cap_blocks {
+            for &(id, top, wanted_top) in &tops {
+                if b > top {
                     continue;
                 }
+                let node = s.node(id);
                 let known = self.known.get(&node.guid);
                 for pos in 0..positions(node.num_ports) {
                     let desired = want.block(id, b, pos);
-                    let attr_mod = u32::from(b) | (u32::from(pos) << 28);
-                    match known.and_then(|k| k.block(b, pos)) {
-                        Some(have) if *have == desired => {}
-                        Some(_) => reqs.push(set_req(node.dr_path, id, b, pos, &desired)),
-                        None if !first_round => {}
-                        None if desired.iter().any(|&m| m != 0) => {
-                            reqs.push(set_req(node.dr_path, id, b, pos, &desired));
-                        }
-                        None => reqs.push(Request::get(
-                            node.dr_path,
-                            SmpAttrId::MULTICAST_FT,
-                            attr_mod,
-                            Purpose::GetMft(id, b, pos),
-                        )),
+                    let send = match known.and_then(|k| k.block(b, pos)) {
+                        Some(have) => *have != desired,
+                        None => b <= wanted_top && want.table(id).is_some_and(|t| !t.is_empty()),
+                    };
+                    if send {
+                        reqs.push(set_req(node.dr_path, id, b, pos, &desired));
                     }
                 }
             }
         }
-        for r in &reqs {
-            if r.method == ibmad::Method::SET {
-                self.stats.last_sets += 1;
-                self.stats.sets += 1;
-            } else {
-                self.stats.last_gets += 1;
-                self.stats.gets += 1;
-            }
-        }
+        self.stats.last_sets += reqs.len();
+        self.stats.sets += reqs.len() as u64;
         reqs
     }
 
-    fn max_known_block(&self) -> Option<u16> {
-        self.known
-            .values()
-            .flat_map(|k| {
-                k.blocks
-                    .iter()
-                    .filter(|(_, m)| m.iter().any(|&x| x != 0))
-                    .map(|(&(b, _), _)| b)
-            })
-            .max()
-    }
-
-    /// A Set or Get of (block, position) on switch `id` was answered with `data`.
+    /// A Set of (block, position) on switch `id` was answered with `data`.
     pub(crate) fn on_ack(&mut self, s: &Subnet, id: NodeId, block: u16, pos: u8, data: &[u8]) {
         let Ok((raw, _)) = MftBlock::ref_from_prefix(data) else {
             return;
