@@ -642,6 +642,30 @@ impl McastDb {
     }
 }
 
+/// PathRecords to a multicast DGID ([`super::path`]) answer from the group.
+impl super::path::McGroupView for McastDb {
+    fn group(&self, mgid: &Gid) -> Option<super::path::McPathGroup> {
+        let r = self.groups.get(mgid)?.rec;
+        Some(super::path::McPathGroup {
+            mgid: r.mgid,
+            mlid: r.mlid,
+            pkey: r.p_key,
+            sl: r.sl,
+            flow_label: r.flow_label,
+            hop_limit: r.hop_limit,
+            tclass: r.t_class,
+            mtu: r.mtu,
+            rate: r.rate,
+            packet_life: r.packet_life,
+        })
+    }
+    fn is_member(&self, mgid: &Gid, port_guid: Guid) -> bool {
+        self.groups
+            .get(mgid)
+            .is_some_and(|g| g.members.keys().any(|gid| gid.guid() == port_guid))
+    }
+}
+
 /// o15-0.2.1: the requester may modify member `m` of `g`.
 fn may_modify(
     ports: &impl McastPorts,
@@ -1161,7 +1185,43 @@ mod tests {
             db.leave(&Fake, &req(&j, JOIN_COMP_MASK, p as u16)).unwrap();
         }
         assert!(db.lookup(bcast).is_some());
+        use crate::sa::path::McGroupView;
+        db.join(
+            &Fake,
+            &req(
+                &McMemberRepr {
+                    mgid: bcast,
+                    port_gid: gid(2),
+                    join_state: 1,
+                    ..McMemberRepr::default()
+                },
+                JOIN_COMP_MASK,
+                2,
+            ),
+        )
+        .unwrap();
+        let pg = McGroupView::group(&db, &bcast).unwrap();
+        assert_eq!(
+            (pg.mlid, pg.mtu, pg.rate, pg.pkey),
+            (Lid(0xC000), 4, 3, PKey(0xffff))
+        );
+        assert!(db.is_member(&bcast, Guid(2)) && !db.is_member(&bcast, Guid(3)));
         db.retire_ipoib_except(&[]);
+        assert!(db.lookup(bcast).is_some(), "a full member keeps it");
+        db.leave(
+            &Fake,
+            &req(
+                &McMemberRepr {
+                    mgid: bcast,
+                    port_gid: gid(2),
+                    join_state: 1,
+                    ..McMemberRepr::default()
+                },
+                JOIN_COMP_MASK,
+                2,
+            ),
+        )
+        .unwrap();
         assert!(db.lookup(bcast).is_none());
     }
 }
