@@ -32,6 +32,7 @@ pub mod node;
 pub mod path;
 pub mod pkey;
 pub mod port;
+pub mod service;
 pub mod slvl;
 pub mod sminfo;
 pub mod switch;

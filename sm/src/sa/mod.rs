@@ -51,6 +51,7 @@
 pub mod mcmember;
 pub mod path;
 pub mod records;
+pub mod service;
 pub mod snapshot;
 
 use std::collections::VecDeque;
@@ -252,7 +253,10 @@ pub struct Serving {
 /// Stateful SA data, changed only by Set/Delete and lease expiry: multicast groups (engineer
 /// C), service records and event subscriptions (engineer D) get their parts here.
 #[derive(Clone, Debug, Default)]
-pub struct SaState {}
+pub struct SaState {
+    /// Registered services (ServiceRecord, [`service`]).
+    pub services: service::Services,
+}
 
 /// The SA of a master SM; see the module docs.
 #[derive(Debug, Default)]
@@ -411,7 +415,7 @@ impl Sa {
             // Engineer C: MCMemberRecord.
             SaAttrId::MC_MEMBER_RECORD => Answer::unsupported(),
             // Engineer D: ServiceRecord, InformInfo, InformInfoRecord.
-            SaAttrId::SERVICE_RECORD => Answer::unsupported(),
+            SaAttrId::SERVICE_RECORD => service::service_records(snap, &mut self.state.services, q),
             SaAttrId::INFORM_INFO => Answer::unsupported(),
             SaAttrId::INFORM_INFO_RECORD => Answer::unsupported(),
             _ => Answer::unsupported(),

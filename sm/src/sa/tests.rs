@@ -118,7 +118,7 @@ fn unserved_attributes_get_method_attr_not_supported() {
     ] {
         for attr in [
             SaAttrId::MC_MEMBER_RECORD,
-            SaAttrId::SERVICE_RECORD,
+            SaAttrId::INFORM_INFO_RECORD,
             SaAttrId::TRACE_RECORD,
         ] {
             let r = ask(&mut sa, &req(m, attr)).unwrap();
