@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ibmad::attr::port_info::cap::IS_SM;
 use umad::testutil::{peers_or_skip, IbsimGuard, TempDir};
 
 mod daemon_common;
@@ -49,9 +50,6 @@ fn sm_port_capmask(sim: &IbsimGuard, dir: &Path) -> u32 {
         .unwrap_or_else(|| panic!("no CapMask in smpquery output: {text}"));
     u32::from_str_radix(hex, 16).unwrap()
 }
-
-/// PortInfo.CapabilityMask.IsSM (IBA vol1 §14.2.5.6, bit 1).
-const IS_SM: u32 = 1 << 1;
 
 fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill")

@@ -424,18 +424,9 @@ fn a_higher_ibsm_started_second_takes_over_from_opensm_by_handover() {
     // OpenSM's own sweep finds ibsm discovering with a higher priority and hands over at once
     // (IBA C14-60.1.1; OpenSM's state_mgr_get_highest_sm) — ibsm, DISCOVERING, re-sweeps and
     // is elected. Either way a HANDOVER comes from OpenSM and there is never a second master.
-    let start = Instant::now();
-    while !(ibsm.sm.role() == sm::Role::Master && ibsm.sm.is_up()) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "ibsm master within 30 s: {:#?}",
-            ibsm.events
-        );
-        ibsm.turn(&mut server);
-        if ibsm.sm.role() == sm::Role::Master && ibsm.sm.is_up() {
-            break;
-        }
-    }
+    ibsm.turn_until(&mut server, Duration::from_secs(30), "master", |s| {
+        s.sm.role() == sm::Role::Master && s.sm.is_up()
+    });
     assert!(
         ibsm.sminfo_sets.get(&1).copied().unwrap_or(0) >= 1,
         "HANDOVER received from OpenSM: {:?}\n{:#?}",

@@ -258,45 +258,17 @@ pub fn counters(a: &CountersArgs) -> R<()> {
     Ok(())
 }
 
-/// The error counters ibqueryerrors checks, in its order (PortCounters, IBA vol1 §16.1.3.5),
-/// then PortXmitWait.
-fn error_fields(pc: &PortCountersRepr) -> [(&'static str, u32); 13] {
-    [
-        ("SymbolErrorCounter", pc.symbol_error_counter.into()),
-        (
-            "LinkErrorRecoveryCounter",
-            pc.link_error_recovery_counter.into(),
-        ),
-        ("LinkDownedCounter", pc.link_downed_counter.into()),
-        ("PortRcvErrors", pc.port_rcv_errors.into()),
-        (
-            "PortRcvRemotePhysicalErrors",
-            pc.port_rcv_remote_physical_errors.into(),
-        ),
-        (
-            "PortRcvSwitchRelayErrors",
-            pc.port_rcv_switch_relay_errors.into(),
-        ),
-        ("PortXmitDiscards", pc.port_xmit_discards.into()),
-        (
-            "PortXmitConstraintErrors",
-            pc.port_xmit_constraint_errors.into(),
-        ),
-        (
-            "PortRcvConstraintErrors",
-            pc.port_rcv_constraint_errors.into(),
-        ),
-        (
-            "LocalLinkIntegrityErrors",
-            pc.local_link_integrity_errors.into(),
-        ),
-        (
-            "ExcessiveBufferOverrunErrors",
-            pc.excessive_buffer_overrun_errors.into(),
-        ),
-        ("VL15Dropped", pc.vl15_dropped.into()),
-        ("PortXmitWait", pc.port_xmit_wait),
-    ]
+/// The counters ibqueryerrors checks, in its order: the PortCounters error counters
+/// SymbolErrorCounter through VL15Dropped (IBA vol1 §16.1.3.5, Table 247; QP1Dropped is not
+/// among them), then PortXmitWait — with their values, from [`sm::perfmgr::Counters`].
+fn error_fields(pc: &PortCountersRepr) -> impl Iterator<Item = (&'static str, u64)> {
+    use sm::perfmgr::{Counter, Counters};
+    let c = Counters::from_pc(pc);
+    Counter::ALL
+        .into_iter()
+        .take_while(|&k| k as usize <= Counter::Vl15Dropped as usize)
+        .chain([Counter::XmitWait])
+        .map(move |k| (k.name(), c.get(k)))
 }
 
 /// What one node's check found.
@@ -403,10 +375,7 @@ fn errors(a: &CountersArgs) -> R<()> {
                 if cap_mask & cap::PORT_XMIT_WAIT == 0 {
                     pc.port_xmit_wait = 0;
                 }
-                let found: Vec<(&str, u32)> = error_fields(&pc)
-                    .into_iter()
-                    .filter(|&(_, v)| v > 0)
-                    .collect();
+                let found: Vec<(&str, u64)> = error_fields(&pc).filter(|&(_, v)| v > 0).collect();
                 if found.is_empty() {
                     return None;
                 }
