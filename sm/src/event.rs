@@ -165,22 +165,12 @@ impl SetCounts {
     /// All Sets.
     #[must_use]
     pub fn total(&self) -> u64 {
-        self.port_info
-            + self.switch_info
-            + self.lft
-            + self.mft
-            + self.pkey
-            + self.sl2vl
-            + self.vlarb
-            + self.sm_info
-            + self.other
+        self.by_name().iter().map(|&(_, n)| n).sum()
     }
-}
 
-impl core::fmt::Display for SetCounts {
-    /// `PortInfo 32, LFT 26` (attributes with no Set left out; `none` if there is none).
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let all = [
+    /// The counts with the names the log uses.
+    fn by_name(&self) -> [(&'static str, u64); 9] {
+        [
             ("PortInfo", self.port_info),
             ("SwitchInfo", self.switch_info),
             ("LFT", self.lft),
@@ -190,7 +180,14 @@ impl core::fmt::Display for SetCounts {
             ("VLArb", self.vlarb),
             ("SMInfo", self.sm_info),
             ("other", self.other),
-        ];
+        ]
+    }
+}
+
+impl core::fmt::Display for SetCounts {
+    /// `PortInfo 32, LFT 26` (attributes with no Set left out; `none` if there is none).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let all = self.by_name();
         let mut first = true;
         for (name, n) in all.into_iter().filter(|&(_, n)| n > 0) {
             if !first {

@@ -91,7 +91,7 @@ impl Bed {
 
     /// Every switch's LFT as its SMA holds it: (switch, LID) → port (0xFF = none), for the
     /// LIDs 1..=top.
-    fn lfts(&self, top: u16) -> HashMap<(NodeId, u16), u8> {
+    fn lfts(&self, top: u16) -> LftMap {
         let mut m = HashMap::new();
         for sw in self.f.topology().nodes_of_type(NodeType::SWITCH) {
             let a = self.f.agent(sw).unwrap();
@@ -362,18 +362,37 @@ fn df_2_master_sm_priority_15_keeps_the_recovered_sm_standing_by() {
     assert_eq!(b.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
 }
 
+/// LFT entries by (switch, LID), as [`Bed::lfts`] reads them.
+type LftMap = HashMap<(NodeId, u16), u8>;
+
+/// A 3-level k8 fat tree (80 switches) brought up by one SM: the bed, the highest LID and
+/// every switch's LFT.
+fn k8_fat_tree_up() -> (Bed, u16, LftMap) {
+    let mut bed = Bed::with("fat-tree:3,8");
+    bed.start(0, cfg(5));
+    bed.run_for(Duration::from_secs(10));
+    assert!(bed.procs[0].sm.is_up());
+    let top = bed.lids().iter().map(|&(_, _, l)| l.0).max().unwrap();
+    let lfts = bed.lfts(top);
+    (bed, top, lfts)
+}
+
+/// The (switch, LID) entries that differ between two readings.
+fn changed_entries(before: &LftMap, after: &LftMap) -> Vec<(NodeId, u16)> {
+    before
+        .iter()
+        .filter(|(k, v)| after[k] != **v)
+        .map(|(k, _)| *k)
+        .collect()
+}
+
 /// Issue 12 (route churn): on re-sweeps the SM keeps every LFT entry whose port is still
 /// minimal (OpenSM without `ignore_existing_lfts`). A CA leaving changes only its own LID's
 /// entries — one per switch — where choosing every route afresh changed 2,405 entries on all
 /// 80 switches of this fat tree.
 #[test]
 fn a_vanished_end_port_changes_only_its_own_entries() {
-    let mut bed = Bed::with("fat-tree:3,8");
-    bed.start(0, cfg(5));
-    bed.run_for(Duration::from_secs(10));
-    assert!(bed.procs[0].sm.is_up());
-    let top = bed.lids().iter().map(|&(_, _, l)| l.0).max().unwrap();
-    let before = bed.lfts(top);
+    let (mut bed, top, before) = k8_fat_tree_up();
     let ca = bed.ca(37);
     let gone = bed
         .lids()
@@ -390,11 +409,7 @@ fn a_vanished_end_port_changes_only_its_own_entries() {
     );
     assert!(bed.procs[0].sm.is_up());
     let after = bed.lfts(top);
-    let changed: Vec<(NodeId, u16)> = before
-        .iter()
-        .filter(|(k, v)| after[k] != **v)
-        .map(|(k, _)| *k)
-        .collect();
+    let changed = changed_entries(&before, &after);
     let switches = bed.f.topology().nodes_of_type(NodeType::SWITCH).count();
     assert!(
         changed.iter().all(|&(_, lid)| lid == gone),
@@ -431,12 +446,7 @@ fn a_vanished_end_port_changes_only_its_own_entries() {
 /// link), and every destination stays reachable.
 #[test]
 fn a_failed_link_moves_only_the_routes_that_used_it() {
-    let mut bed = Bed::with("fat-tree:3,8");
-    bed.start(0, cfg(5));
-    bed.run_for(Duration::from_secs(10));
-    assert!(bed.procs[0].sm.is_up());
-    let top = bed.lids().iter().map(|&(_, _, l)| l.0).max().unwrap();
-    let before = bed.lfts(top);
+    let (mut bed, top, before) = k8_fat_tree_up();
     // A link between two switches: the first switch-to-switch cable of the topology.
     let topo = bed.f.topology();
     let (a, pa, b, pb) = topo
@@ -487,11 +497,7 @@ fn a_failed_link_moves_only_the_routes_that_used_it() {
     bed.run_for(Duration::from_secs(15));
     assert!(bed.procs[0].sm.is_up());
     let after = bed.lfts(top);
-    let changed: Vec<(NodeId, u16)> = before
-        .iter()
-        .filter(|(k, v)| after[k] != **v)
-        .map(|(k, _)| *k)
-        .collect();
+    let changed = changed_entries(&before, &after);
     assert!(!changed.is_empty(), "routes over the dead link moved");
     let stray: Vec<_> = changed
         .iter()
