@@ -447,10 +447,10 @@ impl HostSma {
         Ok(())
     }
 
-    /// Answers a GMP that arrived on QP1 (see the module docs): the answer is queued for the
-    /// TX ring, from QP1 to the requester's QP, routed by the LFT.
-    fn answer_gmp(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), DriverError> {
-        self.stats.gmps += 1;
+    /// The answer a GMP is owed (see the module docs): PerfMgt from the PMA over the device's
+    /// counter registers, other classes the "not supported" GetResp; `None` for a MAD that
+    /// gets no answer.
+    fn gmp_answer(&self, meta: &MadMeta, mad: &[u8]) -> Option<[u8; MAD_LEN]> {
         let f = *self.hca.facts();
         let mut answer = [0u8; MAD_LEN];
         let class = MgmtClass(mad.get(1).copied().unwrap_or(0));
@@ -461,19 +461,35 @@ impl HostSma {
                 num_ports: f.num_ports,
             };
             let mut pma = Pma::new(PmaConfig::for_node(f.is_switch, f.num_ports));
-            let Some(reply) = pma.handle_mad(&mut src, meta, mad) else {
-                return Ok(());
-            };
+            let reply = pma.handle_mad(&mut src, meta, mad)?;
             answer.copy_from_slice(ibmad::zerocopy::IntoBytes::as_bytes(&reply.mad));
         } else {
-            let Some(m) = mad.get(..MAD_LEN) else {
-                return Ok(());
-            };
-            answer.copy_from_slice(m);
+            answer.copy_from_slice(mad.get(..MAD_LEN)?);
             if !ibmad::gmp::answer_unserved(&mut answer) {
-                return Ok(());
+                return None;
             }
         }
+        Some(answer)
+    }
+
+    /// A GMP from the host itself to this device's agents (a management client on the host
+    /// addressing its own node, which needs no LID): the answer, as
+    /// [`HostSma::poll`] would send it to a remote requester; `None` if none is owed.
+    pub fn answer_local_gmp(&mut self, meta: &MadMeta, mad: &[u8]) -> Option<[u8; MAD_LEN]> {
+        self.stats.gmps += 1;
+        let answer = self.gmp_answer(meta, mad)?;
+        self.stats.gmp_answers += 1;
+        Some(answer)
+    }
+
+    /// Answers a GMP that arrived on QP1: the answer is queued for the TX ring, from QP1 to
+    /// the requester's QP, routed by the LFT.
+    fn answer_gmp(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), DriverError> {
+        self.stats.gmps += 1;
+        let f = *self.hca.facts();
+        let Some(answer) = self.gmp_answer(meta, mad) else {
+            return Ok(());
+        };
         let Some(mut buf) = self.hca.alloc() else {
             tracing::warn!("GMP answer dropped: no buffer");
             return Ok(());

@@ -857,6 +857,35 @@ fn vfio_user_transport_runs_every_diag() {
         ps.contains("Peer PortInfo:\n# Port info: DR path slid 65535; dlid 65535; 0,1,1 port 1"),
         "{ps}"
     );
+    // perfquery of the local port: the host's PMA over the model's counter registers answers
+    // without a LID, in the format (and with the fields) of a switch's PMA in the simulator.
+    let names = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(':').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    for args in [&["counters"][..], &["counters", "-x", "-a"]] {
+        let text = diag(args);
+        let mut c = Command::new(IBSM);
+        c.args(args).args(["1", "--transport", "sim:fat-tree:2,4"]);
+        if args.len() == 1 {
+            c.arg("0");
+        }
+        let out = run(c);
+        let sim = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{args:?} on sim: {out:?}");
+        let (head, sim_head) = (
+            text.lines().next().unwrap_or_default(),
+            sim.lines().next().unwrap_or_default(),
+        );
+        assert_eq!(
+            head.replacen("Lid 0", "Lid 1", 1),
+            sim_head,
+            "{args:?} over vfio-user:\n{text}\non sim:\n{sim}"
+        );
+        assert_eq!(names(&text), names(&sim), "{text}\n{sim}");
+    }
     drop(procs);
 }
 

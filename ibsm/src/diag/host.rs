@@ -107,6 +107,18 @@ impl DiagPort for HostDiag {
                     "directed route not sendable from switch port 0: {other:?}"
                 ))),
             }
+        } else if meta.dlid == self.own_lid() && smp.mgmt_class != MgmtClass::SUBN_LID_ROUTED.0 {
+            // A GMP to this node (perfquery of the local port): its agents answer on the host,
+            // with or without a LID.
+            if let Some(answer) = self.host.answer_local_gmp(&local, mad) {
+                let back = MadMeta {
+                    slid: meta.dlid,
+                    dlid: meta.slid,
+                    ..local
+                };
+                self.rx.push_back((back, Box::new(answer)));
+            }
+            Ok(())
         } else if meta.dlid == self.own_lid() {
             self.host
                 .inject(now, &local, mad)
@@ -160,5 +172,9 @@ impl DiagPort for HostDiag {
 
     fn local_port(&self) -> PortNum {
         PortNum::MGMT
+    }
+
+    fn own_agents_need_no_lid(&self) -> bool {
+        true
     }
 }

@@ -133,6 +133,11 @@ pub trait DiagPort {
     fn now(&self) -> Time;
     /// The local port number SMPs leave from (`MadMeta::port`): 0 on a switch.
     fn local_port(&self) -> PortNum;
+    /// Whether a GMP to the local port reaches the local node's agents while the port has no
+    /// LID (the diagnostic is the host of a switch ASIC: its PMA answers in this process).
+    fn own_agents_need_no_lid(&self) -> bool {
+        false
+    }
 }
 
 /// A [`UmadPort`] as a diagnostic port: no unsolicited methods, wall clock.
