@@ -347,6 +347,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             srv.poll(|| {
                 metrics.observe(&sm, opts.sm_priority);
                 metrics.observe_perfmgr(&pm);
+                metrics.observe_sa(sa.stats());
                 metrics.render()
             });
         }

@@ -22,7 +22,32 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use sm::perfmgr::{Counter as PortCounter, PerfMgr, SweepStats};
+use sm::sa::SaStats;
 use sm::{Phase, PhaseStats, Sm};
+
+/// The SA's counters ([`SaStats`]): metric name, help, and the field.
+type SaField = fn(&SaStats) -> u64;
+const SA_COUNTERS: [(&str, &str, SaField); 5] = [
+    ("sa_mads_received", "MADs handed to the SA", |s| s.received),
+    ("sa_answered", "SA requests answered (any status)", |s| {
+        s.answered
+    }),
+    (
+        "sa_dropped",
+        "SA MADs dropped without an answer (malformed, responses, wrong SM_Key, not master)",
+        |s| s.dropped,
+    ),
+    (
+        "sa_bad_sm_key",
+        "SA requests dropped for a wrong non-zero SM_Key",
+        |s| s.bad_key,
+    ),
+    (
+        "sa_busy",
+        "SA requests answered busy (no subnet up yet)",
+        |s| s.busy,
+    ),
+];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Kind {
@@ -109,6 +134,9 @@ pub struct Metrics {
     perfmgr_queries: Counter,
     perfmgr_timed_out: Counter,
     perfmgr_ports: Gauge,
+    sa: Vec<Counter>,
+    /// The SA's counters at the last scrape (the counters grow by the difference).
+    sa_seen: SaStats,
 }
 
 impl Default for Metrics {
@@ -165,6 +193,8 @@ impl Metrics {
             perfmgr_queries: Counter::default(),
             perfmgr_timed_out: Counter::default(),
             perfmgr_ports: Gauge::default(),
+            sa: SA_COUNTERS.iter().map(|_| Counter::default()).collect(),
+            sa_seen: SaStats::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -258,7 +288,18 @@ impl Metrics {
                 fam.clone(),
             );
         }
+        for ((name, help, _), c) in SA_COUNTERS.iter().zip(&m.sa) {
+            registry.register(*name, *help, c.clone());
+        }
         Metrics { registry, ..m }
+    }
+
+    /// Reads the SA's counters (at a scrape).
+    pub fn observe_sa(&mut self, st: SaStats) {
+        for ((_, _, field), c) in SA_COUNTERS.iter().zip(&self.sa) {
+            c.inc_by(field(&st).saturating_sub(field(&self.sa_seen)));
+        }
+        self.sa_seen = st;
     }
 
     /// A sweep phase finished (`sm::Event::PhaseDone`).
@@ -538,5 +579,31 @@ mod tests {
         );
         assert!(prom.contains("# TYPE ibsm_sm_priority gauge\n"), "{prom}");
         assert!(!prom.contains("# EOF"), "{prom}");
+    }
+
+    #[test]
+    fn sa_counters_grow_by_what_the_sa_counted() {
+        let mut m = Metrics::new();
+        let mut st = SaStats {
+            received: 5,
+            answered: 4,
+            dropped: 1,
+            bad_key: 1,
+            busy: 2,
+        };
+        m.observe_sa(st);
+        st.received += 3;
+        st.answered += 3;
+        m.observe_sa(st);
+        let text = m.render();
+        for line in [
+            "ibsm_sa_mads_received_total 8\n",
+            "ibsm_sa_answered_total 7\n",
+            "ibsm_sa_dropped_total 1\n",
+            "ibsm_sa_bad_sm_key_total 1\n",
+            "ibsm_sa_busy_total 2\n",
+        ] {
+            assert!(text.contains(line), "no {line:?} in\n{text}");
+        }
     }
 }

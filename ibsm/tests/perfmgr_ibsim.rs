@@ -184,6 +184,15 @@ fn perfmgr_counters_match_perfquery() {
         "no counter moved at all: the comparison proves nothing"
     );
 
+    // An SA query from the other CA (the daemon runs on the first one), counted by the SA.
+    let out = sim
+        .client("saquery", d)
+        .env("SIM_HOST", "Hca2")
+        .arg("NR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "saquery NR: {out:?}");
+
     // The same values on the metrics endpoint; the exposition passes promtool.
     let text = scrape(&listen, &[]);
     let (k, o) = ours.iter().next().unwrap();
@@ -193,6 +202,16 @@ fn perfmgr_counters_match_perfquery() {
     );
     assert!(text.contains(&series), "no {series:?} in\n{text}");
     assert!(text.contains("ibsm_perfmgr_ports 8\n"), "{text}");
+    let sa = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+    };
+    assert!(sa("ibsm_sa_answered_total") >= 1, "{text}");
+    assert!(
+        sa("ibsm_sa_mads_received_total") >= sa("ibsm_sa_answered_total"),
+        "{text}"
+    );
     promtool_check(&text);
 
     // The console requests.
