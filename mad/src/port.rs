@@ -17,6 +17,7 @@
 //! defaults, and [`MadMeta::reply`] turns a received MAD's metadata into the metadata of its
 //! answer.
 
+use crate::time::Time;
 use crate::types::{Gid, Lid, PortNum, QKey};
 
 /// Size of every MAD on the wire (IBA vol1 §13.4.1): SMPs and GMPs alike.
@@ -203,6 +204,19 @@ pub trait MadPort {
     fn caps(&self) -> PortCaps {
         PortCaps::SMP_ONLY
     }
+}
+
+/// A [`MadPort`] on a virtual clock that its user advances (the simulator): a sans-IO agent runs
+/// on it without wall time, as fast as the events can be processed (`sm::drive`).
+pub trait VirtualClockPort: MadPort {
+    /// The transport's clock.
+    fn now(&self) -> Time;
+    /// MADs delivered to this port and not yet taken with [`MadPort::recv`].
+    fn pending(&self) -> usize;
+    /// When the transport next has something to do; `None` when nothing is scheduled.
+    fn next_event_time(&self) -> Option<Time>;
+    /// Processes the transport's events up to and including `t`, and sets the clock to `t`.
+    fn run_until(&mut self, t: Time);
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod check;
 pub mod config;
 pub mod core;
 pub mod discovery;
+pub mod drive;
 pub mod dump;
 pub mod event;
 pub mod lid;
@@ -33,6 +34,7 @@ pub mod verify;
 
 pub use crate::config::{ConfigError, SmConfig};
 pub use crate::core::{Sm, Transmit};
+pub use crate::drive::drive;
 pub use crate::event::{Command, Event, Level, Phase, PhaseStats, SweepFailure};
 pub use crate::role::Role;
 pub use crate::sweep::Stage;

@@ -13,31 +13,7 @@ use sm::mcast::{McastGroup, McastMember};
 use sm::{Command, Sm, SmConfig};
 
 fn drive(f: &mut Fabric, h: SmHandle, sm: &mut Sm, until: Time) {
-    let mut buf = [0u8; 256];
-    for _ in 0..2_000_000 {
-        let now = f.now();
-        while let Ok(Some((meta, len))) = f.sm_recv(h, &mut buf) {
-            sm.handle_mad(now, &meta, &buf[..len]);
-        }
-        if sm.poll_timeout().is_some_and(|t| t <= now) {
-            sm.handle_timeout(now);
-        }
-        while let Some(tx) = sm.poll_transmit(now, &mut buf) {
-            f.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
-        }
-        if f.sm_pending(h) > 0 {
-            continue;
-        }
-        let next = [f.next_event_time(), sm.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min();
-        match next {
-            Some(t) if t <= until => f.run_until(t.max(now)),
-            _ => return,
-        }
-    }
-    panic!("drive did not settle");
+    sm::drive(sm, &mut f.sm_port(h), until, |_| {}).unwrap();
 }
 
 struct Bed {

@@ -29,30 +29,7 @@ use sm::{Command, Sm, SmConfig};
 const PREFIX: u64 = 0xfe80_0000_0000_0000;
 
 fn drive(f: &mut Fabric, h: SmHandle, sm: &mut Sm, until: Time) {
-    let mut buf = [0u8; 256];
-    loop {
-        let now = f.now();
-        while let Ok(Some((meta, len))) = f.sm_recv(h, &mut buf) {
-            sm.handle_mad(now, &meta, &buf[..len]);
-        }
-        if sm.poll_timeout().is_some_and(|t| t <= now) {
-            sm.handle_timeout(now);
-        }
-        while let Some(tx) = sm.poll_transmit(now, &mut buf) {
-            f.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
-        }
-        if f.sm_pending(h) > 0 {
-            continue;
-        }
-        match [f.next_event_time(), sm.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
-        {
-            Some(t) if t <= until => f.run_until(t.max(now)),
-            _ => return,
-        }
-    }
+    sm::drive(sm, &mut f.sm_port(h), until, |_| {}).unwrap();
 }
 
 fn main() {

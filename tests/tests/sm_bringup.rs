@@ -85,38 +85,11 @@ impl Run {
 
     /// Runs until nothing is scheduled or `limit` (virtual) is reached.
     fn drive(&mut self, limit: Time) {
-        let mut buf = [0u8; 256];
-        loop {
-            let now = self.fabric.now();
-            while let Ok(Some((meta, len))) = self.fabric.sm_recv(self.h, &mut buf) {
-                self.sm.handle_mad(now, &meta, &buf[..len]);
-            }
-            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-                self.sm.handle_timeout(now);
-            }
-            while let Some(tx) = self.sm.poll_transmit(now, &mut buf) {
-                self.fabric
-                    .sm_send(self.h, &tx.meta, &buf[..tx.len])
-                    .unwrap();
-            }
-            while let Some(e) = self.sm.poll_event() {
-                self.events.push(e);
-            }
-            if self.fabric.sm_pending(self.h) > 0 {
-                continue;
-            }
-            let next = match (self.fabric.next_event_time(), self.sm.poll_timeout()) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => match a.or(b) {
-                    Some(t) => t,
-                    None => break,
-                },
-            };
-            if next > limit {
-                break;
-            }
-            self.fabric.run_until(next.max(now));
-        }
+        let events = &mut self.events;
+        sm::drive(&mut self.sm, &mut self.fabric.sm_port(self.h), limit, |e| {
+            events.push(e)
+        })
+        .unwrap();
     }
 
     fn up(&mut self) -> &mut Self {

@@ -6,7 +6,8 @@ use ibmad::attr::port_info::cap::IS_SM;
 use ibmad::smi::{self, Forward};
 use ibmad::zerocopy::FromBytes;
 use ibmad::{
-    Guid, Lid, MadMeta, MadPort, Method, MgmtClass, PortError, PortNum, Smp, Time, SMP_LEN,
+    Guid, Lid, MadMeta, MadPort, Method, MgmtClass, PortError, PortNum, Smp, Time,
+    VirtualClockPort, SMP_LEN,
 };
 
 use super::{Fabric, SimError, TraceKind};
@@ -478,6 +479,21 @@ impl MadPort for SimPort<'_> {
     }
     fn recv(&mut self, buf: &mut [u8]) -> Result<Option<(MadMeta, usize)>, PortError> {
         self.fabric.sm_recv(self.sm, buf)
+    }
+}
+
+impl VirtualClockPort for SimPort<'_> {
+    fn now(&self) -> Time {
+        self.fabric.now()
+    }
+    fn pending(&self) -> usize {
+        self.fabric.sm_pending(self.sm)
+    }
+    fn next_event_time(&self) -> Option<Time> {
+        self.fabric.next_event_time()
+    }
+    fn run_until(&mut self, t: Time) {
+        self.fabric.run_until(t);
     }
 }
 
