@@ -83,7 +83,13 @@ fn run(spec: &str) {
     })
     .unwrap();
     let t0 = Instant::now();
-    sm::drive(&mut sm, &mut f.sm_port(h), Time::from_millis(600_000), |_| {}).unwrap();
+    sm::drive(
+        &mut sm,
+        &mut f.sm_port(h),
+        Time::from_millis(600_000),
+        |_| {},
+    )
+    .unwrap();
     assert!(sm.is_up(), "{spec}: the subnet did not come up");
     println!(
         "{spec}: {} switches, {} CAs; SUBNET UP in {:.2} s wall",
