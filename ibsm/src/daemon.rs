@@ -15,7 +15,7 @@
 //! forwards every request ibsim does not answer itself to the SM's process and dereferences a
 //! null agent for a class nobody registered.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +38,12 @@ struct Log {
     verbose: bool,
     /// The file, to reopen after logrotate moved it (`None` for standard output).
     path: Option<PathBuf>,
+    /// The same file, to truncate at the size limit.
+    file: Option<File>,
+    /// `log_max_size` in bytes; 0: none.
+    limit: u64,
+    /// Bytes the file holds (what it held when opened, plus what was written since).
+    written: u64,
 }
 
 /// Civil date (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's algorithm).
@@ -74,35 +80,53 @@ impl Log {
     fn open(opts: &Options) -> Result<Log, String> {
         let verbose = opts.log_flags & 0x04 != 0;
         let p = &opts.log_file;
-        if p.as_os_str() == "stdout" || p.as_os_str() == "-" {
-            return Ok(Log {
-                out: Box::new(std::io::stdout()),
-                verbose,
-                path: None,
-            });
-        }
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-            .map_err(|e| format!("log file {}: {e}", p.display()))?;
-        Ok(Log {
-            out: Box::new(f),
+        let mut log = Log {
+            out: Box::new(std::io::stdout()),
             verbose,
-            path: Some(p.clone()),
-        })
+            path: None,
+            file: None,
+            limit: u64::from(opts.log_max_size) << 20,
+            written: 0,
+        };
+        if p.as_os_str() == "stdout" || p.as_os_str() == "-" {
+            return Ok(log);
+        }
+        log.path = Some(p.clone());
+        log.reopen()?;
+        if !opts.accum_log_file {
+            log.truncate()?;
+        }
+        Ok(log)
     }
 
     /// Reopens the log file (SIGUSR1, after logrotate); standard output stays.
     fn reopen(&mut self) -> Result<(), String> {
         let Some(p) = &self.path else { return Ok(()) };
+        let err = |e: std::io::Error| format!("log file {}: {e}", p.display());
         let f = OpenOptions::new()
             .create(true)
             .append(true)
             .open(p)
-            .map_err(|e| format!("log file {}: {e}", p.display()))?;
+            .map_err(err)?;
+        self.written = f.metadata().map_err(err)?.len();
+        self.file = Some(f.try_clone().map_err(err)?);
         self.out = Box::new(f);
         Ok(())
+    }
+
+    /// Empties the log file (`-e` at start, the size limit later): appends go to its start.
+    fn truncate(&mut self) -> Result<(), String> {
+        if let (Some(f), Some(p)) = (&self.file, &self.path) {
+            f.set_len(0)
+                .map_err(|e| format!("log file {}: {e}", p.display()))?;
+            self.written = 0;
+        }
+        Ok(())
+    }
+
+    /// `log_max_size` in MB (0: none), as on start and after SIGHUP.
+    fn set_limit(&mut self, mb: u32) {
+        self.limit = u64::from(mb) << 20;
     }
 
     /// OpenSM's log flags: 0x04 and above adds the verbose lines.
@@ -119,8 +143,19 @@ impl Log {
             Level::Warn | Level::Info => 0x02,
             Level::Verbose => 0x04,
         };
-        let _ = writeln!(self.out, "{} [ibsm] 0x{code:02x} -> {text}", timestamp());
+        let line = format!("{} [ibsm] 0x{code:02x} -> {text}\n", timestamp());
+        let _ = self.out.write_all(line.as_bytes());
         let _ = self.out.flush();
+        self.written += line.len() as u64;
+        if self.limit > 0 && self.written > self.limit {
+            // OpenSM's log_max_size: the file restarts from empty.
+            let limit_mb = self.limit >> 20;
+            if let Err(e) = self.truncate() {
+                eprintln!("ibsm: {e}");
+            } else {
+                eprintln!("ibsm: log file exceeds the limit of {limit_mb} MB; truncating");
+            }
+        }
     }
 }
 
@@ -317,6 +352,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             match crate::config::parse_run_args(&control.args) {
                 Ok(new) => {
                     log.set_flags(new.options.log_flags);
+                    log.set_limit(new.options.log_max_size);
                     let restart = new.options.to_sm_config() != opts.to_sm_config();
                     log.line(
                         Level::Info,
@@ -531,5 +567,73 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             Err(PortError::BadLength { .. }) => {}
             Err(e) => return Err(format!("receive on {} port {}: {e}", dev.ca, dev.port)),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use umad::testutil::TempDir;
+
+    fn opts(path: &std::path::Path) -> Options {
+        Options {
+            log_file: path.to_path_buf(),
+            ..Options::default()
+        }
+    }
+
+    #[test]
+    fn the_log_accumulates_unless_erased() {
+        let dir = TempDir::new("log").unwrap();
+        let p = dir.path().join("ibsm.log");
+        std::fs::write(&p, "earlier session\n").unwrap();
+        Log::open(&opts(&p)).unwrap().line(Level::Info, "one");
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            text.starts_with("earlier session\n") && text.ends_with("-> one\n"),
+            "{text}"
+        );
+        let erase = Options {
+            accum_log_file: false,
+            ..opts(&p)
+        };
+        Log::open(&erase).unwrap().line(Level::Info, "two");
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.ends_with("-> two\n"), "{text}");
+    }
+
+    #[test]
+    fn the_log_restarts_past_its_size_limit() {
+        let dir = TempDir::new("log").unwrap();
+        let p = dir.path().join("ibsm.log");
+        let mut log = Log::open(&Options {
+            log_max_size: 1,
+            ..opts(&p)
+        })
+        .unwrap();
+        assert_eq!(log.limit, 1 << 20);
+        let text = "x".repeat(1000);
+        let mut max = 0;
+        for _ in 0..3000 {
+            log.line(Level::Info, &text);
+            let len = std::fs::metadata(&p).unwrap().len();
+            max = max.max(len);
+        }
+        // 3 MB written; the file never grew past the limit by more than one line and restarted.
+        assert!(max <= (1 << 20) + 1100, "{max}");
+        let len = std::fs::metadata(&p).unwrap().len();
+        assert!(
+            len < max && len == log.written,
+            "{len} {max} {}",
+            log.written
+        );
+        // Appends continue at the start of the emptied file.
+        let first = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            first.lines().all(|l| l.ends_with(&text)),
+            "garbled after a restart"
+        );
     }
 }

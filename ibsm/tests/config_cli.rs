@@ -187,6 +187,19 @@ fn short_clusters_and_attached_values() {
 }
 
 #[test]
+fn log_limit_and_erase_like_opensm() {
+    let o = run(&[]).unwrap().options;
+    assert_eq!((o.log_max_size, o.accum_log_file), (0, true));
+    let o = run(&["-L", "5", "-e"]).unwrap().options;
+    assert_eq!((o.log_max_size, o.accum_log_file), (5, false));
+    let o = run(&["--log_limit", "7", "--erase_log_file"])
+        .unwrap()
+        .options;
+    assert_eq!((o.log_max_size, o.accum_log_file), (7, false));
+    assert!(run(&["-L", "big"]).is_err());
+}
+
+#[test]
 fn verbosity_like_opensm() {
     // -v: log_flags = log_flags << 1 | 1, from the default 0x03.
     assert_eq!(run(&["-v"]).unwrap().options.log_flags, 0x07);
@@ -296,10 +309,10 @@ fn unknown_options_are_errors_with_hints() {
     let (opt, h) = hint(&["--routing_engin", "updn"]);
     assert_eq!(opt, "--routing_engin");
     assert_eq!(h, "did you mean --routing_engine?");
-    let (opt, h) = hint(&["-e"]);
-    assert_eq!(opt, "-e");
+    let (opt, h) = hint(&["-i"]);
+    assert_eq!(opt, "-i");
     assert!(
-        h.contains("--erase_log_file") && h.contains("not implemented"),
+        h.contains("--ignore_guids") && h.contains("not implemented"),
         "{h}"
     );
     let (_, h) = hint(&["--sweep_interval", "5"]);

@@ -904,6 +904,26 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "log_max_size",
+        section: Section::Debug,
+        doc: &["Limit the size of the log file in MB. If overrun, log is restarted"],
+        get: |o| o.log_max_size.to_string(),
+        set: |o, v| {
+            o.log_max_size = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "accum_log_file",
+        section: Section::Debug,
+        doc: &["If TRUE will accumulate the log over multiple OpenSM sessions"],
+        get: |o| fmt_bool(o.accum_log_file),
+        set: |o, v| {
+            o.accum_log_file = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "dump_files_dir",
         section: Section::Debug,
         doc: &["The directory to hold the file OpenSM dumps"],

@@ -436,6 +436,12 @@ pub struct Options {
     /// `log_file` (`-f`): the log file; `stdout` logs to standard output.
     /// Default /var/log/opensm.log.
     pub log_file: PathBuf,
+    /// `log_max_size` (`-L`): the log file's size limit in MB; past it the file is truncated and
+    /// logging starts again at its beginning (OpenSM's behaviour). 0: no limit. Default 0.
+    pub log_max_size: u32,
+    /// `accum_log_file` (`-e` sets FALSE): keep what the log file holds when the daemon starts;
+    /// FALSE empties it first. Default TRUE.
+    pub accum_log_file: bool,
     /// `dump_files_dir` (`--dump_files_dir`, `--dump-dir`): where dump files are written.
     /// Default /var/log/.
     pub dump_files_dir: PathBuf,
@@ -527,6 +533,8 @@ impl Default for Options {
             log_flags: 0x03,
             force_log_flush: false,
             log_file: PathBuf::from("/var/log/opensm.log"),
+            log_max_size: 0,
+            accum_log_file: true,
             dump_files_dir: PathBuf::from("/var/log/"),
             cache_dir: PathBuf::from(DEFAULT_CACHE_DIR),
             transport: Transport::Umad,

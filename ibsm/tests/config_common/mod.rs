@@ -85,6 +85,8 @@ pub fn perturbed() -> Options {
         log_flags: 0xff,
         force_log_flush: true,
         log_file: PathBuf::from("stdout"),
+        log_max_size: 16,
+        accum_log_file: false,
         dump_files_dir: PathBuf::from("/tmp/dumps"),
         cache_dir: PathBuf::from("/tmp/cache"),
         transport: Transport::Sim,
