@@ -24,6 +24,7 @@ use crate::codes::{MgmtClass, SaAttrId};
 use crate::error::{Layer, LenError};
 
 pub mod guid;
+pub mod inform;
 pub mod lft;
 pub mod link;
 pub mod mcmember;
