@@ -172,6 +172,15 @@ pub struct Control {
     pub metrics_listen: Option<String>,
 }
 
+/// Sends what the SA has to send: answers, and Reports (a lost Report is resent on its timeout).
+fn send_sa(port: &mut UmadPort, sa: &mut sm::sa::Sa, t: Time, log: &mut Log) {
+    while let Some(r) = sa.poll_transmit(t) {
+        if let Err(e) = port.send(&r.meta, &r.mad) {
+            log.line(Level::Verbose, &format!("SA MAD not sent: {e}"));
+        }
+    }
+}
+
 /// Runs the daemon with `opts`; returns the process exit status.
 pub fn run(opts: &Options) -> ExitCode {
     run_controlled(opts, &Control::default())
@@ -322,6 +331,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         transport_rmpp: caps.rmpp,
         max_mad_len: caps.max_mad_len,
         resp_time: opts.to_sm_config().transaction_timeout,
+        report_retries: opts.to_sm_config().transaction_retries,
     });
     let mut pm = PerfMgr::new(opts.perfmgr_config());
     pm.set_enabled(opts.perfmgr);
@@ -518,6 +528,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     println!("subnet did NOT come up: {reason}");
                     return Ok(ExitCode::from(1));
                 }
+                // Traps go to the SA's event subscribers (Report), as OpenSM forwards them.
+                Event::TrapReceived {
+                    ignored: false,
+                    source,
+                    notice,
+                    ..
+                } => sa.forward_trap(source, &notice),
                 _ => {}
             }
         }
@@ -529,11 +546,18 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             master: sm.role() == sm::Role::Master,
             up: sm.is_up(),
         });
+        // Lease expiry and Report retries; Reports (traps 64/65 of the new snapshot,
+        // forwarded traps) go out here.
         let t = now();
-        let due = match (sm.poll_timeout(), pm.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        if sa.poll_timeout().is_some_and(|d| d <= t) {
+            sa.handle_timeout(t);
+        }
+        send_sa(&mut port, &mut sa, t, &mut log);
+        let t = now();
+        let due = [sm.poll_timeout(), pm.poll_timeout(), sa.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
         let wait = due
             .map_or(Duration::from_secs(1), |d| d.saturating_since(t))
             // Signals and control requests are looked at between waits.
@@ -549,11 +573,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     } else if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
                         let t = now();
                         sa.handle_mad(t, &meta, mad);
-                        while let Some(r) = sa.poll_transmit(t) {
-                            if let Err(e) = port.send(&r.meta, &r.mad) {
-                                log.line(Level::Verbose, &format!("SA answer not sent: {e}"));
-                            }
-                        }
+                        send_sa(&mut port, &mut sa, t, &mut log);
                     } else {
                         sm.handle_mad(now(), &meta, mad);
                     }

@@ -727,6 +727,8 @@ impl Sm {
             tid: smp.tid.get(),
             repeat: count,
             ignored: flood,
+            source: meta.slid,
+            notice,
         });
         if flood || !self.role.may_sweep() {
             return;

@@ -347,6 +347,11 @@ pub enum Event {
         repeat: u32,
         /// True if ignored as part of a flood ([`crate::trap::FLOOD_THRESHOLD`] or more).
         ignored: bool,
+        /// The trap's source LID (the SMP's SLID).
+        source: Lid,
+        /// The Notice, for the SA to forward to subscribers ([`crate::sa::Sa::forward_trap`])
+        /// unless `ignored`.
+        notice: ibmad::attr::notice::Notice,
     },
     /// An SMInfo Set from another SM was refused (answered with status 7).
     SmInfoSetRefused {
@@ -454,6 +459,7 @@ impl Event {
                 tid,
                 repeat,
                 ignored,
+                ..
             } => {
                 let base = format!("Received Trap {} ({trap}) from LID {issuer}, TID {tid:#x}", trap.0);
                 if *ignored {

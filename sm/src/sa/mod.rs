@@ -15,6 +15,11 @@
 //! 2. every received SubnAdm MAD to [`Sa::handle_mad`] (`now` monotonic);
 //! 3. drain [`Sa::poll_transmit`] and send each [`SaReply`] as it is (a long one, with
 //!    RMPPFlags.Active, only to a transport that does RMPP: [`SaConfig::transport_rmpp`]).
+//! 4. every trap the SM received and did not ignore to [`Sa::forward_trap`]
+//!    ([`crate::Event::TrapReceived`]); call [`Sa::handle_timeout`] when [`Sa::poll_timeout`]
+//!    is due (ServiceRecord leases, Report retries) and drain [`Sa::poll_transmit`] after it
+//!    and after [`Sa::set_snapshot`] — Reports (event forwarding, [`inform`]) come out there
+//!    too, addressed to the subscriber.
 //!
 //! # The front door, in order
 //!
@@ -48,6 +53,7 @@
 //! built into [`Collector`], which applies the component mask ([`ibmad::sa_rec::matches`]) and
 //! stops early for a Get.
 
+pub mod inform;
 pub mod mcmember;
 pub mod path;
 pub mod records;
@@ -61,7 +67,7 @@ use ibmad::gmp::{self, MadHeader};
 use ibmad::sa::{status as sa_status, SA_DATA_OFFSET};
 use ibmad::sa_rec::{padded_len, SaRecord};
 use ibmad::zerocopy::FromBytes;
-use ibmad::{MadMeta, Method, MgmtClass, RmppRepr, SaAttrId, SaRepr, Status, Time, MAD_LEN};
+use ibmad::{Lid, MadMeta, Method, MgmtClass, RmppRepr, SaAttrId, SaRepr, Status, Time, MAD_LEN};
 
 pub use snapshot::SaSnapshot;
 
@@ -77,8 +83,12 @@ pub struct SaConfig {
     /// The longest MAD the transport takes (a longer table is cut to what fits).
     pub max_mad_len: usize,
     /// The SA's response time, for ClassPortInfo.RespTimeValue (OpenSM: the transaction
-    /// timeout).
+    /// timeout); a Report waits this long plus the subscriber's RespTimeValue for its
+    /// ReportResp.
     pub resp_time: core::time::Duration,
+    /// Resends of a Report without a ReportResp before the subscription is dropped (OpenSM's
+    /// `transaction_retries`, 3).
+    pub report_retries: u32,
 }
 
 impl Default for SaConfig {
@@ -88,6 +98,7 @@ impl Default for SaConfig {
             transport_rmpp: false,
             max_mad_len: MAD_LEN,
             resp_time: core::time::Duration::from_millis(200),
+            report_retries: 3,
         }
     }
 }
@@ -256,6 +267,8 @@ pub struct Serving {
 pub struct SaState {
     /// Registered services (ServiceRecord, [`service`]).
     pub services: service::Services,
+    /// Event subscriptions and the Reports in flight (InformInfo, [`inform`]).
+    pub informs: inform::Subscriptions,
 }
 
 /// The SA of a master SM; see the module docs.
@@ -319,8 +332,107 @@ impl Sa {
         {
             return false;
         }
-        self.snapshot = Some(snap);
+        let old = self.snapshot.replace(snap.clone());
+        if let Some(old) = old.filter(|_| !self.state.informs.is_empty()) {
+            self.report_port_changes(&old, &snap);
+        }
         true
+    }
+
+    /// Traps 64 (GID in service) for end ports `new` has and `old` had not, 65 (GID out of
+    /// service) for those that left (OpenSM sends them from its state and drop managers at
+    /// a sweep; here the sweep's snapshot is what tells).
+    fn report_port_changes(&mut self, old: &SaSnapshot, new: &SaSnapshot) {
+        let (was, is) = (old.port_guids(), new.port_guids());
+        let prefix = new.facts.subnet_prefix;
+        for g in is.iter().filter(|g| was.binary_search(g).is_err()) {
+            let n = inform::sm_notice(new, 64, ibmad::Gid::new(prefix, *g).0);
+            let src = inform::NoticeSource {
+                snap: new,
+                group_pkey: None,
+            };
+            self.state.informs.report(new, src, &n, &self.cfg);
+        }
+        for g in was.iter().filter(|g| is.binary_search(g).is_err()) {
+            let n = inform::sm_notice(new, 65, ibmad::Gid::new(prefix, *g).0);
+            let src = inform::NoticeSource {
+                snap: old,
+                group_pkey: None,
+            };
+            self.state.informs.report(new, src, &n, &self.cfg);
+        }
+    }
+
+    /// A trap the SM received from `source` (the trap's SLID) goes to the subscribers it
+    /// matches, with IssuerGID the source port's GID, as OpenSM's trap receiver forwards
+    /// (except traps 129–131, which the SM handles itself, and traps the SM ignored as a
+    /// flood: the caller does not pass those). Nothing happens while the SA is not serving.
+    pub fn forward_trap(&mut self, source: Lid, notice: &ibmad::attr::notice::Notice) {
+        let Some(snap) = self.serving_snapshot() else {
+            return;
+        };
+        if notice.is_generic() != 0 && inform::NOT_FORWARDED.contains(&notice.trap_num.get()) {
+            return;
+        }
+        let Some(guid) = snap
+            .by_lid(source)
+            .and_then(|(n, p)| snap.subnet.port(n, p))
+            .map(|p| p.guid)
+        else {
+            return;
+        };
+        let n = ibmad::sa_rec::inform::SaNotice {
+            notice: *notice,
+            issuer_gid: ibmad::Gid::new(snap.facts.subnet_prefix, guid).0,
+        };
+        let src = inform::NoticeSource {
+            snap: &snap,
+            group_pkey: None,
+        };
+        self.state.informs.report(&snap, src, &n, &self.cfg);
+    }
+
+    /// Trap 66 (multicast group created) or 67 (deleted) from the multicast database
+    /// ([`mcmember::McastDb::poll_notice`]) goes to the subscribers that hold the group's
+    /// P_Key.
+    pub fn report_mc_notice(&mut self, mc: &mcmember::McNotice) {
+        let Some(snap) = self.serving_snapshot() else {
+            return;
+        };
+        let n = inform::sm_notice(&snap, mc.trap, mc.mgid.0);
+        let src = inform::NoticeSource {
+            snap: &snap,
+            group_pkey: Some(mc.p_key),
+        };
+        self.state.informs.report(&snap, src, &n, &self.cfg);
+    }
+
+    fn serving_snapshot(&self) -> Option<Arc<SaSnapshot>> {
+        self.snapshot
+            .clone()
+            .filter(|_| self.serving.master && self.serving.up)
+    }
+
+    /// When [`Sa::handle_timeout`] is due: the earliest ServiceRecord lease expiry or Report
+    /// timeout (a Report still to send makes it due at once).
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match (
+            self.state.services.next_expiry(),
+            self.state.informs.next_deadline(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Expires leases and handles Report timeouts due by `now`; resends come out of
+    /// [`Sa::poll_transmit`].
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.state.services.expire(now);
+        self.state
+            .informs
+            .handle_timeout(now, self.cfg.report_retries);
     }
 
     /// Tells the SA whether the SM is master and the subnet up.
@@ -328,16 +440,32 @@ impl Sa {
         self.serving = serving;
     }
 
-    /// The next MAD to send, if any.
+    /// The next MAD to send, if any: answers first, then Reports (whose ReportResp timers
+    /// start now).
     #[must_use]
-    pub fn poll_transmit(&mut self, _now: Time) -> Option<SaReply> {
-        self.out.pop_front()
+    pub fn poll_transmit(&mut self, now: Time) -> Option<SaReply> {
+        self.out
+            .pop_front()
+            .or_else(|| self.state.informs.poll_transmit(now))
     }
 
     /// Handles one MAD received from `meta` at `now`; its answer, if any, comes out of
     /// [`Sa::poll_transmit`]. Never panics, whatever the bytes.
     pub fn handle_mad(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
         self.stats.received += 1;
+        // A ReportResp retires the Report with its TID (OpenSM: "just retire the
+        // transaction").
+        if let Some((h, _)) = mad
+            .get(..MAD_LEN)
+            .and_then(|b| MadHeader::ref_from_prefix(b).ok())
+        {
+            if h.mgmt_class == MgmtClass::SUBN_ADM.0 && Method(h.method) == Method::REPORT_RESP {
+                if !self.state.informs.report_resp(h.tid.get()) {
+                    self.stats.dropped += 1;
+                }
+                return;
+            }
+        }
         match self.answer(now, meta, mad) {
             Some(mad) => {
                 self.stats.answered += 1;
@@ -416,8 +544,10 @@ impl Sa {
             SaAttrId::MC_MEMBER_RECORD => Answer::unsupported(),
             // Engineer D: ServiceRecord, InformInfo, InformInfoRecord.
             SaAttrId::SERVICE_RECORD => service::service_records(snap, &mut self.state.services, q),
-            SaAttrId::INFORM_INFO => Answer::unsupported(),
-            SaAttrId::INFORM_INFO_RECORD => Answer::unsupported(),
+            SaAttrId::INFORM_INFO => inform::inform_info(snap, &mut self.state.informs, q),
+            SaAttrId::INFORM_INFO_RECORD => {
+                inform::inform_info_records(snap, &self.state.informs, q)
+            }
             _ => Answer::unsupported(),
         }
     }

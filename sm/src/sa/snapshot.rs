@@ -208,6 +208,14 @@ impl SaSnapshot {
         self.by_port_guid.get(&guid).copied()
     }
 
+    /// Every end port's GUID (a switch's: its port 0), in GUID order.
+    #[must_use]
+    pub fn port_guids(&self) -> Vec<Guid> {
+        let mut v: Vec<Guid> = self.by_port_guid.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Every end port with a LID, in LID order: (base LID, node, port).
     pub fn lid_ports(&self) -> impl Iterator<Item = (Lid, NodeId, PortNum)> + '_ {
         self.by_lid.iter().enumerate().filter_map(move |(l, e)| {
