@@ -93,17 +93,11 @@ impl InformInfo {
     /// ProducerType (generic) or VendorID (vendor), 24 bits.
     #[must_use]
     pub fn producer_type(&self) -> u32 {
-        u32::from_be_bytes([
-            0,
-            self.producer_type[0],
-            self.producer_type[1],
-            self.producer_type[2],
-        ])
+        crate::field::be24(&self.producer_type)
     }
     /// Sets ProducerType/VendorID from the low 24 bits.
     pub fn set_producer_type(&mut self, v: u32) {
-        let b = v.to_be_bytes();
-        self.producer_type = [b[1], b[2], b[3]];
+        crate::field::set_be24(&mut self.producer_type, v);
     }
     /// Reads an InformInfo from the front of `buf`, bytes past its end as zero.
     #[must_use]
