@@ -332,6 +332,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         max_mad_len: caps.max_mad_len,
         resp_time: opts.to_sm_config().transaction_timeout,
         report_retries: opts.to_sm_config().transaction_retries,
+        ..sm::sa::SaConfig::default()
     });
     let mut pm = PerfMgr::new(opts.perfmgr_config());
     pm.set_enabled(opts.perfmgr);
@@ -571,9 +572,8 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     if mad.get(1) == Some(&MgmtClass::PERF_MGMT.0) {
                         pm.handle_mad(now(), &meta, mad);
                     } else if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
-                        let t = now();
-                        sa.handle_mad(t, &meta, mad);
-                        send_sa(&mut port, &mut sa, t, &mut log);
+                        // Answered after the batch: the SA's queue bound (BUSY) sees the burst.
+                        sa.handle_mad(now(), &meta, mad);
                     } else {
                         sm.handle_mad(now(), &meta, mad);
                     }
@@ -581,6 +581,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     metrics.mad_received(mad.get(3) == Some(&ibmad::Method::TRAP.0));
                     next = port.recv(&mut buf).ok().flatten();
                 }
+                send_sa(&mut port, &mut sa, now(), &mut log);
             }
             Ok(None) => {}
             // A MAD longer than the buffer (cannot happen with max_mad_len) is dropped.

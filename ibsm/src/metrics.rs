@@ -27,7 +27,7 @@ use sm::{Phase, PhaseStats, Sm};
 
 /// The SA's counters ([`SaStats`]): metric name, help, and the field.
 type SaField = fn(&SaStats) -> u64;
-const SA_COUNTERS: [(&str, &str, SaField); 5] = [
+const SA_COUNTERS: [(&str, &str, SaField); 6] = [
     ("sa_mads_received", "MADs handed to the SA", |s| s.received),
     ("sa_answered", "SA requests answered (any status)", |s| {
         s.answered
@@ -46,6 +46,11 @@ const SA_COUNTERS: [(&str, &str, SaField); 5] = [
         "sa_busy",
         "SA requests answered busy (no subnet up yet)",
         |s| s.busy,
+    ),
+    (
+        "sa_queue_full",
+        "SA requests answered busy because the request queue was full",
+        |s| s.queue_full,
     ),
 ];
 
@@ -590,6 +595,7 @@ mod tests {
             dropped: 1,
             bad_key: 1,
             busy: 2,
+            queue_full: 6,
         };
         m.observe_sa(st);
         st.received += 3;
@@ -602,6 +608,7 @@ mod tests {
             "ibsm_sa_dropped_total 1\n",
             "ibsm_sa_bad_sm_key_total 1\n",
             "ibsm_sa_busy_total 2\n",
+            "ibsm_sa_queue_full_total 6\n",
         ] {
             assert!(text.contains(line), "no {line:?} in\n{text}");
         }

@@ -41,6 +41,18 @@ macro_rules! sub_byte_fields {
     };
 }
 
+/// A 24-bit big-endian field (ProducerType, VendorID) as a number.
+#[must_use]
+pub fn be24(b: &[u8; 3]) -> u32 {
+    u32::from_be_bytes([0, b[0], b[1], b[2]])
+}
+
+/// Writes the low 24 bits of `v` into a 24-bit big-endian field.
+pub fn set_be24(b: &mut [u8; 3], v: u32) {
+    let x = v.to_be_bytes();
+    *b = [x[1], x[2], x[3]];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,16 +67,4 @@ mod tests {
         assert_eq!(with_bits(0xA5, 7, 4, 0x1F), 0xF5);
         assert_eq!(with_bits(0x00, 7, 0, 0xFF), 0xFF);
     }
-}
-
-/// A 24-bit big-endian field (ProducerType, VendorID) as a number.
-#[must_use]
-pub fn be24(b: &[u8; 3]) -> u32 {
-    u32::from_be_bytes([0, b[0], b[1], b[2]])
-}
-
-/// Writes the low 24 bits of `v` into a 24-bit big-endian field.
-pub fn set_be24(b: &mut [u8; 3], v: u32) {
-    let x = v.to_be_bytes();
-    *b = [x[1], x[2], x[3]];
 }

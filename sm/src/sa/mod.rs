@@ -89,6 +89,9 @@ pub struct SaConfig {
     /// Resends of a Report without a ReportResp before the subscription is dropped (OpenSM's
     /// `transaction_retries`, 3).
     pub report_retries: u32,
+    /// Requests waiting to be answered at most: one more is answered BUSY (status 0x0001) at
+    /// once, where OpenSM drops what waited 10 s without a word.
+    pub max_pending: usize,
 }
 
 impl Default for SaConfig {
@@ -99,6 +102,7 @@ impl Default for SaConfig {
             max_mad_len: MAD_LEN,
             resp_time: core::time::Duration::from_millis(200),
             report_retries: 3,
+            max_pending: 1024,
         }
     }
 }
@@ -116,6 +120,8 @@ pub struct SaStats {
     pub bad_key: u64,
     /// Requests answered busy (no subnet up yet).
     pub busy: u64,
+    /// Requests answered busy because [`SaConfig::max_pending`] requests were waiting.
+    pub queue_full: u64,
 }
 
 /// One MAD to send: `mad` with `meta`.
@@ -280,6 +286,8 @@ pub struct Sa {
     serving: Serving,
     state: SaState,
     out: VecDeque<SaReply>,
+    /// Requests received and not yet answered, with their arrival time.
+    pending: VecDeque<(Time, MadMeta, Vec<u8>)>,
 }
 
 impl Sa {
@@ -440,17 +448,32 @@ impl Sa {
         self.serving = serving;
     }
 
-    /// The next MAD to send, if any: answers first, then Reports (whose ReportResp timers
-    /// start now).
+    /// The next MAD to send, if any: an answer (requests are answered here, in arrival
+    /// order, one per call), then Reports (whose ReportResp timers start now).
     #[must_use]
     pub fn poll_transmit(&mut self, now: Time) -> Option<SaReply> {
-        self.out
-            .pop_front()
-            .or_else(|| self.state.informs.poll_transmit(now))
+        loop {
+            if let Some(r) = self.out.pop_front() {
+                return Some(r);
+            }
+            let Some((t, meta, mad)) = self.pending.pop_front() else {
+                break;
+            };
+            self.process(t, &meta, &mad);
+        }
+        self.state.informs.poll_transmit(now)
     }
 
-    /// Handles one MAD received from `meta` at `now`; its answer, if any, comes out of
-    /// [`Sa::poll_transmit`]. Never panics, whatever the bytes.
+    /// Requests waiting to be answered.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Takes one MAD received from `meta` at `now`; its answer, if any, comes out of
+    /// [`Sa::poll_transmit`] (hand over everything received first, then drain: a request
+    /// beyond [`SaConfig::max_pending`] waiting ones is answered BUSY at once). Never panics,
+    /// whatever the bytes.
     pub fn handle_mad(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
         self.stats.received += 1;
         // A ReportResp retires the Report with its TID (OpenSM: "just retire the
@@ -466,6 +489,44 @@ impl Sa {
                 return;
             }
         }
+        if self.pending.len() >= self.cfg.max_pending {
+            match self.busy_answer(mad) {
+                Some(m) => {
+                    self.stats.queue_full += 1;
+                    self.stats.answered += 1;
+                    self.out.push_back(SaReply {
+                        meta: meta.reply(),
+                        mad: m,
+                    });
+                }
+                None => self.stats.dropped += 1,
+            }
+            return;
+        }
+        self.pending.push_back((now, *meta, mad.to_vec()));
+    }
+
+    /// BUSY for a well-formed request (not a response, not one with a wrong SM_Key, which
+    /// is discarded unanswered whatever the load).
+    fn busy_answer(&mut self, mad: &[u8]) -> Option<Vec<u8>> {
+        let bytes = mad.get(..MAD_LEN)?;
+        let (h, _) = MadHeader::ref_from_prefix(bytes).ok()?;
+        if h.base_version != 1
+            || h.mgmt_class != MgmtClass::SUBN_ADM.0
+            || Method(h.method).is_response()
+        {
+            return None;
+        }
+        let key = ibmad::SaPacket::new_checked(mad).ok()?.sm_key();
+        if key != 0 && key != self.cfg.sa_key {
+            self.stats.bad_key += 1;
+            return None;
+        }
+        error_answer(bytes, Status::BUSY)
+    }
+
+    /// Answers one request (or drops it).
+    fn process(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
         match self.answer(now, meta, mad) {
             Some(mad) => {
                 self.stats.answered += 1;

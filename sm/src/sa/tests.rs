@@ -751,3 +751,51 @@ fn sl2vl_and_vlarb_records_from_acknowledged_tables() {
         (2, 1, 1, 0x40)
     );
 }
+
+#[test]
+fn a_full_request_queue_answers_busy_at_once() {
+    let mut sa = serving_sa(SaConfig {
+        max_pending: 2,
+        ..SaConfig::default()
+    });
+    let mut q = req(Method::GET_TABLE, SaAttrId::NODE_RECORD);
+    for tid in 1..=5u64 {
+        q[8..16].copy_from_slice(&tid.to_be_bytes());
+        sa.handle_mad(Time::ZERO, &meta(), &q);
+    }
+    // Over the bound: a wrong SM_Key is still discarded, a response still not answered.
+    sa.handle_mad(
+        Time::ZERO,
+        &meta(),
+        &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 9999, 0, &[]),
+    );
+    let mut resp = q;
+    resp[3] = Method::GET_RESP.0;
+    sa.handle_mad(Time::ZERO, &meta(), &resp);
+    assert_eq!(sa.pending(), 2);
+    let out: Vec<SaReply> = std::iter::from_fn(|| sa.poll_transmit(Time::ZERO)).collect();
+    assert_eq!(out.len(), 5);
+    let got: Vec<(u64, Status)> = out
+        .iter()
+        .map(|r| {
+            let h = headers(r).header;
+            (h.tid, h.status)
+        })
+        .collect();
+    // The three beyond the bound at once with BUSY, then the two queued, answered.
+    assert_eq!(
+        got,
+        vec![
+            (3, Status::BUSY),
+            (4, Status::BUSY),
+            (5, Status::BUSY),
+            (1, Status::OK),
+            (2, Status::OK)
+        ]
+    );
+    assert_eq!(headers(&out[3]).header.method, Method::GET_TABLE_RESP);
+    let st = sa.stats();
+    assert_eq!((st.queue_full, st.busy, st.answered), (3, 0, 5));
+    assert_eq!((st.bad_key, st.dropped, st.received), (1, 2, 7));
+    assert_eq!(sa.pending(), 0);
+}
