@@ -157,7 +157,7 @@ pub enum IbsimError {
         source: std::io::Error,
     },
     /// ibsim exited or stayed silent instead of printing "ready".
-    #[error("ibsim did not become ready within {waited:?}; its output:\n{output}")]
+    #[error("the simulator (ibsim) did not become ready within {waited:?}; its output:\n{output}")]
     NotReady {
         /// How long we waited.
         waited: Duration,
@@ -254,28 +254,52 @@ impl IbsimGuard {
     /// # Errors
     /// As [`IbsimGuard::start`].
     pub fn start_with(topology: &Path, extra: &[&str]) -> Result<IbsimGuard, IbsimError> {
+        let sockname = Self::fresh_sockname();
+        let mut cmd = Command::new("ibsim");
+        cmd.arg("-s").arg("-n").args(extra).arg(topology);
+        Self::spawn(cmd, "ibsim", sockname)
+    }
+
+    /// The workspace's ibsim-compatible server in place of stock ibsim: `IBSM sim serve
+    /// TOPOLOGY --socket-name NAME` (`ibsm` = the path of the `ibsm` binary, e.g.
+    /// `env!("CARGO_BIN_EXE_ibsm")`), with a private socket name, waited for and stopped as
+    /// [`IbsimGuard::start`] does; its clients are made the same way ([`IbsimGuard::client`]).
+    ///
+    /// # Errors
+    /// As [`IbsimGuard::start`].
+    pub fn start_ibsm_serve(ibsm: &Path, topology: &Path) -> Result<IbsimGuard, IbsimError> {
+        let sockname = Self::fresh_sockname();
+        let mut cmd = Command::new(ibsm);
+        cmd.args(["sim", "serve"])
+            .arg(topology)
+            .arg("--socket-name")
+            .arg(&sockname);
+        Self::spawn(cmd, "ibsm sim serve", sockname)
+    }
+
+    fn fresh_sockname() -> String {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let sockname = format!(
+        format!(
             "umadt{}_{}_{}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed),
             nanos % 100_000
-        );
-        let mut child = Command::new("ibsim")
-            .arg("-s")
-            .arg("-n")
-            .args(extra)
-            .arg(topology)
+        )
+    }
+
+    /// Spawns the server `cmd` on `sockname` and waits (20 s) for it to print "ready".
+    fn spawn(mut cmd: Command, program: &str, sockname: String) -> Result<IbsimGuard, IbsimError> {
+        let mut child = cmd
             .env("IBSIM_SOCKNAME", &sockname)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|source| IbsimError::Spawn {
-                program: "ibsim".into(),
+                program: program.into(),
                 source,
             })?;
         let log = Arc::new(Mutex::new(String::new()));
