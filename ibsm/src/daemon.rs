@@ -541,7 +541,14 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         }
         // The SA answers from the last subnet brought up, while this SM is master.
         if let Some(snap) = sm.sa_snapshot() {
-            sa.set_snapshot(snap.clone());
+            if sa.set_snapshot(snap.clone()) {
+                // The PathRecord index is built off this loop (the SM reached SUBNET UP without
+                // it); a PathRecord query arriving before it is done waits for it.
+                let s = snap.clone();
+                let _ = std::thread::Builder::new()
+                    .name("sa-index".into())
+                    .spawn(move || s.warm());
+            }
         }
         sa.set_serving(sm::sa::Serving {
             master: sm.role() == sm::Role::Master,

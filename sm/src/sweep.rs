@@ -105,7 +105,8 @@ pub(crate) struct Sweep {
     heavy_stats: PhaseStats,
     disc: Discovery,
     guid2lid: Guid2Lid,
-    routes: Option<Routes>,
+    /// Shared with the SA snapshot of the sweep that computed them.
+    routes: Option<std::sync::Arc<Routes>>,
     engine_used: &'static str,
     program: Programmer,
     sm_lid: Lid,
@@ -189,7 +190,7 @@ impl Sweep {
         &self.disc
     }
     pub fn routes(&self) -> Option<&Routes> {
-        self.routes.as_ref()
+        self.routes.as_deref()
     }
     pub fn known_qos(&self, id: crate::subnet::NodeId) -> Option<&crate::qos::program::KnownQos> {
         self.program.known_qos(self.disc.subnet.node(id).guid)
@@ -865,7 +866,7 @@ impl Sweep {
                     cx.events.log(crate::routing::log_line_level(&l), l);
                 }
                 self.engine_used = outcome.engine;
-                self.routes = Some(outcome.routes);
+                self.routes = Some(std::sync::Arc::new(outcome.routes));
             }
             Err(e) => {
                 if let crate::routing::RouteError::AllEnginesFailed { log, .. } = &e {
@@ -904,7 +905,7 @@ impl Sweep {
         let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
         let reqs = self
             .program
-            .plan(cx.cfg, &self.disc, self.routes.as_ref(), top, self.sm_lid);
+            .plan(cx.cfg, &self.disc, self.routes.as_deref(), top, self.sm_lid);
         for o in self.program.pkey_plan().overflows() {
             cx.events.log(
                 Level::Error,

@@ -1321,7 +1321,7 @@ pub fn handle(snap: &super::SaSnapshot, q: &super::SaQuery<'_>) -> super::Answer
         policy: snap.qos_policy.as_ref(),
         sl2vl: Some(&sl2vl),
         pkeys: &pkeys,
-        ..PathCtx::new(&snap.path, &snap.subnet, &routes.lfts)
+        ..PathCtx::new(snap.path(), &snap.subnet, &routes.lfts)
     };
     let req = PathRequest {
         get: q.method == Method::GET,
@@ -2038,7 +2038,7 @@ mod tests {
             gmp::Repr as GmpRepr, MadMeta, Method, MgmtClass, QKey, SaAttrId, SaRepr, SmState, Time,
         };
         let f = fab();
-        let routes = Routes::new(f.lfts.clone());
+        let routes = std::sync::Arc::new(Routes::new(f.lfts.clone()));
         let none = |_| None;
         let snap = SaSnapshot::build(&SnapshotInput {
             generation: 1,

@@ -28,6 +28,7 @@
 //! row above.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use ibmad::{Guid, Lid, PKey, PortNum, SmState};
 
@@ -93,8 +94,8 @@ pub struct SnapshotInput<'a> {
     pub generation: u64,
     /// The subnet the sweep brought up.
     pub subnet: &'a Subnet,
-    /// Its routes.
-    pub routes: Option<&'a Routes>,
+    /// Its routes (shared, not copied).
+    pub routes: Option<&'a Arc<Routes>>,
     /// The QoS tables node `id` is known to hold.
     pub known_qos: &'a dyn Fn(NodeId) -> Option<&'a KnownQos>,
     /// This SM.
@@ -114,8 +115,8 @@ pub struct SaSnapshot {
     pub generation: u64,
     /// The subnet model.
     pub subnet: Subnet,
-    /// The routes (`None` if routing produced none).
-    pub routes: Option<Routes>,
+    /// The routes (`None` if routing produced none), shared with the SM.
+    pub routes: Option<Arc<Routes>>,
     /// Per node (index = [`NodeId`]): the SL-to-VL / VLArb tables it is known to hold.
     pub qos: Vec<Option<KnownQos>>,
     /// P_Key tables (filled by partition programming).
@@ -126,8 +127,8 @@ pub struct SaSnapshot {
     pub sms: Vec<SmEntry>,
     /// Configuration facts.
     pub facts: ConfigFacts,
-    /// The PathRecord index (empty without routes).
-    pub path: PathIndex,
+    /// The PathRecord index (empty without routes), built at its first use ([`SaSnapshot::path`]).
+    path: OnceLock<PathIndex>,
     /// The QoS policy, if one is configured.
     pub qos_policy: Option<QosPolicy>,
     by_lid: Vec<Option<(NodeId, PortNum)>>,
@@ -163,10 +164,6 @@ impl SaSnapshot {
             .node_ids()
             .map(|id| (inp.known_qos)(id).cloned())
             .collect();
-        let path = inp.routes.map_or_else(PathIndex::default, |r| {
-            let sl2vl = |n: NodeId, i: PortNum, o: PortNum| qos.get(n.idx())?.as_ref()?.sl2vl(i, o);
-            PathIndex::build(&subnet, &r.lfts, Some(&sl2vl))
-        });
         let mut sms = vec![inp.own];
         sms.extend(inp.others.iter().map(|r| {
             SmEntry {
@@ -188,12 +185,31 @@ impl SaSnapshot {
             mfts: Mfts::new(),
             sms,
             facts: inp.facts,
-            path,
+            path: OnceLock::new(),
             qos_policy: inp.qos_policy.cloned(),
             by_lid,
             by_port_guid,
             subnet,
         }
+    }
+
+    /// The PathRecord index of this snapshot's subnet and LFTs (empty without routes). Built at
+    /// the first call (every later call, from any thread, shares it), so a sweep reaches SUBNET
+    /// UP without waiting for it; [`SaSnapshot::warm`] builds it ahead of the first query.
+    pub fn path(&self) -> &PathIndex {
+        self.path.get_or_init(|| {
+            self.routes.as_ref().map_or_else(PathIndex::default, |r| {
+                let sl2vl = |n: NodeId, i: PortNum, o: PortNum| {
+                    self.qos.get(n.idx())?.as_ref()?.sl2vl(i, o)
+                };
+                PathIndex::build(&self.subnet, &r.lfts, Some(&sl2vl))
+            })
+        })
+    }
+
+    /// Builds the indexes built at first use ([`SaSnapshot::path`]) now.
+    pub fn warm(&self) {
+        let _ = self.path();
     }
 
     /// The end port that owns `lid` (any LID of its LMC range).

@@ -391,7 +391,7 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
     for l in 1..=3u16 {
         lfts.set(sw, Lid(l), Some(PortNum(u8::try_from(l - 1).unwrap())));
     }
-    let routes = Routes::new(lfts);
+    let routes = std::sync::Arc::new(Routes::new(lfts));
     let mut qos = KnownQos::new(false, 1);
     let mut data = [0u8; 64];
     data[..8].copy_from_slice(&[0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67]);
