@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 
 use ibmad::attr::{NodeDesc, NodeInfo, PortInfo, SwitchInfo};
-use ibmad::{DrPath, NodeType, PortNum, PortState, SmpAttrId};
+use ibmad::{DrPath, NodeType, PhysState, PortNum, PortState, SmpAttrId};
 use zerocopy::IntoBytes;
 
 use crate::event::Event;
@@ -209,7 +209,12 @@ impl Discovery {
         };
         port.info = Some(*pi);
         let linked = port.remote.is_some();
-        let up = pi.port_state() != PortState::DOWN && pi.port_state().0 <= PortState::ACTIVE.0;
+        // A port whose physical link is not up (Disabled, Polling …) carries nothing, whatever
+        // its logical state says (ibsim leaves a disabled port Active).
+        let phys = pi.phys_state();
+        let up = pi.port_state() != PortState::DOWN
+            && pi.port_state().0 <= PortState::ACTIVE.0
+            && (phys == PhysState::LINK_UP || phys == PhysState::NO_CHANGE);
         let n = self.subnet.node(id);
         let gate = if n.is_switch() {
             // A switch gates through every port but the one it was reached through (the

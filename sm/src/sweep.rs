@@ -14,10 +14,10 @@
 //! the other SMs, [`crate::role::SmRole::conclude_election`] says MASTER (carry on) or STANDBY
 //! (stop; the SM programs nothing).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use ibmad::attr::{NodeDesc, NodeInfo, PortInfo, SmInfo, SwitchInfo};
-use ibmad::{DrPath, Lid, PortNum, PortState, SmpAttrId, Time};
+use ibmad::{DrPath, Guid, Lid, PortNum, PortState, SmpAttrId, Time};
 use zerocopy::FromBytes;
 
 use crate::config::SmConfig;
@@ -89,6 +89,10 @@ impl Ctx<'_> {
 struct SweepErrors {
     /// Directed routes on which an SMP was given up (each reported once).
     unreachable: HashSet<DrPath>,
+    /// Probes of unknown remotes given up, judged when discovery ends ([`Sweep::judge_probes`]).
+    probes: Vec<Failed>,
+    /// Light-sweep SwitchInfo Gets given up (reported in one line when the light sweep ends).
+    light_lost: Vec<DrPath>,
     /// Programming Sets that failed (error status or no answer).
     set_failures: usize,
 }
@@ -132,6 +136,9 @@ pub(crate) struct Sweep {
     resweeps: u32,
     /// The SA's picture of the subnet, built at the last SUBNET UP.
     snapshot: Option<std::sync::Arc<SaSnapshot>>,
+    /// Every link any discovery has seen, both directions, by (node GUID, port): where a
+    /// port's cable went, for judging a probe that got no answer ([`Sweep::judge_probes`]).
+    links_seen: HashMap<(Guid, PortNum), (Guid, PortNum)>,
     mcast: McastState,
 }
 
@@ -174,6 +181,7 @@ impl Sweep {
             errors: SweepErrors::default(),
             resweeps: 0,
             snapshot: None,
+            links_seen: HashMap::new(),
             mcast: McastState::default(),
         }
     }
@@ -428,6 +436,24 @@ impl Sweep {
             Purpose::SetMft(id, b, pos) => {
                 self.mcast.prog.on_ack(&self.disc.subnet, id, b, pos, data);
             }
+            Purpose::LightPortInfo(id, p) => {
+                let was = self.disc.subnet.port(id, p).and_then(|x| x.info);
+                if let (Ok((pi, _)), Some(was)) = (PortInfo::ref_from_prefix(data), was) {
+                    if (pi.port_state(), pi.phys_state()) != (was.port_state(), was.phys_state()) {
+                        cx.events.log(
+                            Level::Info,
+                            format!(
+                                "light sweep: port {} of {} is now {} / {}",
+                                p.0,
+                                self.disc.subnet.node(id).guid,
+                                pi.port_state(),
+                                pi.phys_state()
+                            ),
+                        );
+                        self.light_changed = true;
+                    }
+                }
+            }
             Purpose::LightSwitchInfo(_) => {
                 if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
                     if si.port_state_change() != 0 {
@@ -512,6 +538,15 @@ impl Sweep {
             });
             return;
         }
+        if let Purpose::Probe { from: Some(_) } = f.req.purpose {
+            self.errors.probes.push(f);
+            return;
+        }
+        if let Purpose::LightSwitchInfo(_) | Purpose::LightPortInfo(..) = f.req.purpose {
+            self.errors.light_lost.push(f.req.path);
+            self.light_changed = true;
+            return;
+        }
         if self.errors.unreachable.insert(f.req.path) {
             cx.events.push(Event::NodeUnreachable {
                 dr_path: f.req.path,
@@ -572,6 +607,17 @@ impl Sweep {
                 Stage::LightSweep => {
                     self.end_phase(now, cx);
                     self.stage = Stage::Idle;
+                    let lost = std::mem::take(&mut self.errors.light_lost);
+                    if let Some(first) = lost.iter().min_by_key(|p| (p.len(), p.ports())) {
+                        // One line for every switch behind one dead link, not one each.
+                        cx.events.log(
+                            Level::Info,
+                            format!(
+                                "light sweep: {} request(s) to switches went unanswered (nearest at directed route {first})",
+                                lost.len()
+                            ),
+                        );
+                    }
                     if self.light_changed {
                         cx.events.log(
                             Level::Info,
@@ -625,6 +671,28 @@ impl Sweep {
             })
             .collect();
         cx.submit_all(reqs);
+        // Ports up on one side only: re-read, since a change there sends no trap.
+        let half: Vec<Request> = s
+            .switches()
+            .flat_map(|id| {
+                let n = s.node(id);
+                (1..=n.num_ports).filter_map(move |p| {
+                    let port = s.port(id, PortNum(p))?;
+                    (port.remote.is_none()
+                        && port.info.is_some()
+                        && port.state() != PortState::DOWN)
+                        .then(|| {
+                            Request::get(
+                                n.dr_path,
+                                SmpAttrId::PORT_INFO,
+                                p.into(),
+                                Purpose::LightPortInfo(id, PortNum(p)),
+                            )
+                        })
+                })
+            })
+            .collect();
+        cx.submit_all(half);
         // The other SMs: one that became master, or a standby that now outranks us, means a
         // heavy sweep (which runs the handover logic).
         let sms: Vec<Request> = cx
@@ -686,7 +754,60 @@ impl Sweep {
         cx.arm_sweep(now);
     }
 
+    /// The probes of unknown remotes that were given up, now that discovery is complete: one
+    /// through a port whose far end, as an earlier discovery saw the cable, is now physically
+    /// not up (a port disabled on one side only, as ibsim's `ibportstate … disable` leaves
+    /// it: the near side still reports LinkUp) found that link down, not a mute node; it is
+    /// logged and costs the sweep nothing. Any other is an unreachable route, as before.
+    fn judge_probes(&mut self, cx: &mut Ctx<'_>) {
+        let s = &self.disc.subnet;
+        for id in s.node_ids() {
+            let g = s.node(id).guid;
+            for p in 0..=s.node(id).num_ports {
+                if let Some((rn, rp)) = s.port(id, PortNum(p)).and_then(|x| x.remote) {
+                    self.links_seen
+                        .insert((g, PortNum(p)), (s.node(rn).guid, rp));
+                }
+            }
+        }
+        let probes = std::mem::take(&mut self.errors.probes);
+        for f in probes {
+            let Purpose::Probe {
+                from: Some((id, p)),
+            } = f.req.purpose
+            else {
+                continue;
+            };
+            let far = self
+                .links_seen
+                .get(&(s.node(id).guid, p))
+                .and_then(|&(guid, rp)| {
+                    let info = s.port(s.node_by_guid(guid)?, rp)?.info?;
+                    let ps = info.phys_state();
+                    (ps != ibmad::PhysState::LINK_UP && ps != ibmad::PhysState::NO_CHANGE)
+                        .then_some((guid, rp, ps))
+                });
+            if let Some((guid, rp, ps)) = far {
+                cx.events.log(
+                    Level::Info,
+                    format!(
+                        "no answer through {}: its far end, port {} of {guid}, is {ps}: link down",
+                        f.req.path, rp.0
+                    ),
+                );
+            } else if self.errors.unreachable.insert(f.req.path) {
+                cx.events.push(Event::NodeUnreachable {
+                    dr_path: f.req.path,
+                    attempts: f.attempts,
+                    method: f.req.method,
+                    attr: f.req.attr,
+                });
+            }
+        }
+    }
+
     fn finish_discovery(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        self.judge_probes(cx);
         let stats = self.end_phase(now, cx);
         let n_sw = self.disc.subnet.switches().count();
         let n = self.disc.subnet.nodes.len();

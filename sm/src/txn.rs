@@ -47,6 +47,9 @@ pub(crate) enum Purpose {
     SetPkeys(NodeId, PortNum, u16),
     /// SwitchInfo Get during a light sweep.
     LightSwitchInfo(NodeId),
+    /// PortInfo Get during a light sweep: a switch port with no known remote whose last
+    /// PortInfo was not Down (a link up on one side only, which sends no trap when it changes).
+    LightPortInfo(NodeId, PortNum),
     /// SMInfo Get to another SM's port during a heavy sweep (master election, IBA vol1
     /// §14.4.1.1): the node and the SM's port on it.
     SmInfo(NodeId, PortNum),
@@ -90,6 +93,7 @@ impl Request {
             | Purpose::GetPkeys(n, ..)
             | Purpose::SetPkeys(n, ..)
             | Purpose::LightSwitchInfo(n)
+            | Purpose::LightPortInfo(n, _)
             | Purpose::SmInfo(n, _) => Some(n),
             Purpose::LightSmInfo(_) | Purpose::SmPoll(_) | Purpose::SmSet(_) => None,
         };

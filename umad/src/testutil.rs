@@ -229,6 +229,8 @@ pub struct IbsimGuard {
     owned_topology: Option<TempDir>,
     /// The stdout/stderr drain threads (end at EOF once ibsim exits).
     readers: Vec<std::thread::JoinHandle<()>>,
+    /// ibsim's console input ([`IbsimGuard::start_with_console`]).
+    console: Option<std::process::ChildStdin>,
 }
 
 fn append(log: &Mutex<String>, line: &str) {
@@ -257,7 +259,33 @@ impl IbsimGuard {
         let sockname = Self::fresh_sockname();
         let mut cmd = Command::new("ibsim");
         cmd.arg("-s").arg("-n").args(extra).arg(topology);
-        Self::spawn(cmd, "ibsim", sockname)
+        Self::spawn(cmd, "ibsim", sockname, false)
+    }
+
+    /// `ibsim -s <topology>` with its console on a pipe: [`IbsimGuard::console`] sends it
+    /// commands (`Unlink "sw"[5]`, `ReLink "sw"`, …), as an operator types them.
+    ///
+    /// # Errors
+    /// As [`IbsimGuard::start`].
+    pub fn start_with_console(topology: &Path) -> Result<IbsimGuard, IbsimError> {
+        let sockname = Self::fresh_sockname();
+        let mut cmd = Command::new("ibsim");
+        cmd.arg("-s").arg(topology);
+        Self::spawn(cmd, "ibsim", sockname, true)
+    }
+
+    /// Sends one console command (a started [`IbsimGuard::start_with_console`] only).
+    ///
+    /// # Errors
+    /// No console, or ibsim stopped reading it.
+    pub fn console(&mut self, command: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        let c = self
+            .console
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("ibsim was started without a console"))?;
+        writeln!(c, "{command}")?;
+        c.flush()
     }
 
     /// The workspace's ibsim-compatible server in place of stock ibsim: `IBSM sim serve
@@ -274,7 +302,7 @@ impl IbsimGuard {
             .arg(topology)
             .arg("--socket-name")
             .arg(&sockname);
-        Self::spawn(cmd, "ibsm sim serve", sockname)
+        Self::spawn(cmd, "ibsm sim serve", sockname, false)
     }
 
     fn fresh_sockname() -> String {
@@ -290,11 +318,22 @@ impl IbsimGuard {
         )
     }
 
-    /// Spawns the server `cmd` on `sockname` and waits (20 s) for it to print "ready".
-    fn spawn(mut cmd: Command, program: &str, sockname: String) -> Result<IbsimGuard, IbsimError> {
+    /// Spawns the server `cmd` on `sockname` (its stdin a pipe kept as the console with
+    /// `console`, else null) and waits (20 s) for it to print "ready".
+    fn spawn(
+        mut cmd: Command,
+        program: &str,
+        sockname: String,
+        console: bool,
+    ) -> Result<IbsimGuard, IbsimError> {
+        let stdin = if console {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
         let mut child = cmd
             .env("IBSIM_SOCKNAME", &sockname)
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -337,12 +376,14 @@ impl IbsimGuard {
                 }
             }));
         }
+        let console = child.stdin.take();
         let guard = IbsimGuard {
             child,
             sockname,
             log,
             owned_topology: None,
             readers,
+            console,
         };
         let waited = Duration::from_secs(20);
         match ready_rx.recv_timeout(waited) {
