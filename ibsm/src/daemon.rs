@@ -9,7 +9,9 @@
 //! Besides the SM's QP0 agents the port registers the SA class agent (SubnAdm version 2 on
 //! QP1, with RMPP): the master SM hosts the SA, and every SubnAdm request to its port goes to
 //! [`sm::sa::Sa`]. The loop hands the SA every new snapshot the SM builds at SUBNET UP
-//! ([`sm::Sm::sa_snapshot`]) and whether the SM is master with the subnet up; the SA's answers
+//! ([`sm::Sm::sa_snapshot`]), the SM's multicast tables and whether the SM is master with the
+//! subnet up, and hands the SM the multicast groups after every change ([`sm::sa::Sa::follow`]:
+//! the SA pre-creates the partitions' IPoIB groups, joins and leaves change them); the SA's answers
 //! go out as they are (a GetTableResp as one long MAD where the transport does RMPP: the
 //! kernel, `libibsm_umad.so`). Registering the class also keeps ibsim's shim alive: it
 //! forwards every request ibsim does not answer itself to the SM's process and dereferences a
@@ -539,9 +541,10 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 _ => {}
             }
         }
-        // The SA answers from the last subnet brought up, while this SM is master.
-        if let Some(snap) = sm.sa_snapshot() {
-            if sa.set_snapshot(snap.clone()) {
+        // The SA answers from the last subnet brought up, while this SM is master; the
+        // multicast groups it holds go to the SM, which programs their MFTs.
+        if sa.follow(now(), &mut sm) {
+            if let Some(snap) = sa.snapshot() {
                 // The PathRecord index is built off this loop (the SM reached SUBNET UP without
                 // it); a PathRecord query arriving before it is done waits for it.
                 let s = snap.clone();
@@ -550,10 +553,6 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     .spawn(move || s.warm());
             }
         }
-        sa.set_serving(sm::sa::Serving {
-            master: sm.role() == sm::Role::Master,
-            up: sm.is_up(),
-        });
         // Lease expiry and Report retries; Reports (traps 64/65 of the new snapshot,
         // forwarded traps) go out here.
         let t = now();
@@ -589,6 +588,8 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     next = port.recv(&mut buf).ok().flatten();
                 }
                 send_sa(&mut port, &mut sa, now(), &mut log);
+                // Joins and leaves of the batch re-route multicast once.
+                sa.follow(now(), &mut sm);
             }
             Ok(None) => {}
             // A MAD longer than the buffer (cannot happen with max_mad_len) is dropped.

@@ -337,6 +337,9 @@ fn names(v: &[String]) -> String {
 struct Driver {
     fabric: Fabric,
     sm: Sm,
+    /// The SA the master SM hosts, as in `ibsm run`: it pre-creates the partitions' IPoIB
+    /// groups (whose MFTs the SM programs) and answers SubnAdm MADs to the SM's port.
+    sa: sm::sa::Sa,
     h: SmHandle,
     buf: [u8; 256],
     /// Events with the wall time at which the call that produced them returned and the
@@ -365,11 +368,19 @@ impl Driver {
         let now = self.fabric.now();
         while let Ok(Some((meta, len))) = self.fabric.sm_recv(self.h, &mut self.buf) {
             let n = len.min(self.buf.len());
+            if self.buf.get(1) == Some(&ibmad::MgmtClass::SUBN_ADM.0) {
+                self.sa.handle_mad(now, &meta, &self.buf[..n]);
+                while let Some(r) = self.sa.poll_transmit(now) {
+                    let _ = self.fabric.sm_send(self.h, &r.meta, &r.mad);
+                }
+                continue;
+            }
             self.sm.handle_mad(now, &meta, &self.buf[..n]);
             if self.drain() {
                 return;
             }
         }
+        self.sa.follow(now, &mut self.sm);
         if self.sm.poll_timeout().is_some_and(|t| t <= now) {
             self.sm.handle_timeout(now);
             if self.drain() {
@@ -515,6 +526,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     let mut d = Driver {
         fabric,
         sm,
+        sa: sm::sa::Sa::new(),
         h: att.handle,
         buf: [0u8; 256],
         events: VecDeque::new(),

@@ -194,9 +194,10 @@ impl Sm {
         self.sweep.sa_snapshot()
     }
     /// The multicast tables (MLID → port mask per switch) of the last multicast pass: what
-    /// the SA's MulticastForwardingTableRecords report.
+    /// the SA's MulticastForwardingTableRecords report ([`crate::sa::Sa::set_mfts`]); a new
+    /// `Arc` only when a pass changed them.
     #[must_use]
-    pub fn mfts(&self) -> Option<&crate::mcast::Mfts> {
+    pub fn mfts(&self) -> Option<&std::sync::Arc<crate::mcast::Mfts>> {
         self.sweep.mfts()
     }
     /// The multicast programmer: the MFT blocks each switch is known to hold, pass counters.

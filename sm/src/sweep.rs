@@ -147,7 +147,7 @@ pub(crate) struct Sweep {
 #[derive(Debug, Default)]
 struct McastState {
     groups: Vec<McastGroup>,
-    mfts: Option<Mfts>,
+    mfts: Option<std::sync::Arc<Mfts>>,
     prog: MftProgrammer,
     /// The groups changed since the last pass.
     dirty: bool,
@@ -249,6 +249,14 @@ impl Sweep {
                 let v = t.table.iter().map(|&k| ibmad::PKey(k)).collect();
                 ((t.node, t.port), v)
             })
+            .collect();
+        // The multicast groups the partitions pre-create (the SA creates them).
+        snap.mcast_groups = cx
+            .cfg
+            .partitions
+            .partitions
+            .iter()
+            .flat_map(|p| p.groups.iter().copied())
             .collect();
         snap
     }
@@ -1050,7 +1058,7 @@ impl Sweep {
     }
 
     /// The multicast tables the last pass computed.
-    pub fn mfts(&self) -> Option<&Mfts> {
+    pub fn mfts(&self) -> Option<&std::sync::Arc<Mfts>> {
         self.mcast.mfts.as_ref()
     }
 
@@ -1084,7 +1092,9 @@ impl Sweep {
                 reqs.len()
             ),
         );
-        self.mcast.mfts = Some(mfts);
+        if self.mcast.mfts.as_deref() != Some(&mfts) {
+            self.mcast.mfts = Some(std::sync::Arc::new(mfts));
+        }
         cx.submit_all(reqs);
     }
 

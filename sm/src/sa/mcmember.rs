@@ -34,6 +34,10 @@
 //!   record; a trusted requester without PortGID gets one record per member; an untrusted one
 //!   sees PortGID, JoinState and ProxyJoin zeroed (IBA p. 923, as OpenSM).
 //!
+//! The SA's MCMemberRecord arm is [`handle`] (the database in [`super::SaState`], the
+//! snapshot as the [`McastPorts`] view: P_Keys from the tables the SM programmed); at every
+//! snapshot [`McastDb::on_snapshot`] pre-creates the partitions' groups.
+//!
 //! Every answer record carries the group's parameters with the selectors set to "exactly".
 //! Outputs that are not answers: [`McastDb::poll_notice`] (traps 66/67: group created /
 //! deleted, for Reports) and [`McastDb::take_changed`] (the groups changed: the SM re-routes
@@ -42,10 +46,15 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use ibmad::sa::status;
-use ibmad::sa_rec::mcmember::{comp, join, scope, selector, Repr as McMemberRepr};
-use ibmad::{Gid, Guid, Lid, PKey, QKey, Status};
+use ibmad::sa_rec::mcmember::{comp, join, scope, selector, Repr as McMemberRepr, RECORD_LEN};
+use ibmad::sa_rec::padded_len;
+use ibmad::sa_rec::path::{port_rate, rate_of_order, rate_order, CAP_HAS_EXT_SPEEDS};
+use ibmad::{Gid, Guid, Lid, Method, PKey, PortNum, QKey, Status};
 
+use super::{Answer, SaQuery, SaSnapshot};
 use crate::mcast::{McastGroup, McastMember};
+use crate::partition::McGroupDef;
+use crate::subnet::{NodeId, Subnet};
 
 /// Components a join (and a leave) must give.
 pub const JOIN_COMP_MASK: u64 = comp::MGID | comp::PORT_GID | comp::JOIN_STATE;
@@ -184,25 +193,19 @@ pub fn ipoib_broadcast_mgid(pkey: PKey, scope: u8) -> Gid {
     Gid(g)
 }
 
-/// Rate codes in Gb/s × 10 (IBA vol1 §15.2.5.16 Table "Rate"), 0 for a code that is no rate:
-/// rates compare by value, never by code.
-fn rate_value(code: u8) -> u32 {
-    const V: [u32; 25] = [
-        0, 0, 25, 100, 300, 50, 200, 400, 600, 800, 1200, 140, 560, 1120, 1680, 250, 1000, 2000,
-        3000, 280, 500, 4000, 6000, 8000, 12000,
-    ];
-    V.get(usize::from(code)).copied().unwrap_or(0)
+/// The rank of rate `code` by value (0 for a code that is no rate): rates compare by value,
+/// never by code ([`ibmad::sa_rec::path::rate_order`]).
+fn rate_value(code: u8) -> u8 {
+    rate_order(code).unwrap_or(0)
 }
 
 /// The rate codes ordered by value (for "greater than" / "less than" selectors).
 fn rates_by_value() -> Vec<u8> {
-    let mut v: Vec<u8> = (2..=24).collect();
-    v.sort_by_key(|&c| rate_value(c));
-    v
+    (1..=23).filter_map(rate_of_order).collect()
 }
 
 /// The SA's multicast groups; see the module docs.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct McastDb {
     groups: BTreeMap<Gid, Group>,
     by_mlid: HashMap<Lid, Gid>,
@@ -212,6 +215,20 @@ pub struct McastDb {
     next_mgid: u32,
     /// The highest MLID this SA hands out (OpenSM `max_mcast_lid`).
     mlid_last: u16,
+}
+
+impl Default for McastDb {
+    /// An empty database handing out MLIDs 0xC000..=0xFFFE.
+    fn default() -> McastDb {
+        McastDb {
+            groups: BTreeMap::new(),
+            by_mlid: HashMap::new(),
+            notices: VecDeque::new(),
+            changed: false,
+            next_mgid: 0,
+            mlid_last: MLID_LAST,
+        }
+    }
 }
 
 /// A request to the database: the record, its ComponentMask and the requester.
@@ -233,10 +250,7 @@ impl McastDb {
     /// An empty database handing out MLIDs 0xC000..=0xFFFE.
     #[must_use]
     pub fn new() -> McastDb {
-        McastDb {
-            mlid_last: MLID_LAST,
-            ..McastDb::default()
-        }
+        McastDb::default()
     }
 
     /// Limits MLIDs to `0xC000 .. 0xC000 + count` (the smallest MulticastFDBCap).
@@ -331,25 +345,37 @@ impl McastDb {
     /// partition `pkey` (OpenSM `osm_prtn_add_mcgroup`); its members are kept. Returns its
     /// MLID, or `None` when no MLID is free.
     pub fn ensure_ipoib_broadcast(&mut self, pkey: PKey, p: &IpoibParams) -> Option<Lid> {
-        let mgid = ipoib_broadcast_mgid(pkey, p.scope);
-        let rec = |mlid: Lid| McMemberRepr {
-            mgid,
+        self.ensure_well_known(McMemberRepr {
+            mgid: ipoib_broadcast_mgid(pkey, p.scope),
             q_key: p.q_key,
-            mlid,
-            mtu_selector: selector::EXACT,
-            mtu: p.mtu,
             t_class: p.t_class,
             p_key: PKey(pkey.0 | 0x8000),
-            rate_selector: selector::EXACT,
+            mtu: p.mtu,
             rate: p.rate,
-            packet_life_selector: selector::EXACT,
             packet_life: p.packet_life,
             sl: p.sl,
             flow_label: p.flow_label,
             scope: p.scope,
             ..McMemberRepr::default()
+        })
+    }
+
+    /// Creates (or updates the parameters of) the well-known group `want` (its MGID, Q_Key,
+    /// P_Key, MTU, rate, PacketLifeTime, SL, FlowLabel, TClass, HopLimit, Scope; the selectors
+    /// become "exactly", the MLID is the group's or the lowest free one); its members are
+    /// kept. Returns its MLID, or `None` when no MLID is free.
+    pub fn ensure_well_known(&mut self, want: McMemberRepr) -> Option<Lid> {
+        let rec = |mlid: Lid| McMemberRepr {
+            mlid,
+            mtu_selector: selector::EXACT,
+            rate_selector: selector::EXACT,
+            packet_life_selector: selector::EXACT,
+            port_gid: Gid::default(),
+            join_state: 0,
+            proxy_join: false,
+            ..want
         };
-        if let Some(g) = self.groups.get_mut(&mgid) {
+        if let Some(g) = self.groups.get_mut(&want.mgid) {
             let want = rec(g.rec.mlid);
             if g.rec != want || !g.well_known {
                 g.rec = want;
@@ -365,6 +391,30 @@ impl McastDb {
             members: BTreeMap::new(),
         });
         Some(mlid)
+    }
+
+    /// A new snapshot of the subnet: MLIDs limited to the smallest MulticastFDBCap of the
+    /// switches; the groups the partitions pre-create ([`SaSnapshot::mcast_groups`], their
+    /// PacketLifeTime the subnet_timeout, as OpenSM's) created or updated in configuration
+    /// order — so the default partition's broadcast group gets MLID 0xC000, as OpenSM's — and
+    /// the well-known groups of partitions no longer configured retired.
+    pub fn on_snapshot(&mut self, snap: &SaSnapshot) {
+        let s = &snap.subnet;
+        if let Some(cap) = s
+            .switches()
+            .filter_map(|id| s.node(id).switch_info.map(|si| si.multicast_fdb_cap.get()))
+            .filter(|&c| c > 0)
+            .min()
+        {
+            self.set_mlid_count(cap);
+        }
+        let mut keep = Vec::with_capacity(snap.mcast_groups.len());
+        for d in &snap.mcast_groups {
+            let rec = def_record(d, snap.facts.subnet_timeout);
+            keep.push(rec.mgid);
+            let _ = self.ensure_well_known(rec);
+        }
+        self.retire_ipoib_except(&keep);
     }
 
     /// Drops the well-known flag of every broadcast group whose partition is not in `keep`
@@ -666,6 +716,128 @@ impl super::path::McGroupView for McastDb {
     }
 }
 
+/// The group record of a partition's pre-created group `d` (PacketLifeTime `packet_life`).
+fn def_record(d: &McGroupDef, packet_life: u8) -> McMemberRepr {
+    McMemberRepr {
+        mgid: Gid(d.mgid),
+        q_key: QKey(d.q_key),
+        t_class: d.tclass,
+        p_key: PKey(d.pkey),
+        mtu: d.mtu,
+        rate: d.rate,
+        packet_life,
+        sl: d.sl,
+        flow_label: d.flow_label,
+        hop_limit: d.hop_limit,
+        scope: d.scope,
+        ..McMemberRepr::default()
+    }
+}
+
+/// The facts of end port `guid` of node `id` with PortInfo `pi`: a CA or router port's
+/// MTUCap and link rate; a switch's port 0 has no link of its own and joins at the highest
+/// MTU and rate.
+fn port_facts(s: &Subnet, id: NodeId, pi: &ibmad::attr::PortInfo, guid: Guid) -> PortFacts {
+    let (mtu_cap, rate) = if s.node(id).is_switch() {
+        (5, rate_of_order(23).unwrap_or(2))
+    } else {
+        let ext = pi.capability_mask.get() & CAP_HAS_EXT_SPEEDS != 0;
+        (pi.mtu_cap(), port_rate(pi, ext))
+    };
+    PortFacts {
+        guid,
+        mtu_cap,
+        rate,
+    }
+}
+
+/// The facts of end port (`id`, `p`) in `snap`.
+fn snapshot_facts(snap: &SaSnapshot, id: NodeId, p: PortNum) -> Option<PortFacts> {
+    let port = snap.subnet.port(id, p)?;
+    let pi = port.info?;
+    Some(port_facts(&snap.subnet, id, &pi, port.guid))
+}
+
+/// The P_Key table the SM programmed on end port `guid`; `None` when it programmed none (the
+/// port then counts as a full member of the default partition).
+fn snapshot_pkeys(snap: &SaSnapshot, guid: Guid) -> Option<&[PKey]> {
+    let at = snap.by_port_guid(guid)?;
+    snap.pkeys.get(&at).map(Vec::as_slice)
+}
+
+/// The table of a port the SM programmed no P_Keys on.
+const DEFAULT_FULL: [PKey; 1] = [PKey(0xFFFF)];
+
+/// OpenSM `osm_physp_has_pkey`: a P_Key with base 0 is no check; else the table holds its
+/// base, in any membership.
+fn table_has(table: &[PKey], pkey: PKey) -> bool {
+    pkey.0 & 0x7FFF == 0 || table.iter().any(|k| k.0 & 0x7FFF == pkey.0 & 0x7FFF)
+}
+
+/// The SA's snapshot as the multicast rules see the subnet: ports by GUID and LID, P_Keys
+/// from the tables the SM programmed; two ports share a partition when they hold the same
+/// base P_Key and one of them as a full member (OpenSM `match_pkey`).
+impl McastPorts for SaSnapshot {
+    fn by_guid(&self, guid: Guid) -> Option<PortFacts> {
+        let (id, p) = self.by_port_guid(guid)?;
+        snapshot_facts(self, id, p)
+    }
+    fn by_lid(&self, lid: Lid) -> Option<PortFacts> {
+        let (id, p) = SaSnapshot::by_lid(self, lid)?;
+        snapshot_facts(self, id, p)
+    }
+    fn has_pkey(&self, guid: Guid, pkey: PKey) -> bool {
+        table_has(snapshot_pkeys(self, guid).unwrap_or(&DEFAULT_FULL), pkey)
+    }
+    fn share_pkey(&self, a: Guid, b: Guid) -> bool {
+        let ta = snapshot_pkeys(self, a).unwrap_or(&DEFAULT_FULL);
+        let tb = snapshot_pkeys(self, b).unwrap_or(&DEFAULT_FULL);
+        ta.iter().any(|x| {
+            x.0 & 0x7FFF != 0
+                && tb
+                    .iter()
+                    .any(|y| x.0 & 0x7FFF == y.0 & 0x7FFF && (x.0 | y.0) & 0x8000 != 0)
+        })
+    }
+}
+
+/// The MCMemberRecord arm of the SA: SubnAdmSet joins (creating the group if needed),
+/// SubnAdmDelete leaves, Get/GetTable query (see the module docs); other methods are not
+/// supported.
+pub fn handle(snap: &SaSnapshot, db: &mut McastDb, q: &SaQuery<'_>) -> Answer {
+    let Ok(rec) = McMemberRepr::parse(q.record) else {
+        return Answer::Status(status::REQ_INVALID);
+    };
+    let req = McRequest {
+        rec: &rec,
+        comp_mask: q.comp_mask,
+        requester: q.meta.slid,
+        trusted: q.trusted,
+        subnet_prefix: snap.facts.subnet_prefix,
+    };
+    let one = |r: Result<McMemberRepr, Status>| match r {
+        Ok(r) => records(&[r]),
+        Err(s) => Answer::Status(s),
+    };
+    match q.method {
+        Method::SET => one(db.join(snap, &req)),
+        Method::DELETE => one(db.leave(snap, &req)),
+        Method::GET | Method::GET_TABLE => records(&db.query(snap, &req)),
+        _ => Answer::unsupported(),
+    }
+}
+
+/// Records as an [`Answer`] (each padded to 8 bytes).
+fn records(rs: &[McMemberRepr]) -> Answer {
+    let size = padded_len(RECORD_LEN);
+    let mut data = vec![0u8; size * rs.len()];
+    for (r, chunk) in rs.iter().zip(data.chunks_mut(size)) {
+        // Every chunk holds a whole record: emit cannot fail.
+        let _ = r.emit(chunk);
+    }
+    Answer::Records { size, data }
+}
+
 /// o15-0.2.1: the requester may modify member `m` of `g`.
 fn may_modify(
     ports: &impl McastPorts,
@@ -683,13 +855,13 @@ fn may_modify(
 
 /// The MTU and rate selectors of request `r` (those in `mask`) accept group `g`.
 fn selectors_match(g: &McMemberRepr, r: &McMemberRepr, mask: u64) -> bool {
-    let check = |sel: u8, want: u32, have: u32| match sel {
+    let check = |sel: u8, want: u8, have: u8| match sel {
         selector::GREATER => have > want,
         selector::LESS => have < want,
         selector::EXACT => have == want,
         _ => true,
     };
-    (mask & comp::MTU_SEL == 0 || check(r.mtu_selector, u32::from(r.mtu), u32::from(g.mtu)))
+    (mask & comp::MTU_SEL == 0 || check(r.mtu_selector, r.mtu, g.mtu))
         && (mask & comp::RATE_SEL == 0
             || check(r.rate_selector, rate_value(r.rate), rate_value(g.rate)))
 }
@@ -756,24 +928,8 @@ impl SubnetPorts {
         for (id, p) in s.end_ports() {
             let Some(port) = s.port(id, p) else { continue };
             let Some(pi) = port.info else { continue };
-            // A switch's port 0 has no link of its own: its facts are those of the fabric's
-            // fastest port — take its MTUCap and rate as the highest.
-            let (mtu_cap, rate) = if s.node(id).is_switch() {
-                (5, 24)
-            } else {
-                (
-                    pi.mtu_cap(),
-                    link_rate(pi.link_width_active, pi.link_speed_active()),
-                )
-            };
-            out.by_guid.insert(
-                port.guid,
-                PortFacts {
-                    guid: port.guid,
-                    mtu_cap,
-                    rate,
-                },
-            );
+            out.by_guid
+                .insert(port.guid, port_facts(s, id, &pi, port.guid));
             if port.lid != Lid::UNASSIGNED {
                 for l in 0..(1u16 << port.lmc.min(7)) {
                     out.by_lid
@@ -783,25 +939,6 @@ impl SubnetPorts {
         }
         out
     }
-}
-
-/// The rate code of a link of LinkWidthActive `width` and LinkSpeedActive `speed` (SDR, DDR,
-/// QDR; IBA vol1 Table "Rate").
-fn link_rate(width: u8, speed: u8) -> u8 {
-    let per_lane = match speed {
-        2 => 1u8, // DDR
-        4 => 2,   // QDR
-        _ => 0,   // SDR
-    };
-    // Codes for 1x, 4x, 8x, 12x at SDR / DDR / QDR.
-    let t: [[u8; 4]; 3] = [[2, 3, 6, 4], [5, 6, 7, 8], [3, 7, 9, 10]];
-    let w = match width {
-        2 => 1,
-        4 => 2,
-        8 => 3,
-        _ => 0,
-    };
-    t[usize::from(per_lane)][w]
 }
 
 impl McastPorts for SubnetPorts {

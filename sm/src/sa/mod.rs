@@ -10,8 +10,12 @@
 //!
 //! # Call protocol
 //!
-//! 1. [`Sa::set_snapshot`] whenever [`crate::Sm::sa_snapshot`] returns a new `Arc`;
-//!    [`Sa::set_serving`] with the SM's role and "subnet up" before handing it MADs;
+//! 1. [`Sa::set_snapshot`] whenever [`crate::Sm::sa_snapshot`] returns a new `Arc`,
+//!    [`Sa::set_mfts`] whenever [`crate::Sm::mfts`] does, [`Sa::set_serving`] with the SM's
+//!    role and "subnet up" before handing it MADs, and the groups of
+//!    [`Sa::poll_mcast_groups`] to the SM as [`crate::Command::McastGroups`] —
+//!    [`Sa::follow`] does all four, once per turn of the owner's loop and after every batch
+//!    of SubnAdm MADs;
 //! 2. every received SubnAdm MAD to [`Sa::handle_mad`] (`now` monotonic);
 //! 3. drain [`Sa::poll_transmit`] and send each [`SaReply`] as it is (a long one, with
 //!    RMPPFlags.Active, only to a transport that does RMPP: [`SaConfig::transport_rmpp`]).
@@ -19,7 +23,8 @@
 //!    ([`crate::Event::TrapReceived`]); call [`Sa::handle_timeout`] when [`Sa::poll_timeout`]
 //!    is due (ServiceRecord leases, Report retries) and drain [`Sa::poll_transmit`] after it
 //!    and after [`Sa::set_snapshot`] — Reports (event forwarding, [`inform`]) come out there
-//!    too, addressed to the subscriber.
+//!    too, addressed to the subscriber, among them traps 66/67 (multicast group created /
+//!    deleted) of joins, leaves and the groups a snapshot pre-creates.
 //!
 //! # The front door, in order
 //!
@@ -275,6 +280,9 @@ pub struct SaState {
     pub services: service::Services,
     /// Event subscriptions and the Reports in flight (InformInfo, [`inform`]).
     pub informs: inform::Subscriptions,
+    /// Multicast groups (MCMemberRecord, [`mcmember`]); kept across snapshots, so re-sweeps
+    /// keep every group and its MLID.
+    pub mcast: mcmember::McastDb,
 }
 
 /// The SA of a master SM; see the module docs.
@@ -283,6 +291,7 @@ pub struct Sa {
     cfg: SaConfig,
     stats: SaStats,
     snapshot: Option<Arc<SaSnapshot>>,
+    mfts: Arc<snapshot::Mfts>,
     serving: Serving,
     state: SaState,
     out: VecDeque<SaReply>,
@@ -344,6 +353,8 @@ impl Sa {
         if let Some(old) = old.filter(|_| !self.state.informs.is_empty()) {
             self.report_port_changes(&old, &snap);
         }
+        self.state.mcast.on_snapshot(&snap);
+        self.report_mc_notices();
         true
     }
 
@@ -441,6 +452,52 @@ impl Sa {
         self.state
             .informs
             .handle_timeout(now, self.cfg.report_retries);
+    }
+
+    /// Replaces the multicast forwarding tables MFTRecords answer from (those of the SM's
+    /// last multicast pass, [`crate::Sm::mfts`]).
+    pub fn set_mfts(&mut self, mfts: Arc<snapshot::Mfts>) {
+        self.mfts = mfts;
+    }
+
+    /// Keeps the SA in step with the SM it serves (see the call protocol): the SM's new
+    /// snapshot and MFTs, whether it is master with the subnet up, and — when the groups
+    /// changed (a join, a leave, a partition's group created) — the groups to the SM, which
+    /// re-routes multicast. Returns true if the SA took a new snapshot.
+    pub fn follow(&mut self, now: Time, sm: &mut crate::Sm) -> bool {
+        // Serving first: the traps 66 of groups a new snapshot creates go to subscribers.
+        self.set_serving(Serving {
+            master: sm.role() == crate::Role::Master,
+            up: sm.is_up(),
+        });
+        let new = sm
+            .sa_snapshot()
+            .is_some_and(|snap| self.set_snapshot(snap.clone()));
+        if let Some(m) = sm.mfts().filter(|m| !Arc::ptr_eq(m, &self.mfts)) {
+            self.mfts = m.clone();
+        }
+        if let Some(groups) = self.poll_mcast_groups() {
+            sm.handle_command(now, crate::Command::McastGroups(groups));
+        }
+        new
+    }
+
+    /// The multicast groups, once after every change of them or of their members: the owner
+    /// hands them to the SM ([`crate::Command::McastGroups`]; [`Sa::follow`] does).
+    #[must_use]
+    pub fn poll_mcast_groups(&mut self) -> Option<Vec<crate::mcast::McastGroup>> {
+        self.state
+            .mcast
+            .take_changed()
+            .then(|| self.state.mcast.routing_groups())
+    }
+
+    /// Traps 66 (multicast group created) and 67 (deleted) of the multicast database go to
+    /// the subscribers ([`Sa::report_mc_notice`]; dropped while not serving: nobody to tell).
+    fn report_mc_notices(&mut self) {
+        while let Some(n) = self.state.mcast.poll_notice() {
+            self.report_mc_notice(&n);
+        }
     }
 
     /// Tells the SA whether the SM is master and the subnet up.
@@ -592,7 +649,7 @@ impl Sa {
             SaAttrId::SL_TO_VL_RECORD => records::sl2vl_records(snap, q),
             SaAttrId::SWITCH_INFO_RECORD => records::switch_info_records(snap, q),
             SaAttrId::LFT_RECORD => records::lft_records(snap, q),
-            SaAttrId::MFT_RECORD => records::mft_records(snap, q),
+            SaAttrId::MFT_RECORD => records::mft_records(snap, &self.mfts, q),
             SaAttrId::SM_INFO_RECORD => records::sm_info_records(snap, q),
             SaAttrId::LINK_RECORD => records::link_records(snap, q),
             SaAttrId::GUID_INFO_RECORD => records::guid_info_records(snap, q),
@@ -602,7 +659,11 @@ impl Sa {
             SaAttrId::PATH_RECORD => path::handle(snap, q),
             SaAttrId::MULTI_PATH_RECORD => Answer::unsupported(),
             // Engineer C: MCMemberRecord.
-            SaAttrId::MC_MEMBER_RECORD => Answer::unsupported(),
+            SaAttrId::MC_MEMBER_RECORD => {
+                let a = mcmember::handle(snap, &mut self.state.mcast, q);
+                self.report_mc_notices();
+                a
+            }
             // Engineer D: ServiceRecord, InformInfo, InformInfoRecord.
             SaAttrId::SERVICE_RECORD => service::service_records(snap, &mut self.state.services, q),
             SaAttrId::INFORM_INFO => inform::inform_info(snap, &mut self.state.informs, q),

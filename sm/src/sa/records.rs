@@ -9,6 +9,7 @@ use ibmad::sa_rec::{selected, NodeRecord, SaRecord};
 use ibmad::zerocopy::{FromZeros, IntoBytes};
 use ibmad::{Lid, PortNum};
 
+use super::snapshot::Mfts;
 use super::{Answer, Collector, SaQuery, SaSnapshot};
 use crate::subnet::NodeId;
 
@@ -336,9 +337,9 @@ pub fn lft_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
 // ----- MulticastForwardingTableRecord ----------------------------------------------------
 
 /// MulticastForwardingTableRecord (0x0017): for every switch with multicast entries in the
-/// snapshot's MFTs, blocks 0..=the highest block in use × positions 0..=NumPorts/16, keyed
+/// MFTs of the last multicast pass ([`super::Sa::set_mfts`]), blocks 0..=the highest block in use × positions 0..=NumPorts/16, keyed
 /// by the switch's LID, position and block (OpenSM's set of records).
-pub fn mft_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
+pub fn mft_records(snap: &SaSnapshot, mfts: &Mfts, q: &SaQuery<'_>) -> Answer {
     use ibmad::sa_rec::mft::comp;
     use ibmad::sa_rec::MftRecord;
     read_only!(q);
@@ -354,11 +355,7 @@ pub fn mft_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
     );
     for id in key_nodes(snap, key) {
         let n = snap.subnet.node(id);
-        let Some(table) = snap
-            .mfts
-            .get(&id)
-            .filter(|t| !t.is_empty() && n.is_switch())
-        else {
+        let Some(table) = mfts.table(id).filter(|t| !t.is_empty() && n.is_switch()) else {
             continue;
         };
         let max_block = table
@@ -382,7 +379,7 @@ pub fn mft_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
                 for (i, e) in r.mft.iter_mut().enumerate() {
                     let mlid = Lid(0xC000 + block * 32 + i as u16);
                     if let Some(m) = table.get(&mlid) {
-                        e.set(m.get(usize::from(pos)).copied().unwrap_or(0));
+                        e.set(crate::mcast::position_mask(m, pos));
                     }
                 }
                 c.offer(r.as_bytes());

@@ -14,11 +14,15 @@
 //! | [`SaSnapshot::routes`] | the routing run's [`Routes`]: unicast LFTs, `path_sl` (PathRecord SL), the engine's SL-to-VL / VLArb | LFTRecord, PathRecord (B) |
 //! | [`SaSnapshot::qos`] | per node, the SL-to-VL and VLArbitration tables the SM programmed and the node acknowledged ([`KnownQos`]) | SL2VL / VLArb records |
 //! | [`SaSnapshot::pkeys`] | per end port, the P_Key table the SM programmed (empty until partitions, engineer D, fill it) | P_KeyTableRecord, PathRecord P_Key checks, MCMemberRecord |
-//! | [`SaSnapshot::mfts`] | per switch, the multicast forwarding tables the SM programmed (empty until multicast routing, engineer C, fills it) | MFTRecord |
+//! | [`SaSnapshot::mcast_groups`] | the multicast groups the partitions pre-create (IPoIB broadcast groups, `mgid=` lines), as [`crate::partition`] resolved them | MCMemberRecord ([`super::mcmember::McastDb::on_snapshot`]) |
 //! | [`SaSnapshot::sms`] | this SM and the other SMs the sweep found | SMInfoRecord |
 //! | [`SaSnapshot::facts`] | configuration facts: subnet prefix, subnet_timeout, LMC, packet life time, SM_Key, SM LID, … | ClassPortInfo, PathRecord, PortInfoRecord |
 //! | [`SaSnapshot::path`] | the PathRecord index: end ports, and per (switch, destination LID) the MTU, rate and hops of the routed path ([`PathIndex`]) | PathRecord, MultiPathRecord (B) |
 //! | [`SaSnapshot::qos_policy`] | the QoS policy (`qos_policy_file`) as parsed, applied with `qos` | PathRecord (B) |
+//!
+//! The multicast forwarding tables (MFTRecord) are not in the snapshot: a multicast pass
+//! changes them between sweeps (after every join), so the SA holds them apart
+//! ([`super::Sa::set_mfts`], from [`crate::Sm::mfts`]).
 //!
 //! Indexes: [`SaSnapshot::by_lid`] maps every LID of an end port's LMC range to (node, port);
 //! [`SaSnapshot::by_port_guid`] a port GUID to (node, port) — a switch's GUID to its port 0.
@@ -82,10 +86,9 @@ pub struct SmEntry {
 /// absent from the map has no table the SM knows of.
 pub type PKeyTables = BTreeMap<(NodeId, PortNum), Vec<PKey>>;
 
-/// Multicast forwarding tables per switch: MLID → its PortMask per position (index *k*:
-/// ports 16·k … 16·k+15, bit *i* = port 16·k + *i*), as MulticastForwardingTable blocks hold
-/// them. An MLID absent from a switch's map forwards nowhere.
-pub type Mfts = BTreeMap<NodeId, BTreeMap<Lid, [u16; 16]>>;
+/// Multicast forwarding tables per switch, as the last multicast pass computed them
+/// ([`crate::mcast::Mfts`]); an MLID absent from a switch's table forwards nowhere.
+pub type Mfts = crate::mcast::Mfts;
 
 /// What [`SaSnapshot::build`] takes (borrowed from the SM).
 #[derive(Clone, Copy)]
@@ -121,8 +124,9 @@ pub struct SaSnapshot {
     pub qos: Vec<Option<KnownQos>>,
     /// P_Key tables (filled by partition programming).
     pub pkeys: PKeyTables,
-    /// Multicast forwarding tables (filled by multicast routing).
-    pub mfts: Mfts,
+    /// The multicast groups the partitions pre-create (filled by the SM from its partition
+    /// configuration).
+    pub mcast_groups: Vec<crate::partition::McGroupDef>,
     /// The SMs: this one first.
     pub sms: Vec<SmEntry>,
     /// Configuration facts.
@@ -182,7 +186,7 @@ impl SaSnapshot {
             routes: inp.routes.cloned(),
             qos,
             pkeys: PKeyTables::new(),
-            mfts: Mfts::new(),
+            mcast_groups: Vec::new(),
             sms,
             facts: inp.facts,
             path: OnceLock::new(),

@@ -116,23 +116,22 @@ fn unserved_attributes_get_method_attr_not_supported() {
         (Method::GET_MULTI, Method::GET_MULTI_RESP),
         (Method::DELETE, Method::DELETE_RESP),
     ] {
-        for attr in [SaAttrId::MC_MEMBER_RECORD, SaAttrId::TRACE_RECORD] {
-            let r = ask(&mut sa, &req(m, attr)).unwrap();
-            let a = SaRepr::parse_bytes(&r.mad).unwrap();
-            assert_eq!(a.header.method, resp, "{m}");
-            assert_eq!(a.header.status, Status::METHOD_ATTR_NOT_SUPPORTED);
-            assert_eq!(a.header.tid, 0x55);
-            assert_eq!((a.sm_key, a.attr_offset, a.comp_mask), (0, 0, 0x3));
-            // Back to the requester (LID 4) from the SA's LID (1), to its QP.
-            assert_eq!((r.meta.dlid, r.meta.slid, r.meta.qp), (Lid(4), Lid(1), 1));
-        }
+        let attr = SaAttrId::TRACE_RECORD;
+        let r = ask(&mut sa, &req(m, attr)).unwrap();
+        let a = SaRepr::parse_bytes(&r.mad).unwrap();
+        assert_eq!(a.header.method, resp, "{m}");
+        assert_eq!(a.header.status, Status::METHOD_ATTR_NOT_SUPPORTED);
+        assert_eq!(a.header.tid, 0x55);
+        assert_eq!((a.sm_key, a.attr_offset, a.comp_mask), (0, 0, 0x3));
+        // Back to the requester (LID 4) from the SA's LID (1), to its QP.
+        assert_eq!((r.meta.dlid, r.meta.slid, r.meta.qp), (Lid(4), Lid(1), 1));
     }
     // NodeRecord is read-only.
     for m in [Method::SET, Method::DELETE] {
         let r = ask(&mut sa, &req(m, SaAttrId::NODE_RECORD)).unwrap();
         assert_eq!(&r.mad[4..6], &[0x00, 0x0C]);
     }
-    assert_eq!(sa.stats().answered, 14);
+    assert_eq!(sa.stats().answered, 8);
 }
 
 #[test]
@@ -385,6 +384,7 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
     let mut si = ibmad::attr::SwitchInfo::new_zeroed();
     si.linear_fdb_cap.set(0xC000);
     si.linear_fdb_top.set(3);
+    si.multicast_fdb_cap.set(32);
     s.nodes[0].switch_info = Some(si);
     let mut lfts = Lfts::new(&s, Lid(3));
     let sw = crate::subnet::NodeId(0);
@@ -400,7 +400,7 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
     vla[0..2].copy_from_slice(&[0x00, 0x40]);
     qos.on_ack(PortNum(1), SmpAttrId::VL_ARB_TABLE, 1 << 16, &vla);
     let known = |id: crate::subnet::NodeId| (id.0 == 1).then_some(&qos);
-    let mut snap = SaSnapshot::build(&crate::sa::snapshot::SnapshotInput {
+    let snap = SaSnapshot::build(&crate::sa::snapshot::SnapshotInput {
         generation: 1,
         subnet: &s,
         routes: Some(&routes),
@@ -417,11 +417,25 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
         facts: crate::sa::snapshot::ConfigFacts::default(),
         qos_policy: None,
     });
-    let mut masks = [0u16; 16];
-    masks[0] = 0b110; // ports 1 and 2
-    snap.mfts
-        .insert(sw, std::collections::BTreeMap::from([(Lid(0xC001), masks)]));
     Arc::new(snap)
+}
+
+/// The MFTs of the fixture: MLID 0xC001 with both CAs, so ports 1 and 2 of the switch.
+fn rich_mfts(snap: &SaSnapshot) -> Arc<crate::mcast::Mfts> {
+    let s = &snap.subnet;
+    let members = s
+        .end_ports()
+        .filter(|&(id, _)| !s.node(id).is_switch())
+        .map(|(id, p)| crate::mcast::McastMember {
+            port_guid: s.port(id, p).unwrap().guid,
+            receives: true,
+        })
+        .collect();
+    let group = crate::mcast::McastGroup {
+        mlid: Lid(0xC001),
+        members,
+    };
+    Arc::new(crate::mcast::compute(s, &[group]))
 }
 
 fn rich_sa() -> Sa {
@@ -430,7 +444,9 @@ fn rich_sa() -> Sa {
         max_mad_len: 1 << 16,
         ..SaConfig::default()
     });
-    sa.set_snapshot(rich_snapshot());
+    let snap = rich_snapshot();
+    sa.set_mfts(rich_mfts(&snap));
+    sa.set_snapshot(snap);
     sa.set_serving(Serving {
         master: true,
         up: true,
@@ -798,4 +814,161 @@ fn a_full_request_queue_answers_busy_at_once() {
     assert_eq!((st.queue_full, st.busy, st.answered), (3, 0, 5));
     assert_eq!((st.bad_key, st.dropped, st.received), (1, 2, 7));
     assert_eq!(sa.pending(), 0);
+}
+
+// ----- MCMemberRecord ----------------------------------------------------------------------
+
+mod mcmember_through_the_sa {
+    use super::*;
+    use crate::sa::mcmember::{ipoib_broadcast_mgid, CREATE_COMP_MASK, JOIN_COMP_MASK};
+    use ibmad::sa_rec::mcmember::{comp as mc, join, Repr as Mc, RECORD_LEN};
+    use ibmad::{Gid, PKey};
+
+    /// The fixture's snapshot with the default partition's broadcast group to pre-create and
+    /// a MulticastFDBCap on the switch.
+    fn mc_snapshot() -> Arc<SaSnapshot> {
+        let mut snap = crate::sa::snapshot::tests::snap(&{
+            let mut s = subnet();
+            let mut si = <ibmad::attr::SwitchInfo as ibmad::zerocopy::FromZeros>::new_zeroed();
+            si.multicast_fdb_cap.set(64);
+            s.nodes[0].switch_info = Some(si);
+            // CAs of MTUCap 2048 (and 4x SDR: 10 Gb/s), as IPoIB's broadcast group needs.
+            for port in &mut s.ports {
+                if let Some(pi) = port.info.as_mut() {
+                    pi.set_mtu_cap(4);
+                }
+            }
+            s
+        });
+        snap.facts.subnet_timeout = 18;
+        snap.mcast_groups = crate::partition::PartitionConfig::default()
+            .partitions
+            .iter()
+            .flat_map(|p| p.groups.iter().copied())
+            .collect();
+        Arc::new(snap)
+    }
+
+    fn mc_sa() -> Sa {
+        let mut sa = Sa::new();
+        assert!(sa.set_snapshot(mc_snapshot()));
+        sa.set_serving(Serving {
+            master: true,
+            up: true,
+        });
+        sa
+    }
+
+    /// The port GID of CA `i` (1 or 2; LIDs 2 and 3).
+    fn ca_gid(sa: &Sa, i: usize) -> Gid {
+        let s = &sa.snapshot().unwrap().subnet;
+        let (id, p) = s
+            .end_ports()
+            .filter(|&(id, _)| !s.node(id).is_switch())
+            .nth(i - 1)
+            .unwrap();
+        Gid::new(0, s.port(id, p).unwrap().guid)
+    }
+
+    /// Sends `rec` with `method` and `mask` from LID `from`; the answer's status and records.
+    fn mc_ask(sa: &mut Sa, method: Method, mask: u64, rec: &Mc, from: u16) -> (Status, Vec<Mc>) {
+        let mut b = [0u8; RECORD_LEN];
+        assert!(rec.emit(&mut b));
+        let m = req_with(method, SaAttrId::MC_MEMBER_RECORD, 0, mask, &b);
+        let meta = MadMeta::gmp(PortNum(1), Lid(from), Lid(1));
+        sa.handle_mad(Time::ZERO, &meta, &m);
+        let r = sa.poll_transmit(Time::ZERO).unwrap();
+        let h = headers(&r);
+        let n = match h.rmpp {
+            ibmad::RmppRepr::Data { payload_len, .. } => (payload_len as usize - 20) / 56,
+            _ => usize::from(h.header.status == Status::OK),
+        };
+        let recs = (0..n)
+            .map(|i| Mc::parse(&r.mad[SA_DATA_OFFSET + i * 56..]).unwrap())
+            .collect();
+        (h.header.status, recs)
+    }
+
+    #[test]
+    fn broadcast_group_precreated_joins_creates_leaves_and_notices() {
+        let mut sa = mc_sa();
+        let bcast = ipoib_broadcast_mgid(PKey(0x7fff), 2);
+        // The snapshot created the default partition's broadcast group, MLID 0xC000, and the
+        // SM is told (no member yet).
+        let g = sa.poll_mcast_groups().expect("groups changed");
+        assert_eq!(
+            (g.len(), g[0].mlid, g[0].members.len()),
+            (1, Lid(0xC000), 0)
+        );
+        assert!(sa.poll_mcast_groups().is_none(), "once per change");
+        // GetTable: the group as OpenSM shows it (saquery -g).
+        let (st, all) = mc_ask(&mut sa, Method::GET_TABLE, 0, &Mc::default(), 2);
+        assert_eq!((st, all.len()), (Status::OK, 1));
+        let b = all[0];
+        assert_eq!(
+            (b.mgid, b.q_key, b.mlid, b.p_key, b.hop_limit, b.scope),
+            (bcast, QKey(0x0B1B), Lid(0xC000), PKey(0xffff), 0, 2)
+        );
+        assert_eq!(
+            (b.mtu_selector, b.mtu, b.rate_selector, b.rate),
+            (2, 4, 2, 3)
+        );
+        assert_eq!((b.packet_life_selector, b.packet_life), (2, 18));
+        // IPoIB's broadcast join: MGID|PortGID|JoinState only.
+        let me = ca_gid(&sa, 1);
+        let j = Mc {
+            mgid: bcast,
+            port_gid: me,
+            join_state: join::FULL,
+            ..Mc::default()
+        };
+        let (st, r) = mc_ask(&mut sa, Method::SET, JOIN_COMP_MASK, &j, 2);
+        assert_eq!(
+            (st, r[0].mlid, r[0].port_gid, r[0].join_state),
+            (Status::OK, Lid(0xC000), me, 1)
+        );
+        let g = sa.poll_mcast_groups().unwrap();
+        assert_eq!(g[0].members.len(), 1);
+        // A create from the other CA gets the next MLID; a Get by MGID finds it.
+        let other = ca_gid(&sa, 2);
+        let mut mgid = [0u8; 16];
+        mgid[..4].copy_from_slice(&[0xff, 0x15, 0x12, 0x34]);
+        let c = Mc {
+            mgid: Gid(mgid),
+            port_gid: other,
+            q_key: QKey(0x1234),
+            p_key: PKey(0xffff),
+            join_state: join::FULL,
+            ..Mc::default()
+        };
+        let (st, r) = mc_ask(&mut sa, Method::SET, CREATE_COMP_MASK, &c, 3);
+        assert_eq!((st, r[0].mlid), (Status::OK, Lid(0xC001)));
+        assert_eq!(sa.poll_mcast_groups().unwrap().len(), 2);
+        let (st, r) = mc_ask(&mut sa, Method::GET, mc::MGID, &c, 2);
+        assert_eq!(
+            (st, r[0].mlid, r[0].port_gid),
+            (Status::OK, Lid(0xC001), Gid::default())
+        );
+        // Without the create components: insufficient.
+        let mut c2 = c;
+        c2.mgid.0[15] = 9;
+        let (st, _) = mc_ask(&mut sa, Method::SET, JOIN_COMP_MASK, &c2, 3);
+        assert_eq!(st, ibmad::sa::status::REQ_INSUFFICIENT_COMPONENTS);
+        // A re-sweep's snapshot keeps the groups and their MLIDs.
+        assert!(sa.set_snapshot(mc_snapshot()));
+        let g = sa.poll_mcast_groups();
+        assert!(g.is_none(), "nothing changed: {g:?}");
+        let (_, all) = mc_ask(&mut sa, Method::GET_TABLE, 0, &Mc::default(), 2);
+        let mlids: Vec<Lid> = all.iter().map(|r| r.mlid).collect();
+        assert_eq!(mlids, [Lid(0xC000), Lid(0xC001)]);
+        // Leave: the group goes (trap 67), the SM is told, a Get finds nothing.
+        let (st, r) = mc_ask(&mut sa, Method::DELETE, JOIN_COMP_MASK, &c, 3);
+        assert_eq!((st, r[0].join_state), (Status::OK, 0));
+        assert_eq!(sa.poll_mcast_groups().unwrap().len(), 1);
+        let (st, _) = mc_ask(&mut sa, Method::GET, mc::MGID, &c, 2);
+        assert_eq!(st, ibmad::sa::status::NO_RECORDS);
+        // Another method: not supported.
+        let (st, _) = mc_ask(&mut sa, Method::GET_MULTI, 0, &c, 2);
+        assert_eq!(st, Status::METHOD_ATTR_NOT_SUPPORTED);
+    }
 }

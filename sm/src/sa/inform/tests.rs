@@ -418,3 +418,55 @@ fn group_notices_go_to_members_of_the_group_partition() {
     let n = notice_of(&sent[0]);
     assert_eq!((n.notice.trap_num.get(), n.details_gid()), (66, mgid.0));
 }
+
+#[test]
+fn joins_and_leaves_through_the_sa_report_traps_66_and_67() {
+    use crate::sa::mcmember::{CREATE_COMP_MASK, JOIN_COMP_MASK};
+    use ibmad::sa_rec::mcmember::{join, Repr as Mc, RECORD_LEN};
+    // Ports of MTUCap 2048: a group can be realised on them.
+    let mut s = star(&[1, 2]);
+    for port in &mut s.ports {
+        if let Some(pi) = port.info.as_mut() {
+            pi.set_mtu_cap(4);
+        }
+    }
+    let snap = snap_of(&s, &[]);
+    let (a, b) = (lid(&snap, 0x201), lid(&snap, 0x401));
+    let mut sa = sa_with(snap);
+    set(&mut sa, a, &ii(66, 1), 0);
+    set(&mut sa, a, &ii(67, 1), 0);
+    let mut mgid = [0u8; 16];
+    mgid[..4].copy_from_slice(&[0xff, 0x15, 0x12, 0x34]);
+    let rec = Mc {
+        mgid: Gid(mgid),
+        port_gid: Gid::new(PREFIX, Guid(0x401)),
+        q_key: ibmad::QKey(0x1234),
+        p_key: PKey(0xffff),
+        join_state: join::FULL,
+        ..Mc::default()
+    };
+    let mut bytes = [0u8; RECORD_LEN];
+    assert!(rec.emit(&mut bytes));
+    let mc = |method, mask| mad(method, SaAttrId::MC_MEMBER_RECORD, 0, mask, &bytes);
+    // b creates the group: trap 66 to a, with the MGID in the details.
+    assert_eq!(
+        status(&ask(&mut sa, b, &mc(Method::SET, CREATE_COMP_MASK))),
+        Status::OK
+    );
+    let sent = drain(&mut sa, Time::ZERO);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].meta.dlid, a);
+    let n = notice_of(&sent[0]);
+    assert_eq!((n.notice.trap_num.get(), n.details_gid()), (66, mgid));
+    // b leaves, the group goes: trap 67.
+    assert_eq!(
+        status(&ask(&mut sa, b, &mc(Method::DELETE, JOIN_COMP_MASK))),
+        Status::OK
+    );
+    let sent = drain(&mut sa, Time::ZERO);
+    let traps: Vec<u16> = sent
+        .iter()
+        .map(|r| notice_of(r).notice.trap_num.get())
+        .collect();
+    assert!(traps.contains(&67), "{traps:?}");
+}
