@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use umad::testutil::{peers_or_skip, report_skip, require_peers, set_current_shim, Shim};
 
-const TYPES: [&str; 12] = [
+const TYPES: [&str; 16] = [
     "NR", "PIR", "SWIR", "LFTR", "MFTR", "LR", "SMIR", "GIR", "SL2VL", "VLAR", "CPI", "PKTR",
+    "MCMR", "MCG", "MCM", "MCMT",
 ];
-/// Record types every fabric has.
-const NON_EMPTY: [&str; 9] = [
-    "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "CPI", "PKTR",
+/// Record types every fabric has (MCMR, MCG, MCM: the default partition's IPoIB broadcast
+/// group, which both SMs pre-create).
+const NON_EMPTY: [&str; 12] = [
+    "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "CPI", "PKTR", "MCMR", "MCG", "MCM",
 ];
 
 fn have(prog: &str) -> bool {
