@@ -6,7 +6,8 @@
 //! then:
 //! 1. **joins**: N CAs join the IPoIB broadcast group, then N create a group of their own
 //!    (`sm::sa::mcmember::McastDb::join`, the SA's whole rule set, on the subnet as the SM
-//!    found it); wall time and joins/s;
+//!    found it); wall time and joins/s; then the same joins and creates as SubnAdmSet MADs
+//!    through the SA (`sm::sa::Sa::handle_mad` → `poll_transmit`, on the SM's snapshot);
 //! 2. **MFT SMPs**: the SM programs the trees of those groups (`Command::McastGroups`); MFT
 //!    Sets and Gets of the first pass, of a pass after one more join, of a pass with nothing
 //!    changed and of a heavy sweep, against OpenSM's count for every pass: on every switch that
@@ -18,8 +19,13 @@ use std::time::{Duration, Instant};
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{PortRef, Topology};
+use ibmad::gmp::Repr as GmpRepr;
+use ibmad::sa::SA_DATA_OFFSET;
 use ibmad::sa_rec::mcmember::{comp, join, Repr as McMemberRepr};
-use ibmad::{Gid, Guid, Lid, NodeType, PKey, PortNum, QKey, Time};
+use ibmad::{
+    Gid, Guid, Lid, Method, MgmtClass, NodeType, PKey, PortNum, QKey, RmppRepr, SaAttrId, SaRepr,
+    Time,
+};
 use sm::sa::mcmember::{
     ipoib_broadcast_mgid, IpoibParams, McRequest, McastDb, SubnetPorts, CREATE_COMP_MASK,
     JOIN_COMP_MASK,
@@ -167,6 +173,59 @@ fn main() {
         rate(n, joined),
         created.as_secs_f64() * 1e3,
         rate(n, created),
+    );
+
+    // 1b. The same joins and creates through the SA: each a SubnAdmSet(MCMemberRecord) MAD
+    // into `Sa::handle_mad`, its GetResp out of `Sa::poll_transmit` (parse, SM_Key and
+    // serving checks, the rules, the answer MAD), on the SM's own snapshot.
+    let mut sa = sm::sa::Sa::new();
+    sa.follow(f.now(), &mut sm);
+    let mad = |rec: &McMemberRepr, mask: u64, tid: u64| -> Vec<u8> {
+        let r = SaRepr {
+            header: GmpRepr::request(
+                MgmtClass::SUBN_ADM,
+                Method::SET,
+                SaAttrId::MC_MEMBER_RECORD.0,
+                0,
+                tid,
+            ),
+            rmpp: RmppRepr::Inactive,
+            sm_key: 0,
+            attr_offset: 0,
+            comp_mask: mask,
+        };
+        let mut m = r.to_mad().to_vec();
+        assert!(rec.emit(&mut m[SA_DATA_OFFSET..]));
+        m
+    };
+    let join_mads: Vec<(Vec<u8>, Lid)> = reqs
+        .iter()
+        .zip(0u64..)
+        .map(|((rec, from), tid)| (mad(rec, JOIN_COMP_MASK, tid), *from))
+        .collect();
+    let create_mads: Vec<(Vec<u8>, Lid)> = creates
+        .iter()
+        .zip(0u64..)
+        .map(|((rec, from), tid)| (mad(rec, CREATE_COMP_MASK, tid), *from))
+        .collect();
+    let through_sa = |sa: &mut sm::sa::Sa, mads: &[(Vec<u8>, Lid)]| -> Duration {
+        let t = Instant::now();
+        for (m, from) in mads {
+            let meta = ibmad::MadMeta::gmp(PortNum(1), *from, sm.sm_lid());
+            sa.handle_mad(Time::ZERO, &meta, m);
+            let r = sa.poll_transmit(Time::ZERO).expect("an answer");
+            assert_eq!(&r.mad[4..6], &[0, 0], "status of a join");
+        }
+        t.elapsed()
+    };
+    let sa_joined = through_sa(&mut sa, &join_mads);
+    let sa_created = through_sa(&mut sa, &create_mads);
+    println!(
+        "through the SA (MADs): {n} joins of the broadcast group {:.2} ms ({:.0} joins/s); {n} creates {:.2} ms ({:.0} creates/s)",
+        sa_joined.as_secs_f64() * 1e3,
+        rate(n, sa_joined),
+        sa_created.as_secs_f64() * 1e3,
+        rate(n, sa_created),
     );
 
     // 2. MFT SMPs per pass.
