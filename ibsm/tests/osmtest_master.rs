@@ -32,6 +32,11 @@ use umad::testutil::{
 const FLOWS: &[(&str, u64, &str)] = &[
     ("c", 30, "inventory: NR, PIR, PR, LR"),
     ("s", 40, "ServiceRecords: register, lease, query, delete"),
+    (
+        "m",
+        40,
+        "MCMemberRecords: IPoIB broadcast group, join rules, create, leave",
+    ),
 ];
 
 /// Which simulator serves the fabric.
