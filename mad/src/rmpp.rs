@@ -19,6 +19,8 @@
 //! have no meaning: [`Repr::parse`] returns [`Repr::Inactive`] without looking at them, and
 //! [`Repr::emit`] writes twelve zero bytes for it.
 
+pub mod transfer;
+
 use core::fmt;
 
 use zerocopy::byteorder::big_endian::U32;
