@@ -18,10 +18,12 @@
 //!    of SubnAdm MADs;
 //! 2. every received SubnAdm MAD to [`Sa::handle_mad`] (`now` monotonic);
 //! 3. drain [`Sa::poll_transmit`] and send each [`SaReply`] as it is (a long one, with
-//!    RMPPFlags.Active, only to a transport that does RMPP: [`SaConfig::transport_rmpp`]).
+//!    RMPPFlags.Active, only to a transport that does RMPP: [`SaConfig::transport_rmpp`];
+//!    without it the SA segments a long GetTableResp itself, [`rmpp`], and every reply is
+//!    one 256-byte MAD).
 //! 4. every trap the SM received and did not ignore to [`Sa::forward_trap`]
 //!    ([`crate::Event::TrapReceived`]); call [`Sa::handle_timeout`] when [`Sa::poll_timeout`]
-//!    is due (ServiceRecord leases, Report retries) and drain [`Sa::poll_transmit`] after it
+//!    is due (ServiceRecord leases, Report retries, RMPP ACK timeouts) and drain [`Sa::poll_transmit`] after it
 //!    and after [`Sa::set_snapshot`] — Reports (event forwarding, [`inform`]) come out there
 //!    too, addressed to the subscriber, among them traps 66/67 (multicast group created /
 //!    deleted) of joins, leaves and the groups a snapshot pre-creates.
@@ -62,6 +64,7 @@ pub mod inform;
 pub mod mcmember;
 pub mod path;
 pub mod records;
+pub mod rmpp;
 pub mod service;
 pub mod snapshot;
 
@@ -82,8 +85,9 @@ pub struct SaConfig {
     /// `sa_key`: the SM_Key that makes a requester trusted (OpenSM's default 1). 0: no
     /// requester is trusted.
     pub sa_key: u64,
-    /// The transport does RMPP itself (kernel user_mad, `libibsm_umad.so`): a GetTableResp is
-    /// handed out as one long MAD with RMPPFlags.Active.
+    /// The transport does RMPP itself (kernel user_mad, `libibsm_umad.so` for an agent
+    /// registered with an RMPP version): a GetTableResp is handed out as one long MAD with
+    /// RMPPFlags.Active. False (the simulator, VFIO): the SA segments it ([`rmpp`]).
     pub transport_rmpp: bool,
     /// The longest MAD the transport takes (a longer table is cut to what fits).
     pub max_mad_len: usize,
@@ -283,6 +287,8 @@ pub struct SaState {
     /// Multicast groups (MCMemberRecord, [`mcmember`]); kept across snapshots, so re-sweeps
     /// keep every group and its MLID.
     pub mcast: mcmember::McastDb,
+    /// GetTableResps the SA segments itself ([`rmpp`]; a transport without RMPP).
+    pub transfers: rmpp::Transfers,
 }
 
 /// The SA of a master SM; see the module docs.
@@ -432,26 +438,28 @@ impl Sa {
             .filter(|_| self.serving.master && self.serving.up)
     }
 
-    /// When [`Sa::handle_timeout`] is due: the earliest ServiceRecord lease expiry or Report
-    /// timeout (a Report still to send makes it due at once).
+    /// When [`Sa::handle_timeout`] is due: the earliest ServiceRecord lease expiry, Report
+    /// timeout or RMPP ACK timeout (a Report or segment still to send makes it due at once).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Time> {
-        match (
+        [
             self.state.services.next_expiry(),
             self.state.informs.next_deadline(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+            self.state.transfers.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    /// Expires leases and handles Report timeouts due by `now`; resends come out of
-    /// [`Sa::poll_transmit`].
+    /// Expires leases and handles Report and RMPP ACK timeouts due by `now`; resends come out
+    /// of [`Sa::poll_transmit`].
     pub fn handle_timeout(&mut self, now: Time) {
         self.state.services.expire(now);
         self.state
             .informs
             .handle_timeout(now, self.cfg.report_retries);
+        self.state.transfers.handle_timeout(now);
     }
 
     /// Replaces the multicast forwarding tables MFTRecords answer from (those of the SM's
@@ -518,7 +526,10 @@ impl Sa {
             };
             self.process(t, &meta, &mad);
         }
-        self.state.informs.poll_transmit(now)
+        self.state
+            .transfers
+            .poll_transmit(now, self.cfg.resp_time)
+            .or_else(|| self.state.informs.poll_transmit(now))
     }
 
     /// Requests waiting to be answered.
@@ -541,6 +552,24 @@ impl Sa {
         {
             if h.mgmt_class == MgmtClass::SUBN_ADM.0 && Method(h.method) == Method::REPORT_RESP {
                 if !self.state.informs.report_resp(h.tid.get()) {
+                    self.stats.dropped += 1;
+                }
+                return;
+            }
+            // An RMPP ACK/STOP/ABORT about a GetTableResp the SA segments (an ACK carries the
+            // request's method: the R bit flipped, IBA §13.6.2.3).
+            if h.mgmt_class == MgmtClass::SUBN_ADM.0
+                && rmpp_header(mad).is_some_and(|r| {
+                    r.is_active()
+                        && matches!(
+                            r.kind(),
+                            ibmad::rmpp::RmppType::ACK
+                                | ibmad::rmpp::RmppType::STOP
+                                | ibmad::rmpp::RmppType::ABORT
+                        )
+                })
+            {
+                if !self.state.transfers.handle_control(meta, mad) {
                     self.stats.dropped += 1;
                 }
                 return;
@@ -585,6 +614,27 @@ impl Sa {
     /// Answers one request (or drops it).
     fn process(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
         match self.answer(now, meta, mad) {
+            // Longer than a MAD on a transport that does not segment: the SA does RMPP.
+            Some(long) if long.len() > MAD_LEN && !self.cfg.transport_rmpp => {
+                self.stats.answered += 1;
+                let started = self.state.transfers.has_room()
+                    && self
+                        .state
+                        .transfers
+                        .start(meta.reply(), &long, self.cfg.report_retries);
+                if !started {
+                    self.stats.queue_full += 1;
+                    if let Some(busy) = mad
+                        .get(..MAD_LEN)
+                        .and_then(|b| error_answer(b, Status::BUSY))
+                    {
+                        self.out.push_back(SaReply {
+                            meta: meta.reply(),
+                            mad: busy,
+                        });
+                    }
+                }
+            }
             Some(mad) => {
                 self.stats.answered += 1;
                 self.out.push_back(SaReply {
@@ -675,6 +725,14 @@ impl Sa {
     }
 }
 
+/// The longest GetTableResp the SA segments itself (a larger table is cut to what fits).
+pub const MAX_SA_RMPP_LEN: usize = 16 << 20;
+
+/// The RMPP header of a MAD (bytes 24..36).
+fn rmpp_header(mad: &[u8]) -> Option<&ibmad::rmpp::RmppHeader> {
+    ibmad::rmpp::transfer::header(mad)
+}
+
 /// The error answer to the request in `bytes` (its headers, RMPP not looked at).
 fn error_answer(bytes: &[u8], status: Status) -> Option<Vec<u8>> {
     let mut req = [0u8; MAD_LEN];
@@ -724,11 +782,12 @@ fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Op
     } else {
         u16::try_from(size / 8).unwrap_or(0)
     };
-    // What fits: everything on an RMPP transport (up to its limit), else one MAD.
-    let room = if table && cfg.transport_rmpp {
-        cfg.max_mad_len.saturating_sub(SA_DATA_OFFSET)
-    } else {
-        MAD_LEN - SA_DATA_OFFSET
+    // What fits: everything on an RMPP transport (up to its limit) or, where the SA
+    // segments itself, up to MAX_SA_RMPP_LEN; a Get's record in one MAD.
+    let room = match (table, cfg.transport_rmpp) {
+        (true, true) => cfg.max_mad_len.saturating_sub(SA_DATA_OFFSET),
+        (true, false) => MAX_SA_RMPP_LEN - SA_DATA_OFFSET,
+        (false, _) => MAD_LEN - SA_DATA_OFFSET,
     };
     let keep = n.min(room.checked_div(size).unwrap_or(0));
     let payload = data.get(..keep * size).unwrap_or_default();
@@ -740,7 +799,7 @@ fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Op
     }
     // A long (RMPP) message is exactly headers + records: the receiver counts records by its
     // length. A single MAD is 256 bytes.
-    let len = if table && cfg.transport_rmpp {
+    let len = if table && (cfg.transport_rmpp || SA_DATA_OFFSET + payload.len() > MAD_LEN) {
         SA_DATA_OFFSET + payload.len()
     } else {
         (SA_DATA_OFFSET + payload.len()).max(MAD_LEN)

@@ -284,15 +284,50 @@ fn node_record_table_on_an_rmpp_transport() {
 }
 
 #[test]
-fn node_record_table_without_rmpp_is_one_mad() {
+fn node_record_table_without_rmpp_is_segmented_by_the_sa() {
     let mut sa = serving_sa(SaConfig::default());
     let r = ask(
         &mut sa,
         &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, 0, &[]),
     )
     .unwrap();
+    // Three NodeRecords (3 × 112 bytes) do not fit one MAD: segment 1 of 2, window 1;
+    // PayloadLength as the kernel counts it (the SA header in every segment): 2 × 220 − 64
+    // bytes of padding.
     assert_eq!(r.mad.len(), MAD_LEN);
-    assert_eq!(records(&r).len(), 1);
+    let h = headers(&r);
+    assert!(
+        matches!(
+            h.rmpp,
+            ibmad::RmppRepr::Data {
+                first: true,
+                last: false,
+                segment: 1,
+                payload_len: 376,
+                ..
+            }
+        ),
+        "{:?}",
+        h.rmpp
+    );
+    assert!(sa.poll_transmit(Time::ZERO).is_none(), "the window is 1");
+    // The requester's ACK (the R bit flipped) opens the window: segment 2, Last.
+    let mut ack = [0u8; MAD_LEN];
+    ack[..SA_DATA_OFFSET].copy_from_slice(&r.mad[..SA_DATA_OFFSET]);
+    ack[3] ^= 0x80;
+    ack[25] = ibmad::rmpp::RmppType::ACK.0;
+    ack[26] = ibmad::rmpp::RmppFlags::ACTIVE;
+    ack[28..32].copy_from_slice(&1u32.to_be_bytes());
+    ack[32..36].copy_from_slice(&2u32.to_be_bytes());
+    sa.handle_mad(Time::ZERO, &meta(), &ack);
+    let r2 = sa.poll_transmit(Time::ZERO).unwrap();
+    assert_eq!(&r2.mad[..24], &r.mad[..24], "same headers, same TID");
+    assert_eq!(u32::from_be_bytes(r2.mad[28..32].try_into().unwrap()), 2);
+    assert_ne!(r2.mad[26] & ibmad::rmpp::RmppFlags::LAST, 0);
+    ack[28..32].copy_from_slice(&2u32.to_be_bytes());
+    sa.handle_mad(Time::ZERO, &meta(), &ack);
+    assert!(sa.state().transfers.is_empty());
+    assert_eq!(sa.state().transfers.stats().completed, 1);
 }
 
 #[test]

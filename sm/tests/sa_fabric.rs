@@ -1,15 +1,24 @@
-//! Event forwarding end to end on the simulated fabric: the SM (with its SA on the same port)
-//! brings a fat tree up, a client on another CA subscribes with SubnAdmSet(InformInfo) and is
+//! The SA end to end on the simulated fabric: the SM (with its SA on the same port) brings a
+//! fat tree up and a client on another CA talks to the SA through the simulator, which does no
+//! RMPP.
+//!
+//! Event forwarding: the client subscribes with SubnAdmSet(InformInfo) and is
 //! told by SubnAdmReport(Notice) that a CA came into service (trap 64) when that CA's cable is
 //! plugged in, and that it went out of service (trap 65) when it is pulled: the switch's trap
 //! 128 makes the SM sweep, and the sweep's snapshot tells the SA which end ports changed. A
 //! Report the client does not answer is resent with the same TID; the ReportResp stops it.
+//!
+//! RMPP: a GetTable answer longer than one MAD reaches the client whole — the SA segments it,
+//! sends by the client's window, retransmits a lost segment after the ACK timeout, and
+//! aborts a transfer the client never acknowledges.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId, PortRef, Topology};
+use ibmad::rmpp::transfer::{ack_for, Receiver, RecvOutcome};
+use ibmad::rmpp::{RmppHeader, RmppType};
 use ibmad::sa::SA_DATA_OFFSET;
 use ibmad::sa_rec::inform::{InformInfo, SaNotice, ALL_16, ALL_24};
 use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
@@ -29,6 +38,13 @@ struct Bed {
     inbox: Vec<(MadMeta, [u8; 256])>,
     /// Answer Reports with ReportResp.
     ack: bool,
+    /// How the client takes RMPP DATA: `Some(window)` acknowledges, `None` ignores.
+    rmpp_window: Option<u32>,
+    /// Segment numbers the client loses the first time they arrive.
+    lose: Vec<u32>,
+    rx: Option<Receiver>,
+    /// Messages the client reassembled.
+    messages: Vec<Vec<u8>>,
 }
 
 impl Bed {
@@ -75,6 +91,7 @@ impl Bed {
             self.f.sm_send(self.h, &r.meta, &r.mad).unwrap();
         }
         while let Ok(Some((meta, _))) = self.f.sm_recv(self.client, &mut buf) {
+            self.client_rmpp(&meta, &buf);
             if self.ack && buf[3] == Method::REPORT.0 {
                 let mut resp = buf;
                 resp[3] = Method::REPORT_RESP.0;
@@ -100,6 +117,50 @@ impl Bed {
             }
             _ => false,
         }
+    }
+
+    /// The client's RMPP receiver: DATA segments reassembled and acknowledged.
+    fn client_rmpp(&mut self, meta: &MadMeta, m: &[u8; 256]) {
+        let Some(h) = RmppHeader::ref_from_bytes(&m[24..36])
+            .ok()
+            .filter(|h| h.is_active())
+        else {
+            return;
+        };
+        if h.kind() != RmppType::DATA {
+            return;
+        }
+        let seg = h.data1.get();
+        if let Some(i) = self.lose.iter().position(|&l| l == seg) {
+            self.lose.remove(i);
+            return;
+        }
+        let Some(window) = self.rmpp_window else {
+            return;
+        };
+        let out = match self.rx.as_mut() {
+            Some(rx) if seg != 1 => rx.handle_data(m).unwrap(),
+            _ => {
+                let (rx, out) = Receiver::start(m, SA_DATA_OFFSET, window).unwrap();
+                self.rx = Some(rx);
+                out
+            }
+        };
+        let first = self.rx.as_ref().unwrap().first_segment();
+        let ack = match out {
+            RecvOutcome::Quiet => return,
+            RecvOutcome::Ack { seg, newwin } => ack_for(&first, SA_DATA_OFFSET, seg, newwin),
+            RecvOutcome::Complete {
+                seg,
+                newwin,
+                message,
+            } => {
+                self.messages.push(message);
+                self.rx = None;
+                ack_for(&first, SA_DATA_OFFSET, seg, newwin)
+            }
+        };
+        self.f.sm_send(self.client, &meta.reply(), &ack).unwrap();
     }
 
     fn run_for(&mut self, d: Duration) {
@@ -137,8 +198,9 @@ fn port_guid(topo: &Topology, n: NodeId) -> ibmad::Guid {
     .guid()
 }
 
-#[test]
-fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
+/// A fat tree up, the SM at the first CA, the client at the second, CA `late` (the last one)
+/// unplugged.
+fn bring_up() -> (Bed, Topology, NodeId) {
     let topo = Topology::generate("fat-tree:2,4").unwrap();
     let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
     let cas: Vec<NodeId> = topo.nodes_of_type(NodeType::CA).collect();
@@ -163,9 +225,19 @@ fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
         client,
         inbox: Vec::new(),
         ack: true,
+        rmpp_window: Some(4),
+        lose: Vec::new(),
+        rx: None,
+        messages: Vec::new(),
     };
     b.run_for(Duration::from_secs(60));
     assert!(b.sm.is_up(), "the subnet came up");
+    (b, topo, late)
+}
+
+#[test]
+fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
+    let (mut b, topo, late) = bring_up();
     let sm_lid = b.sm.sm_lid();
 
     // Subscribe to traps 64 and 65 (generic, any issuer).
@@ -242,4 +314,96 @@ fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
         1,
         "the trap-65 subscription dropped"
     );
+}
+
+/// A GetTable(NodeRecord) from the client.
+fn node_table(b: &mut Bed, tid: u64) {
+    let repr = SaRepr {
+        header: gmp::Repr::request(
+            MgmtClass::SUBN_ADM,
+            Method::GET_TABLE,
+            SaAttrId::NODE_RECORD.0,
+            0,
+            tid,
+        ),
+        rmpp: RmppRepr::Inactive,
+        sm_key: 0,
+        attr_offset: 0,
+        comp_mask: 0,
+    };
+    let meta = MadMeta::gmp(PortNum(1), Lid(0), b.sm.sm_lid());
+    b.f.sm_send(b.client, &meta, &repr.to_mad()).unwrap();
+}
+
+/// Node GUIDs of the NodeRecords in a reassembled GetTableResp.
+fn node_guids(m: &[u8]) -> Vec<u64> {
+    let h = SaRepr::parse_bytes(&m[..256]).unwrap();
+    assert_eq!(h.header.method, Method::GET_TABLE_RESP);
+    let size = h.record_len();
+    assert_eq!(size, 112);
+    assert_eq!((m.len() - SA_DATA_OFFSET) % size, 0, "whole records");
+    m[SA_DATA_OFFSET..]
+        .chunks(size)
+        .map(|r| {
+            ibmad::sa_rec::NodeRecordRepr::parse(r)
+                .unwrap()
+                .node_info
+                .node_guid
+                .0
+        })
+        .collect()
+}
+
+#[test]
+fn a_table_longer_than_a_mad_arrives_whole() {
+    let (mut b, topo, _) = bring_up();
+    let nodes = b.sm.subnet().nodes.len();
+    assert!(
+        nodes * 112 > 200,
+        "{nodes} NodeRecords need several segments"
+    );
+    // Window 4, and segment 3 lost once: the SA resends after its ACK timeout.
+    b.lose = vec![3];
+    node_table(&mut b, 0x51);
+    b.run_for(Duration::from_secs(5));
+    assert_eq!(b.messages.len(), 1, "reassembled");
+    let mut got = node_guids(&b.messages[0]);
+    assert_eq!(got.len(), nodes);
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got.len(), nodes, "every node once");
+    let want: std::collections::BTreeSet<u64> =
+        b.sm.subnet().nodes.iter().map(|n| n.guid.0).collect();
+    assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+    assert!(topo.nodes_of_type(NodeType::SWITCH).count() > 0);
+    let st = b.sa.state().transfers.stats();
+    assert_eq!((st.started, st.completed, st.aborted), (1, 1, 0));
+    let segs = nodes.saturating_mul(112).div_ceil(200) as u64;
+    assert!(
+        st.segments > segs,
+        "a retransmission: {} of {segs}",
+        st.segments
+    );
+    assert!(b.sa.state().transfers.is_empty());
+
+    // A client that never acknowledges: segment 1 four times (sent, 3 retries), then ABORT.
+    b.rmpp_window = None;
+    b.inbox.clear();
+    node_table(&mut b, 0x52);
+    b.run_for(Duration::from_secs(5));
+    let kinds: Vec<(u32, u8)> = b
+        .inbox
+        .iter()
+        .filter_map(|(_, m)| {
+            let h = RmppHeader::ref_from_bytes(&m[24..36]).ok()?;
+            h.is_active().then(|| (h.data1.get(), h.rmpp_type))
+        })
+        .collect();
+    let data1 = (1, RmppType::DATA.0);
+    assert_eq!(
+        kinds,
+        vec![data1, data1, data1, data1, (0, RmppType::ABORT.0)]
+    );
+    assert!(b.sa.state().transfers.is_empty());
+    assert_eq!(b.sa.state().transfers.stats().aborted, 1);
 }
