@@ -334,6 +334,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         max_mad_len: caps.max_mad_len,
         resp_time: opts.to_sm_config().transaction_timeout,
         report_retries: opts.to_sm_config().transaction_retries,
+        // user_mad without RMPP is ibsim's shim: its clients can not reassemble either, so a
+        // table is cut to one MAD there (the kernel and libibsm_umad.so do RMPP).
+        segment: false,
         ..sm::sa::SaConfig::default()
     });
     let mut pm = PerfMgr::new(opts.perfmgr_config());

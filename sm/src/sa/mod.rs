@@ -87,10 +87,14 @@ pub struct SaConfig {
     pub sa_key: u64,
     /// The transport does RMPP itself (kernel user_mad, `libibsm_umad.so` for an agent
     /// registered with an RMPP version): a GetTableResp is handed out as one long MAD with
-    /// RMPPFlags.Active. False (the simulator, VFIO): the SA segments it ([`rmpp`]).
+    /// RMPPFlags.Active. False: see [`SaConfig::segment`].
     pub transport_rmpp: bool,
     /// The longest MAD the transport takes (a longer table is cut to what fits).
     pub max_mad_len: usize,
+    /// Where the transport does no RMPP: true (the simulator, VFIO, whose peers reassemble) —
+    /// the SA segments a long GetTableResp itself ([`rmpp`]); false — it cuts the table to
+    /// one MAD (ibsim's `libumad2sim.so`, whose clients do no RMPP either).
+    pub segment: bool,
     /// The SA's response time, for ClassPortInfo.RespTimeValue (OpenSM: the transaction
     /// timeout); a Report waits this long plus the subscriber's RespTimeValue for its
     /// ReportResp.
@@ -109,6 +113,7 @@ impl Default for SaConfig {
             sa_key: 1,
             transport_rmpp: false,
             max_mad_len: MAD_LEN,
+            segment: true,
             resp_time: core::time::Duration::from_millis(200),
             report_retries: 3,
             max_pending: 1024,
@@ -784,10 +789,10 @@ fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Op
     };
     // What fits: everything on an RMPP transport (up to its limit) or, where the SA
     // segments itself, up to MAX_SA_RMPP_LEN; a Get's record in one MAD.
-    let room = match (table, cfg.transport_rmpp) {
-        (true, true) => cfg.max_mad_len.saturating_sub(SA_DATA_OFFSET),
-        (true, false) => MAX_SA_RMPP_LEN - SA_DATA_OFFSET,
-        (false, _) => MAD_LEN - SA_DATA_OFFSET,
+    let room = match (table, cfg.transport_rmpp, cfg.segment) {
+        (true, true, _) => cfg.max_mad_len.saturating_sub(SA_DATA_OFFSET),
+        (true, false, true) => MAX_SA_RMPP_LEN - SA_DATA_OFFSET,
+        _ => MAD_LEN - SA_DATA_OFFSET,
     };
     let keep = n.min(room.checked_div(size).unwrap_or(0));
     let payload = data.get(..keep * size).unwrap_or_default();

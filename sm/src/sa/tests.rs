@@ -284,6 +284,23 @@ fn node_record_table_on_an_rmpp_transport() {
 }
 
 #[test]
+fn node_record_table_without_segmenting_is_one_mad() {
+    // ibsim's shim: its clients do no RMPP, so the table is cut to what one MAD holds.
+    let mut sa = serving_sa(SaConfig {
+        segment: false,
+        ..SaConfig::default()
+    });
+    let r = ask(
+        &mut sa,
+        &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, 0, &[]),
+    )
+    .unwrap();
+    assert_eq!(r.mad.len(), MAD_LEN);
+    assert_eq!(records(&r).len(), 1);
+    assert!(sa.state().transfers.is_empty());
+}
+
+#[test]
 fn node_record_table_without_rmpp_is_segmented_by_the_sa() {
     let mut sa = serving_sa(SaConfig::default());
     let r = ask(
