@@ -41,6 +41,12 @@
 //! the writer's reader with status `ECONNABORTED` (ib_umad drops that completion silently, which
 //! leaves a waiting reader hanging).
 //!
+//! The kernel's `hi_tid` counter is one for the whole host, so two processes never send the same
+//! TID; every shim process has its own counter, which starts at a value derived from the process
+//! ID ([`Config::first_hi_tid`]): otherwise two clients run one after the other on a node send
+//! the same TIDs, and a receiver that remembers a finished RMPP transfer for 10 s takes the
+//! second client's request for a duplicate of the first's (re-acknowledged, never delivered).
+//!
 //! Addressing on the simulator: frames leave with `sqp` = this client's own QP number (unique
 //! per process, registered with the simulator at CONNECT), so a peer's RMPP ACK — a request when
 //! it answers a response transfer — reaches exactly this process even when several clients share
@@ -104,6 +110,8 @@ pub struct Config {
     pub faults: Faults,
     /// Record a line per protocol event ([`Core::poll_trace`]).
     pub trace: bool,
+    /// The first agent's `hi_tid` (1..=0xFFFF; the runtime derives it from the process ID).
+    pub first_hi_tid: u32,
 }
 
 impl Default for Config {
@@ -117,6 +125,7 @@ impl Default for Config {
             max_queue: 1 << 16,
             faults: Faults::default(),
             trace: false,
+            first_hi_tid: 1,
         }
     }
 }
@@ -379,13 +388,14 @@ impl Core {
     /// A port with no files open.
     #[must_use]
     pub fn new(cfg: Config) -> Core {
+        let first_hi_tid = cfg.first_hi_tid.clamp(1, 0xFFFF);
         Core {
             cfg,
             files: HashMap::new(),
             next_file: 1,
             agents: HashMap::new(),
             next_agent: 1,
-            next_hi_tid: 1,
+            next_hi_tid: first_hi_tid,
             sends: HashMap::new(),
             next_send: 1,
             recvs: HashMap::new(),

@@ -310,6 +310,7 @@ impl Runtime {
             own_qp: cfg.qp,
             faults,
             trace,
+            first_hi_tid: 1 + std::process::id() % 0xFFFF,
             ..Config::default()
         });
         if trace {
