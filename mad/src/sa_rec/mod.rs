@@ -29,6 +29,7 @@ pub mod lft;
 pub mod link;
 pub mod mcmember;
 pub mod mft;
+pub mod multipath;
 pub mod node;
 pub mod path;
 pub mod pkey;
