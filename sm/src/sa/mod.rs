@@ -712,7 +712,7 @@ impl Sa {
             SaAttrId::VL_ARB_RECORD => records::vlarb_records(snap, q),
             // Engineer B: PathRecord, MultiPathRecord.
             SaAttrId::PATH_RECORD => path::handle(snap, q),
-            SaAttrId::MULTI_PATH_RECORD => Answer::unsupported(),
+            SaAttrId::MULTI_PATH_RECORD => path::handle_multi(snap, q),
             // Engineer C: MCMemberRecord.
             SaAttrId::MC_MEMBER_RECORD => {
                 let a = mcmember::handle(snap, &mut self.state.mcast, q);

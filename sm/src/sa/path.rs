@@ -51,6 +51,8 @@
 //! FlowLabel 0, HopLimit 0, ServiceID 0 and NumbPath 0 (Reversible bit as computed), as
 //! OpenSM's do.
 
+mod multi;
+
 use std::collections::HashMap;
 
 use ibmad::sa::status as sa_status;
@@ -65,6 +67,8 @@ use crate::qos::policy::{PartitionView, PathQuery, PolicyPort, QosLevel, QosPoli
 use crate::routing::vl::PathSls;
 use crate::routing::{Lfts, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
+
+pub use multi::{answer_multi_into, MultiPathRequest, MAX_PATHS};
 
 /// Maximum switches a path may cross (OpenSM `MAX_HOPS`).
 pub const MAX_HOPS: u8 = 64;
@@ -709,20 +713,7 @@ pub fn answer(ctx: &PathCtx<'_>, req: &PathRequest) -> Result<Vec<u8>, Status> {
 pub fn answer_into(ctx: &PathCtx<'_>, req: &PathRequest, out: &mut Vec<u8>) -> Result<(), Status> {
     let cm = req.comp_mask;
     let pr = &req.record;
-    if cm & (comp::RATE_SELECTOR | comp::RATE) == comp::RATE_SELECTOR | comp::RATE
-        && !wire::rate_is_valid(pr.rate)
-    {
-        return Err(sa_status::REQ_INVALID);
-    }
-    if cm & (comp::MTU_SELECTOR | comp::MTU) == comp::MTU_SELECTOR | comp::MTU
-        && !wire::mtu_is_valid(pr.mtu)
-    {
-        return Err(sa_status::REQ_INVALID);
-    }
-    let sid = cm & comp::SERVICE_ID;
-    if sid != 0 && sid != comp::SERVICE_ID {
-        return Err(sa_status::REQ_INSUFFICIENT_COMPONENTS);
-    }
+    validate(cm, pr)?;
     let ix = ctx.index;
     let Some(requester) = ix.end_by_lid(req.requester.0) else {
         // OpenSM drops a request from a port it does not know ("ERR 1F16"); say why instead.
@@ -820,6 +811,27 @@ pub fn answer_into(ctx: &PathCtx<'_>, req: &PathRequest, out: &mut Vec<u8>) -> R
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// The checks of a query's values: a Rate or MTU given with its selector must be a valid code
+/// (else ERR_REQ_INVALID); ServiceID is given as both halves or not at all (else
+/// ERR_REQ_INSUFFICIENT_COMPONENTS).
+fn validate(cm: u64, pr: &PathRecordRepr) -> Result<(), Status> {
+    if cm & (comp::RATE_SELECTOR | comp::RATE) == comp::RATE_SELECTOR | comp::RATE
+        && !wire::rate_is_valid(pr.rate)
+    {
+        return Err(sa_status::REQ_INVALID);
+    }
+    if cm & (comp::MTU_SELECTOR | comp::MTU) == comp::MTU_SELECTOR | comp::MTU
+        && !wire::mtu_is_valid(pr.mtu)
+    {
+        return Err(sa_status::REQ_INVALID);
+    }
+    let sid = cm & comp::SERVICE_ID;
+    if sid != 0 && sid != comp::SERVICE_ID {
+        return Err(sa_status::REQ_INSUFFICIENT_COMPONENTS);
     }
     Ok(())
 }
@@ -1289,26 +1301,9 @@ impl PKeyView for SnapPKeys<'_> {
     }
 }
 
-/// The SA's PathRecord arm (attribute 0x0035): SubnAdmGet and SubnAdmGetTable answered from
-/// the snapshot's [`PathIndex`]; any other method: method/attribute not supported (OpenSM
-/// ERR 1F17). A snapshot without routes has no paths.
-#[must_use]
-pub fn handle(snap: &super::SaSnapshot, q: &super::SaQuery<'_>) -> super::Answer {
-    use super::Answer;
-    use ibmad::Method;
-    if !matches!(q.method, Method::GET | Method::GET_TABLE) {
-        return Answer::unsupported();
-    }
-    let empty = Answer::Records {
-        size: RECORD_LEN,
-        data: Vec::new(),
-    };
-    let Some(routes) = snap.routes.as_ref() else {
-        return empty;
-    };
-    let Ok(record) = PathRecordRepr::parse(q.record) else {
-        return Answer::Status(sa_status::REQ_INVALID);
-    };
+/// Runs `f` with the query context of `snap`; `None` if the snapshot has no routes (no paths).
+fn with_ctx<R>(snap: &super::SaSnapshot, f: impl FnOnce(&PathCtx<'_>) -> R) -> Option<R> {
+    let routes = snap.routes.as_ref()?;
     let pkeys = SnapPKeys(&snap.pkeys);
     let sl2vl = |n: NodeId, i: PortNum, o: PortNum| snap.known_qos(n)?.sl2vl(i, o);
     let ctx = PathCtx {
@@ -1323,19 +1318,71 @@ pub fn handle(snap: &super::SaSnapshot, q: &super::SaQuery<'_>) -> super::Answer
         pkeys: &pkeys,
         ..PathCtx::new(snap.path(), &snap.subnet, &routes.lfts)
     };
+    Some(f(&ctx))
+}
+
+fn records(r: Result<Vec<u8>, Status>) -> super::Answer {
+    match r {
+        Ok(data) => super::Answer::Records {
+            size: RECORD_LEN,
+            data,
+        },
+        Err(s) => super::Answer::Status(s),
+    }
+}
+
+/// The SA's PathRecord arm (attribute 0x0035): SubnAdmGet and SubnAdmGetTable answered from
+/// the snapshot's [`PathIndex`]; any other method: method/attribute not supported (OpenSM
+/// ERR 1F17). A snapshot without routes has no paths.
+#[must_use]
+pub fn handle(snap: &super::SaSnapshot, q: &super::SaQuery<'_>) -> super::Answer {
+    use super::Answer;
+    use ibmad::Method;
+    if !matches!(q.method, Method::GET | Method::GET_TABLE) {
+        return Answer::unsupported();
+    }
+    let Ok(record) = PathRecordRepr::parse(q.record) else {
+        return Answer::Status(sa_status::REQ_INVALID);
+    };
     let req = PathRequest {
         get: q.method == Method::GET,
         comp_mask: q.comp_mask,
         record,
         requester: q.meta.slid,
     };
-    match answer(&ctx, &req) {
-        Ok(data) => Answer::Records {
-            size: RECORD_LEN,
-            data,
-        },
-        Err(s) => Answer::Status(s),
+    records(with_ctx(snap, |ctx| answer(ctx, &req)).unwrap_or(Ok(Vec::new())))
+}
+
+/// The SA's MultiPathRecord arm (attribute 0x003A): SubnAdmGetMulti answered with PathRecords
+/// ([`answer_multi_into`]); any other method: method/attribute not supported (OpenSM ERR
+/// 4513). A request announcing more GIDs than it carries: ERR_REQ_INVALID.
+#[must_use]
+pub fn handle_multi(snap: &super::SaSnapshot, q: &super::SaQuery<'_>) -> super::Answer {
+    use super::Answer;
+    use ibmad::sa_rec::multipath::{comp as mcomp, MultiPathRecordRepr};
+    use ibmad::Method;
+    if q.method != Method::GET_MULTI {
+        return Answer::unsupported();
     }
+    let both = mcomp::SGID_COUNT | mcomp::DGID_COUNT;
+    if q.comp_mask & both != both {
+        return Answer::Status(sa_status::REQ_INSUFFICIENT_COMPONENTS);
+    }
+    let Ok(record) = MultiPathRecordRepr::parse(q.record) else {
+        return Answer::Status(sa_status::REQ_INVALID);
+    };
+    let req = MultiPathRequest {
+        comp_mask: q.comp_mask,
+        record,
+        requester: q.meta.slid,
+    };
+    records(
+        with_ctx(snap, |ctx| {
+            let mut out = Vec::new();
+            answer_multi_into(ctx, &req, &mut out).map(|()| out)
+        })
+        .unwrap_or(Ok(Vec::new())),
+    )
 }
 
 #[cfg(test)]
@@ -2076,26 +2123,26 @@ mod tests {
             qkey: QKey::GSI,
             ..MadMeta::gmp(PortNum(1), Lid(3), Lid(1))
         };
-        let mut ask = |method: Method, cm: u64, rec: PathRecordRepr| {
+        let mut ask_attr = |method: Method, attr: SaAttrId, cm: u64, rec: &[u8]| {
             let r = SaRepr {
-                header: GmpRepr::request(
-                    MgmtClass::SUBN_ADM,
-                    method,
-                    SaAttrId::PATH_RECORD.0,
-                    0,
-                    7,
-                ),
+                header: GmpRepr::request(MgmtClass::SUBN_ADM, method, attr.0, 0, 7),
                 rmpp: ibmad::RmppRepr::Inactive,
                 sm_key: 0,
                 attr_offset: 0,
                 comp_mask: cm,
             };
             let mut m = r.to_mad();
-            rec.emit(&mut m[56..]).unwrap();
+            m[56..56 + rec.len()].copy_from_slice(rec);
             sa.handle_mad(Time::ZERO, &meta, &m);
             let out = sa.poll_transmit(Time::ZERO).unwrap();
-            let a = SaRepr::parse_bytes(&out.mad).unwrap();
+            // An RMPP answer is as long as its records; the parser wants a whole MAD.
+            let mut whole = out.mad.clone();
+            whole.resize(whole.len().max(256), 0);
+            let a = SaRepr::parse_bytes(&whole).unwrap();
             (a, out.mad)
+        };
+        let mut ask = |method: Method, cm: u64, rec: PathRecordRepr| {
+            ask_attr(method, SaAttrId::PATH_RECORD, cm, rec.to_raw().as_bytes())
         };
         // GetTable of the world: 25 records of 64 bytes, AttributeOffset 8 words.
         let (a, mad) = ask(Method::GET_TABLE, 0, PathRecordRepr::default());
@@ -2122,5 +2169,233 @@ mod tests {
             let (a, _) = ask(m, BY_LIDS, lids(3, 5));
             assert_eq!(a.header.status, Status::METHOD_ATTR_NOT_SUPPORTED);
         }
+        // MultiPathRecord: GetMulti from h1 to h3 is answered as PathRecords (GetMultiResp,
+        // attribute PathRecord, RMPP); any other method is not supported.
+        use ibmad::sa_rec::multipath::{comp as mp, MultiPathRecordRepr};
+        let mpr = MultiPathRecordRepr {
+            sgids: vec![Gid::new(PREFIX, Guid(0x101))],
+            dgids: vec![Gid::new(PREFIX, Guid(0x301))],
+            ..MultiPathRecordRepr::default()
+        };
+        let mut bytes = vec![0u8; mpr.buffer_len()];
+        mpr.emit(&mut bytes).unwrap();
+        let counts = mp::SGID_COUNT | mp::DGID_COUNT;
+        let (a, mad) = ask_attr(
+            Method::GET_MULTI,
+            SaAttrId::MULTI_PATH_RECORD,
+            counts,
+            &bytes,
+        );
+        assert_eq!(
+            (
+                a.header.method,
+                a.header.status,
+                a.header.sa_attr(),
+                a.attr_offset
+            ),
+            (Method::GET_MULTI_RESP, Status::OK, SaAttrId::PATH_RECORD, 8)
+        );
+        assert_eq!(mad.len(), 56 + 64);
+        let r = PathRecordRepr::parse(&mad[56..]).unwrap();
+        assert_eq!((r.slid, r.dlid, r.reversible), (Lid(3), Lid(5), true));
+        let (a, _) = ask_attr(
+            Method::GET_MULTI,
+            SaAttrId::MULTI_PATH_RECORD,
+            mp::SGID_COUNT,
+            &bytes,
+        );
+        assert_eq!(a.header.status, sa_status::REQ_INSUFFICIENT_COMPONENTS);
+        let (a, _) = ask_attr(
+            Method::GET_TABLE,
+            SaAttrId::MULTI_PATH_RECORD,
+            counts,
+            &bytes,
+        );
+        assert_eq!(a.header.status, Status::METHOD_ATTR_NOT_SUPPORTED);
+    }
+
+    fn multi(
+        f: &Fab,
+        ix: &PathIndex,
+        cm: u64,
+        sgids: &[u64],
+        dgids: &[u64],
+        path: PathRecordRepr,
+    ) -> Result<Vec<PathRecordRepr>, Status> {
+        use ibmad::sa_rec::multipath::MultiPathRecordRepr;
+        let ctx = PathCtx::new(ix, &f.s, &f.lfts);
+        let gid = |g: &u64| Gid::new(PREFIX, Guid(*g));
+        let req = MultiPathRequest {
+            comp_mask: cm,
+            record: MultiPathRecordRepr {
+                path,
+                independence: 0,
+                sgids: sgids.iter().map(gid).collect(),
+                dgids: dgids.iter().map(gid).collect(),
+            },
+            requester: Lid(3),
+        };
+        let mut out = Vec::new();
+        answer_multi_into(&ctx, &req, &mut out)?;
+        Ok(out
+            .chunks(64)
+            .map(|c| PathRecordRepr::parse(c).unwrap())
+            .collect())
+    }
+
+    use ibmad::sa_rec::multipath::comp as mp;
+    const COUNTS: u64 = mp::SGID_COUNT | mp::DGID_COUNT;
+
+    #[test]
+    fn multipath_request_errors() {
+        let f = fab();
+        let ix = PathIndex::build(&f.s, &f.lfts, None);
+        let d = PathRecordRepr::default();
+        // S/DGIDCount are required.
+        for cm in [0, mp::SGID_COUNT, mp::DGID_COUNT] {
+            assert_eq!(
+                multi(&f, &ix, cm, &[0x101], &[0x301], d),
+                Err(sa_status::REQ_INSUFFICIENT_COMPONENTS)
+            );
+        }
+        // No source or no destination.
+        assert_eq!(
+            multi(&f, &ix, COUNTS, &[], &[0x301], d),
+            Err(sa_status::REQ_INVALID)
+        );
+        assert_eq!(
+            multi(&f, &ix, COUNTS, &[0x101], &[], d),
+            Err(sa_status::REQ_INVALID)
+        );
+        // Unknown GUID; multicast source or destination (osmtest's IPoIB MGID cases).
+        assert_eq!(
+            multi(&f, &ix, COUNTS, &[0x101], &[0x999], d),
+            Err(sa_status::REQ_INVALID_GID)
+        );
+        let ctx = PathCtx::new(&ix, &f.s, &f.lfts);
+        let mgid = Gid([
+            0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+        ]);
+        let h1 = Gid::new(PREFIX, Guid(0x101));
+        for (s, dst) in [(h1, mgid), (mgid, h1)] {
+            let req = MultiPathRequest {
+                comp_mask: COUNTS,
+                record: ibmad::sa_rec::multipath::MultiPathRecordRepr {
+                    sgids: vec![s],
+                    dgids: vec![dst],
+                    ..Default::default()
+                },
+                requester: Lid(3),
+            };
+            assert_eq!(
+                answer_multi_into(&ctx, &req, &mut Vec::new()),
+                Err(sa_status::REQ_INVALID_GID)
+            );
+        }
+        // One ServiceID half; an invalid MTU with its selector.
+        assert_eq!(
+            multi(&f, &ix, COUNTS | mp::SERVICE_ID_MSB, &[0x101], &[0x301], d),
+            Err(sa_status::REQ_INSUFFICIENT_COMPONENTS)
+        );
+        let bad = PathRecordRepr { mtu: 7, ..d };
+        assert_eq!(
+            multi(
+                &f,
+                &ix,
+                COUNTS | mp::MTU | mp::MTU_SELECTOR,
+                &[0x101],
+                &[0x301],
+                bad
+            ),
+            Err(sa_status::REQ_INVALID)
+        );
+    }
+
+    #[test]
+    fn multipath_pairs_are_the_pathrecords_of_each_pair() {
+        let f = fab_lmc(1);
+        let ix = PathIndex::build(&f.s, &f.lfts, None);
+        let d = PathRecordRepr::default();
+        let pr = |s: u64, t: u64| {
+            let rec = PathRecordRepr {
+                sgid: Gid::new(PREFIX, Guid(s)),
+                dgid: Gid::new(PREFIX, Guid(t)),
+                ..d
+            };
+            query(&f, &ix, false, comp::SGID | comp::DGID, rec).unwrap()
+        };
+        // One pair: exactly the PathRecord GetTable by GIDs (4 LID pairs with LMC 1).
+        let r = multi(&f, &ix, COUNTS, &[0x101], &[0x301], d).unwrap();
+        assert_eq!(r, pr(0x101, 0x301));
+        // Pairs in request order; NumbPath cuts across pairs.
+        let r = multi(&f, &ix, COUNTS, &[0x201, 0x101], &[0x301], d).unwrap();
+        let mut want = pr(0x201, 0x301);
+        want.extend(pr(0x101, 0x301));
+        assert_eq!(r, want);
+        let five = PathRecordRepr { numb_path: 5, ..d };
+        let r = multi(
+            &f,
+            &ix,
+            COUNTS | mp::NUMB_PATH,
+            &[0x201, 0x101],
+            &[0x301],
+            five,
+        )
+        .unwrap();
+        assert_eq!(r, want[..5]);
+        let zero = PathRecordRepr { numb_path: 0, ..d };
+        let r = multi(&f, &ix, COUNTS | mp::NUMB_PATH, &[0x101], &[0x301], zero).unwrap();
+        assert!(r.is_empty());
+        // Shared components constrain as in a PathRecord: SL 3 is given back, MTU > 4096 none.
+        let sl3 = PathRecordRepr { sl: 3, ..d };
+        let r = multi(&f, &ix, COUNTS | mp::SL, &[0x101], &[0x301], sl3).unwrap();
+        assert!(r.len() == 4 && r.iter().all(|p| p.sl == 3));
+        let big = PathRecordRepr {
+            mtu: 5,
+            mtu_selector: Selector::GreaterThan,
+            ..d
+        };
+        let cm = COUNTS | mp::MTU | mp::MTU_SELECTOR;
+        assert!(multi(&f, &ix, cm, &[0x101], &[0x301], big)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn multipath_apm_takes_one_path_per_source_on_a_diagonal() {
+        let f = fab_lmc(1);
+        let ix = PathIndex::build(&f.s, &f.lfts, None);
+        let two = PathRecordRepr {
+            numb_path: 2,
+            ..PathRecordRepr::default()
+        };
+        // h1 = LIDs 3-4, h2 = 5-6, h3 = 7-8. Sources sorted by GUID (h1, h2); base offset
+        // hash(3, 7, lmc 1) = ((1 << 4) | 3) % 103 = 19: h1 starts at LID offset 1, h2 at 0.
+        let r = multi(
+            &f,
+            &ix,
+            COUNTS | mp::NUMB_PATH,
+            &[0x201, 0x101],
+            &[0x301, 0x301],
+            two,
+        )
+        .unwrap();
+        let got: Vec<(u16, u16, u8)> = r
+            .iter()
+            .map(|p| (p.slid.0, p.dlid.0, p.preference))
+            .collect();
+        assert_eq!(got, [(4, 8, 0), (5, 7, 0)]);
+        // osmtest -f a: its own port four times — two loopback paths.
+        let r = multi(
+            &f,
+            &ix,
+            COUNTS | mp::NUMB_PATH,
+            &[0x101; 2],
+            &[0x101; 2],
+            two,
+        )
+        .unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(r.iter().all(|p| p.sgid == p.dgid && p.packet_life == 0));
     }
 }
