@@ -4,11 +4,19 @@
 //!
 //! [`FLOWS`] is the list of osmtest flows, run in its order on one bring-up (`-f c` writes the
 //! inventory the validating flows read): a flow is one line. Each flow must exit 0 within its
-//! time limit, print its `OSMTEST: TEST "…" PASS` line and no FAIL line, and afterwards ibsm
-//! must still be running and still be the master (`sminfo` from the client CA: state 3). Every
-//! flow is run even when an earlier one failed; the test fails listing every failed flow.
+//! time limit and print its `OSMTEST: TEST "…" PASS` line and no FAIL line (osmtest's exit
+//! status alone is not enough: it exits 0 on some failures); afterwards ibsm must still be
+//! running and still be the master (`sminfo` from the client CA: state 3). Every flow is run
+//! even when an earlier one failed; the test fails listing every failed flow.
 //!
-//! Fabrics are small generated ones (CI runs every case; each case takes well under a minute).
+//! The cross-SM inventory ([`cross_sm`]): `osmtest -f c` against stock OpenSM, then
+//! `osmtest -f v` of that inventory against ibsm started with OpenSM's LIDs (ignored for now:
+//! the PortInfo link widths and speeds differ, see its tests).
+//!
+//! The CI cases run small generated fabrics (well under a minute each). The reference fabrics
+//! of `tests/data/sa-reference/` (a 128-CA fat tree, a torus, a random graph with dual-port
+//! CAs) run the same flows by hand:
+//! `cargo test -p ibsm --test osmtest_master -- --ignored`.
 //!
 //! Skipped loudly without ibsim / opensm's osmtest / infiniband-diags, unless
 //! `IBSM_REQUIRE_PEERS=1`.
@@ -16,8 +24,8 @@
 
 mod daemon_common;
 
-use std::path::Path;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use daemon_common::{Daemon, IBSM};
@@ -31,6 +39,16 @@ use umad::testutil::{
 /// it checks). One line per flow.
 const FLOWS: &[(&str, u64, &str)] = &[
     ("c", 30, "inventory: NR, PIR, PR, LR"),
+    (
+        "v",
+        30,
+        "the inventory validated: by GID pair, MultiPathRecord, LMC",
+    ),
+    (
+        "a",
+        60,
+        "all validations (v, wrong SM_Key, services, InformInfo, multicast)",
+    ),
     ("s", 40, "ServiceRecords: register, lease, query, delete"),
     (
         "m",
@@ -48,7 +66,7 @@ enum Server {
     IbsmServe,
 }
 
-/// `(name, N)` of the `Ca`/`Hca` lines of a .net text: the N-th CA's node name.
+/// The N-th CA's node name in a .net text (its `Ca`/`Hca` lines).
 fn ca_name(net: &str, n: usize) -> String {
     net.lines()
         .filter(|l| l.starts_with("Hca") || l.starts_with("Ca"))
@@ -63,94 +81,118 @@ fn have(prog: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
 
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// A served fabric, its work directory and the two CAs the SM and the clients run on.
+struct Bench {
+    test: String,
+    sim: IbsimGuard,
+    dir: TempDir,
+    sm_host: String,
+    cl_host: String,
 }
 
-/// Runs every flow of [`FLOWS`] against ibsm master on the fabric `spec` served by `server`.
-fn run(spec: &str, server: Server) {
-    let test = format!("osmtest_master {spec} on {server:?}");
-    set_current_shim(Shim::Ibsm);
-    if !peers_or_skip(&test) {
-        return;
-    }
-    for prog in ["osmtest", "sminfo"] {
-        if !have(prog) {
-            let why = format!("{prog} not installed (apt-get install opensm infiniband-diags)");
-            assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
-            report_skip(&test, &why);
-            return;
+impl Bench {
+    /// Serves `net` (.net text) with `server`; `None` = skipped for missing peers (`tools`).
+    fn start(test: String, net: &str, server: Server, tools: &[&str]) -> Option<Bench> {
+        set_current_shim(Shim::Ibsm);
+        if !peers_or_skip(&test) {
+            return None;
         }
+        for prog in tools {
+            if !have(prog) {
+                let why = format!("{prog} not installed (apt-get install opensm infiniband-diags)");
+                assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+                report_skip(&test, &why);
+                return None;
+            }
+        }
+        let dir = TempDir::new("osmtest").unwrap();
+        let net_file = dir.path().join("fabric.net");
+        std::fs::write(&net_file, net).unwrap();
+        let sim = match server {
+            Server::Ibsim => IbsimGuard::start(&net_file),
+            Server::IbsmServe => IbsimGuard::start_ibsm_serve(Path::new(IBSM), &net_file),
+        }
+        .unwrap();
+        Some(Bench {
+            test,
+            sim,
+            dir,
+            sm_host: ca_name(net, 0),
+            cl_host: ca_name(net, 1),
+        })
     }
-    let dir = TempDir::new("osmtest").unwrap();
-    let net = Topology::generate(spec).unwrap().to_net();
-    let net_file = dir.path().join("fabric.net");
-    std::fs::write(&net_file, &net).unwrap();
-    let (sm_host, cl_host) = (ca_name(&net, 0), ca_name(&net, 1));
-    let sim = match server {
-        Server::Ibsim => IbsimGuard::start(&net_file),
-        Server::IbsmServe => IbsimGuard::start_ibsm_serve(Path::new(IBSM), &net_file),
-    }
-    .unwrap();
 
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let log = dir.path().join("ibsm.log");
-    let mut daemon = Daemon(Some(
-        sim.client(IBSM, dir.path())
-            .args(["run", "-f"])
-            .arg(&log)
-            .arg("--ctl-socket")
-            .arg(dir.path().join("ctl.sock"))
-            .env("OSM_CACHE_DIR", &cache)
-            .env("SIM_HOST", &sm_host)
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts `program args…` on the SM's CA with its cache in `cache` and waits (60 s) until
+    /// `log` says SUBNET UP.
+    fn start_sm(&self, program: &str, args: &[&str], log: &Path, cache: &Path) -> Daemon {
+        std::fs::create_dir_all(cache).unwrap();
+        let child = self
+            .sim
+            .client(program, self.dir.path())
+            .args(args)
+            .arg("-f")
+            .arg(log)
+            .env("OSM_CACHE_DIR", cache)
+            .env("OSM_TMP_DIR", cache)
+            .env("SIM_HOST", &self.sm_host)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap(),
-    ));
-    let ibsm_log = || std::fs::read_to_string(&log).unwrap_or_default();
-    let mut alive = || daemon.0.as_mut().unwrap().try_wait().unwrap().is_none();
-    let t0 = Instant::now();
-    while !ibsm_log().contains("SUBNET UP") {
-        assert!(
-            alive(),
-            "{test}: ibsm run exited before SUBNET UP\n{}",
-            ibsm_log()
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{test}: no SUBNET UP in 60 s\n{}",
-            ibsm_log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
+            .unwrap();
+        let mut sm = Daemon(Some(child));
+        let t0 = Instant::now();
+        loop {
+            let l = std::fs::read_to_string(log).unwrap_or_default();
+            if l.contains("SUBNET UP") {
+                return sm;
+            }
+            assert!(
+                alive(&mut sm),
+                "{}: {program} exited before SUBNET UP\n{l}",
+                self.test
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{}: {program}: no SUBNET UP in 60 s\n{l}",
+                self.test
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
-    let client = |prog: &str| {
-        let mut c = sim.client(prog, dir.path());
-        c.env("SIM_HOST", &cl_host)
+    /// `ibsm run` as master, its cache in `cache`.
+    fn start_ibsm(&self, cache: &Path) -> Daemon {
+        let sock = self.path("ctl.sock");
+        let sock = sock.to_str().unwrap();
+        self.start_sm(
+            IBSM,
+            &["run", "--ctl-socket", sock],
+            &self.path("ibsm.log"),
+            cache,
+        )
+    }
+
+    /// `osmtest -f FLAG -i INVENTORY` from the client CA within `limit_s`: `Err` with why it
+    /// did not pass.
+    fn osmtest(&self, flag: &str, inventory: &Path, limit_s: u64) -> Result<(), String> {
+        let t = Instant::now();
+        let child = self
+            .sim
+            .client("osmtest", self.dir.path())
+            .env("SIM_HOST", &self.cl_host)
+            .args(["-f", flag, "-t", "2000", "-i"])
+            .arg(inventory)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    };
-    let inventory = dir.path().join("inventory.dat");
-    let mut failed = Vec::new();
-    for &(flag, limit_s, what) in FLOWS {
-        let t = Instant::now();
-        let child = client("osmtest")
-            .args(["-f", flag, "-t", "2000", "-i"])
-            .arg(&inventory)
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let (out, in_time) = wait_bounded(child, Duration::from_secs(limit_s)).unwrap();
-        let took = t.elapsed();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let verdicts: Vec<&str> = stdout
             .lines()
@@ -161,65 +203,191 @@ fn run(spec: &str, server: Server) {
             && !verdicts.is_empty()
             && verdicts.iter().all(|l| l.ends_with(" PASS"));
         eprintln!(
-            "{test}: osmtest -f {} ({}): {} in {took:.1?} {verdicts:?}",
-            flag,
-            what,
-            if passed { "PASS" } else { "FAIL" }
+            "{}: osmtest -f {flag}: {} in {:.1?} {verdicts:?}",
+            self.test,
+            if passed { "PASS" } else { "FAIL" },
+            t.elapsed()
         );
-        if !passed {
-            let errs: Vec<&str> = stdout
-                .lines()
-                .filter(|l| l.contains("ERR"))
-                .take(40)
-                .collect();
-            failed.push(format!(
-                "osmtest -f {} ({}): {}, {:?} in time: {in_time}; ERR lines (first 40):\n{}\n{}",
-                flag,
-                what,
-                out.status,
-                verdicts,
-                errs.join("\n"),
-                String::from_utf8_lossy(&out.stderr)
-            ));
+        if passed {
+            return Ok(());
         }
-        // ibsm survived the flow and is still the master.
-        assert!(
-            alive(),
-            "{test}: ibsm died during osmtest -f {}\n{}",
-            flag,
-            ibsm_log()
-        );
-        let (out, in_time) =
-            wait_bounded(client("sminfo").spawn().unwrap(), Duration::from_secs(30)).unwrap();
-        let t = text(&out);
+        let errs: Vec<&str> = stdout.lines().filter(|l| l.contains("ERR")).collect();
+        let errs = &errs[errs.len().saturating_sub(30)..];
+        Err(format!(
+            "osmtest -f {flag}: {}, {verdicts:?}, in time: {in_time}; ERR lines (last 30):\n{}\n{}",
+            out.status,
+            errs.join("\n"),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+
+    /// `sminfo` from the client CA says the master (state 3) answers.
+    fn assert_master(&self, after: &str) {
+        let child = self
+            .sim
+            .client("sminfo", self.dir.path())
+            .env("SIM_HOST", &self.cl_host)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(30)).unwrap();
+        let t = String::from_utf8_lossy(&out.stdout);
         assert!(
             in_time && out.status.success() && t.contains("state 3"),
-            "{test}: after osmtest -f {} ibsm is not the master: {t}",
-            flag
+            "{}: after {after} the SM is not the master: {:?}\n{t}\n{}",
+            self.test,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+/// Stops `d` with SIGTERM (by PID) and waits (10 s) for it; SIGKILL after that.
+fn stop(mut d: Daemon) {
+    let Some(mut c) = d.0.take() else { return };
+    let _ = std::process::Command::new("kill")
+        .arg(c.id().to_string())
+        .status();
+    let t0 = Instant::now();
+    while c.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    d.0 = Some(c);
+}
+
+fn alive(d: &mut Daemon) -> bool {
+    d.0.as_mut()
+        .map(Child::try_wait)
+        .is_some_and(|r| r.unwrap().is_none())
+}
+
+/// Runs every flow of [`FLOWS`] against ibsm master on `net` (.net text) served by `server`.
+fn run(name: &str, net: &str, server: Server) {
+    let test = format!("osmtest_master {name} on {server:?}");
+    let Some(b) = Bench::start(test, net, server, &["osmtest", "sminfo"]) else {
+        return;
+    };
+    let mut ibsm = b.start_ibsm(&b.path("cache"));
+    let inventory = b.path("inventory.dat");
+    let mut failed = Vec::new();
+    for &(flag, limit_s, what) in FLOWS {
+        if let Err(e) = b.osmtest(flag, &inventory, limit_s) {
+            failed.push(format!("({what}) {e}"));
+        }
+        // ibsm survived the flow and is still the master.
+        let log = std::fs::read_to_string(b.path("ibsm.log")).unwrap_or_default();
+        assert!(
+            alive(&mut ibsm),
+            "{}: ibsm died during osmtest -f {flag}\n{log}",
+            b.test
+        );
+        b.assert_master(&format!("osmtest -f {flag}"));
     }
     assert!(
         failed.is_empty(),
-        "{test}: {} of {} flows failed:\n{}",
+        "{}: {} of {} flows failed:\n{}",
+        b.test,
         failed.len(),
         FLOWS.len(),
         failed.join("\n\n")
     );
-    drop(daemon);
-    sim.stop();
+}
+
+fn generated(spec: &str) -> String {
+    Topology::generate(spec).unwrap().to_net()
+}
+
+fn reference(stem: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/sa-reference")
+        .join(format!("{stem}.net"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 #[test]
 fn fat_tree_on_ibsim() {
-    run("fat-tree:2,4", Server::Ibsim);
+    run("fat-tree:2,4", &generated("fat-tree:2,4"), Server::Ibsim);
 }
 
 #[test]
 fn fat_tree_on_ibsm_sim_serve() {
-    run("fat-tree:2,4", Server::IbsmServe);
+    run(
+        "fat-tree:2,4",
+        &generated("fat-tree:2,4"),
+        Server::IbsmServe,
+    );
 }
 
 #[test]
 fn random_graph_with_dual_port_cas_on_ibsm_sim_serve() {
-    run("random:4,4,2,7,ports=8", Server::IbsmServe);
+    let spec = "random:4,4,2,7,ports=8";
+    run(spec, &generated(spec), Server::IbsmServe);
+}
+
+/// Not passing yet (so not run by default): OpenSM's inventory holds each port's
+/// LinkWidthEnabled/Active and LinkSpeedEnabled/Active as OpenSM leaves them (it writes 255/15,
+/// "set to supported", which stock ibsim ignores: 4X SDR), while ibsm writes the supported
+/// values themselves (ibsim's links come up 12X QDR), so `osmtest -f v` stops at ERR 0047
+/// (link_width_enabled of LID 1 port 1). Run: `cargo test -p ibsm --test osmtest_master --
+/// --ignored opensm_inventory`.
+#[test]
+#[ignore = "ibsm programs LinkWidthEnabled/LinkSpeedEnabled unlike OpenSM (see the doc comment)"]
+fn opensm_inventory_validates_against_ibsm_on_ibsim() {
+    cross_sm("fat-tree:2,4", &generated("fat-tree:2,4"), Server::Ibsim);
+}
+
+#[test]
+#[ignore = "ibsm programs LinkWidthEnabled/LinkSpeedEnabled unlike OpenSM (see above)"]
+fn opensm_inventory_validates_against_ibsm_on_ibsm_sim_serve() {
+    let spec = "random:4,4,2,7,ports=8";
+    cross_sm(spec, &generated(spec), Server::IbsmServe);
+}
+
+#[test]
+#[ignore = "the 128-CA reference fabrics take minutes: cargo test -p ibsm --test osmtest_master -- --ignored"]
+fn reference_fabrics_on_ibsim_and_ibsm_sim_serve() {
+    for stem in ["fat-tree-3-8", "torus-4-4-cas4", "random-16-48-8-7"] {
+        for server in [Server::Ibsim, Server::IbsmServe] {
+            run(stem, &reference(stem), server);
+        }
+    }
+}
+
+/// The cross-SM inventory: `osmtest -f c` against stock OpenSM as master SM and SA writes an
+/// inventory; OpenSM is stopped (by PID) and ibsm started with OpenSM's guid2lid (so the LIDs
+/// are OpenSM's, as `tests/sa-diff.sh` does); `osmtest -f v` validates OpenSM's inventory
+/// against ibsm's SA: the same nodes, ports and paths.
+fn cross_sm(name: &str, net: &str, server: Server) {
+    let test = format!("osmtest_master cross-SM inventory {name} on {server:?}");
+    let Some(b) = Bench::start(test, net, server, &["opensm", "osmtest", "sminfo"]) else {
+        return;
+    };
+    let inventory = b.path("opensm-inventory.dat");
+    let (osm_cache, ibsm_cache) = (b.path("osm-cache"), b.path("ibsm-cache"));
+    let opensm = b.start_sm(
+        "opensm",
+        &["-e", "-s", "0", "-d", "2"],
+        &b.path("opensm.log"),
+        &osm_cache,
+    );
+    if let Err(e) = b.osmtest("c", &inventory, 60) {
+        panic!("{}: against OpenSM: {e}", b.test);
+    }
+    // SIGTERM, so OpenSM leaves the simulator (a killed client keeps its SM slot on the node).
+    stop(opensm);
+    std::fs::create_dir_all(&ibsm_cache).unwrap();
+    std::fs::copy(osm_cache.join("guid2lid"), ibsm_cache.join("guid2lid")).unwrap();
+    let mut ibsm = b.start_ibsm(&ibsm_cache);
+    let result = b.osmtest("v", &inventory, 60);
+    assert!(
+        alive(&mut ibsm),
+        "{}: ibsm died during osmtest -f v",
+        b.test
+    );
+    b.assert_master("osmtest -f v");
+    if let Err(e) = result {
+        panic!("{}: OpenSM's inventory against ibsm: {e}", b.test);
+    }
 }
