@@ -18,6 +18,7 @@
 # MCMemberRecords), MCG (`saquery -g`, multicast groups), MCM (`saquery -m`, members) and
 # (trusted, `--smkey 1`) PKTR and MCMT (MCMemberRecords as a trusted requester sees them:
 # one per member).
+# And PR (`saquery -p`: every ordered pair of end ports).
 #
 # Normalised (documented differences, each for a reason):
 #   SMIR  act_count: the SMs' activity counters differ by nature.
@@ -45,6 +46,11 @@
 #         IsMulticastFDBTopSupported (OpenSM's use_mfttop).
 #   SL2VL, VLAR  present only where the SM programmed QoS tables: compared only when both
 #         SMs serve some.
+#   PR    rate: a path's rate is the smallest active rate of the ports it crosses, and the
+#         active widths and speeds differ by each SM's policy (see PIR: ibsm enables every
+#         supported width and speed, so ibsim's links come up at 12X QDR where OpenSM leaves
+#         them at 4X SDR). ibsm's path rates are checked against an independent hop-by-hop walk
+#         of its own PortInfos in sm/tests/sa_path.rs. Every other field is compared.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -100,7 +106,7 @@ fi
 pids+=($!)
 for _ in $(seq 200); do grep -q ready "$work/sim.log" && break; sleep 0.1; done
 
-queries=(NR PIR SWIR LFTR MFTR LR SMIR GIR SL2VL VLAR CPI PKTR MCMR MCG MCM MCMT)
+queries=(NR PIR SWIR LFTR MFTR LR SMIR GIR SL2VL VLAR CPI PKTR MCMR MCG MCM MCMT PR)
 dump() { # dir: every query from the client CA
     mkdir -p "$1"
     for q in "${queries[@]}"; do
@@ -111,6 +117,7 @@ dump() { # dir: every query from the client CA
             MCG) args=(-g) ;;
             MCM) args=(-m) ;;
             MCMT) args=(--smkey 1 MCMR) ;;
+            PR) args=(-p) ;;
         esac
         (cd "$work" && SIM_HOST=$cl_host LD_PRELOAD=$shim timeout 60 saquery -t 20000 "${args[@]}") \
             > "$1/$q.out" 2> "$1/$q.err"
@@ -154,6 +161,7 @@ records() { # file query
             if (q == "SMIR" && key ~ /act_count|ActCount/) next
             if (q == "CPI" && key ~ /cap_mask|CapMask|Capability/) next
             if (q == "SWIR" && key ~ /^MulticastFDBTop/) next
+            if (q == "PR" && key == "rate") next
             if (q == "PKTR" && key == "Block") {
                 v = val + 0; w = (v % 256) * 256 + int(v / 256); if (w < v) v = w; val = v
             }

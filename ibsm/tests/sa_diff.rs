@@ -2,8 +2,9 @@
 //! OpenSM, then `ibsm run` with OpenSM's guid2lid, on one simulated fabric (stock `ibsim`, and
 //! `ibsm sim serve`), dumps every record type ibsm serves with stock `saquery` through
 //! `libibsm_umad.so` from both, and compares them as record sets after the normalisations its
-//! header documents. Every record type must compare equal, and the record types every
-//! subnet has (NodeRecord … GUIDInfoRecord) must be non-empty on both sides.
+//! header documents (PathRecords included: `saquery -p`, every ordered pair). Every record
+//! type must compare equal, and the record types every subnet has (NodeRecord … GUIDInfoRecord,
+//! PathRecord) must be non-empty on both sides.
 //!
 //! Skipped loudly without ibsim / opensm / infiniband-diags, unless `IBSM_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -14,14 +15,14 @@ use std::time::Duration;
 
 use umad::testutil::{peers_or_skip, report_skip, require_peers, set_current_shim, Shim};
 
-const TYPES: [&str; 16] = [
+const TYPES: [&str; 17] = [
     "NR", "PIR", "SWIR", "LFTR", "MFTR", "LR", "SMIR", "GIR", "SL2VL", "VLAR", "CPI", "PKTR",
-    "MCMR", "MCG", "MCM", "MCMT",
+    "MCMR", "MCG", "MCM", "MCMT", "PR",
 ];
 /// Record types every fabric has (MCMR, MCG, MCM: the default partition's IPoIB broadcast
 /// group, which both SMs pre-create).
-const NON_EMPTY: [&str; 12] = [
-    "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "CPI", "PKTR", "MCMR", "MCG", "MCM",
+const NON_EMPTY: [&str; 13] = [
+    "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "CPI", "PKTR", "MCMR", "MCG", "MCM", "PR",
 ];
 
 fn have(prog: &str) -> bool {
