@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SA benchmarks of ibsm against stock OpenSM on one simulated fabric (issue 13), both SAs
+# queried by stock clients through libibsm_umad.so (the user_mad shim: RMPP and timeouts as the
+# kernel does them), the SM on the fabric's first CA, the clients on its second:
+#
+#   get-pr     `osmtest -f f -s4`: 100,000 single PathRecord Gets (SubnAdmGet, one at a time,
+#              each waiting for its answer) from the client CA to the SM's LID; elapsed and
+#              Gets/s.
+#   table-pr   `saquery -p`: one PathRecord GetTable of every ordered pair of end ports
+#              (RMPP answer); elapsed and records/s.
+#   resweep    `osmtest -f f -s4` again, and while it runs a heavy re-sweep every 2 s (OpenSM:
+#              SIGHUP; ibsm: `ibsm ctl sweep heavy`); osmtest prints its running total every
+#              ~5,000 answered Gets, and the longest 5,000-Get interval is compared with the
+#              median: a stalled SA shows as a spike.
+#
+# OpenSM runs first (until SUBNET UP, `-s 0`: no periodic sweeps of its own), then ibsm with
+# OpenSM's guid2lid, so both serve the same LIDs. One line per figure:
+#
+#   BENCH <topology> <server> <sm> <what> <value> <unit> [detail]
+#
+# usage: tests/sa-bench.sh [--server ibsim|ibsm] [--keep] [--only opensm|ibsm] [TOPOLOGY]
+#
+#   TOPOLOGY   a .net file or a generator spec (default fat-tree:3,16: 1,024 CAs, 320
+#              switches — more than stock ibsim's 256 switches: use --server ibsm)
+#
+# Environment: IBSM_UMAD_SHIM, IBSM_BIN (default: built with `cargo build --release`; pass the
+# debug builds to measure those, and say so).
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+root=$PWD
+server=ibsim
+keep=0
+only=
+topo=fat-tree:3,16
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --server) server=${2:-}; shift 2 ;;
+        --keep) keep=1; shift ;;
+        --only) only=${2:-}; shift 2 ;;
+        -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
+        -*) echo "unknown option $1" >&2; exit 2 ;;
+        *) topo=$1; shift ;;
+    esac
+done
+case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
+case "$only" in ''|opensm|ibsm) ;; *) echo "--only: expected opensm or ibsm" >&2; exit 2 ;; esac
+for prog in opensm osmtest saquery; do
+    command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }
+done
+[ "$server" = ibsm ] || command -v ibsim >/dev/null || { echo "ibsim not installed (apt-get install ibsim-utils)" >&2; exit 2; }
+shim=${IBSM_UMAD_SHIM:-}
+ibsm=${IBSM_BIN:-}
+if [ -z "$shim" ] || [ -z "$ibsm" ]; then
+    cargo build -q --release -p umad-shim -p ibsm || exit 2
+    shim=${shim:-$root/target/release/libibsm_umad.so}
+    ibsm=${ibsm:-$root/target/release/ibsm}
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/sa-bench.XXXXXX")
+pids=()
+stop() { for p in "$@"; do kill "$p" 2>/dev/null; done; for p in "$@"; do wait "$p" 2>/dev/null; done; }
+cleanup() { stop "${pids[@]}"; pids=(); }
+trap 'cleanup; [ $keep = 1 ] && echo "work directory: $work" || rm -rf "$work"' EXIT
+
+if [ -f "$topo" ]; then
+    net=$topo
+    name=$(basename "$topo" .net)
+else
+    net=$work/fabric.net
+    "$ibsm" topo "$topo" --write-net "$net" > /dev/null || exit 2
+    name=$topo
+fi
+ca_name() { awk -v n="$2" '/^(Hca|Ca)[ \t]/ { if (++i == n) { split($0, f, "\""); print f[2]; exit } }' "$1"; }
+sm_host=$(ca_name "$net" 1)
+cl_host=$(ca_name "$net" 2)
+export IBSIM_SOCKNAME=sab$$
+if [ "$server" = ibsim ]; then
+    ibsim -s -n "$net" > "$work/sim.log" 2>&1 &
+else
+    "$ibsm" sim serve "$net" --socket-name "$IBSIM_SOCKNAME" > "$work/sim.log" 2>&1 &
+fi
+pids+=($!)
+for _ in $(seq 600); do grep -q ready "$work/sim.log" && break; sleep 0.1; done
+grep -q ready "$work/sim.log" || { echo "the simulator did not start:" >&2; cat "$work/sim.log" >&2; exit 1; }
+
+wait_for() { # file pattern seconds
+    for _ in $(seq $(( $3 * 10 ))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    return 1
+}
+client() { (cd "$work" && SIM_HOST=$cl_host LD_PRELOAD=$shim "$@"); }
+now() { date +%s.%N; }
+report() { printf 'BENCH %s %s %s %s\n' "$name" "$server" "$1" "$2"; }
+
+# The 5,000-Get intervals of an osmtest -s4 log: "max median count" in seconds.
+intervals() {
+    awk '/path_rec queries took/ { split($(NF-1), t, ":"); s = t[1] + t[2] / 1e6; if (n++) print s - last; last = s }' "$1" |
+        sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f %.3f %d\n", v[NR], v[int((NR + 1) / 2)], NR; else print "0 0 0" }'
+}
+
+bench() { # sm resweep-command...
+    local sm=$1; shift
+    local t0 t1 rc n
+    t0=$(now)
+    client timeout 1800 osmtest -f f -s4 -t 2000 > "$work/$sm-getpr.out" 2>&1; rc=$?
+    t1=$(now)
+    n=$(awk '/path_rec queries took/ { n = $3 } END { print n + 0 }' "$work/$sm-getpr.out")
+    report "$sm" "$(printf 'get-pr %.2f s rc=%d queries=%d rate=%.0f/s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)")"
+    t0=$(now)
+    client timeout 1800 saquery -p -t 60000 > "$work/$sm-pr.out" 2> "$work/$sm-pr.err"; rc=$?
+    t1=$(now)
+    n=$(grep -c '^PathRecord dump:' "$work/$sm-pr.out")
+    report "$sm" "$(printf 'table-pr %.2f s rc=%d records=%d rate=%.0f/s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)")"
+    client timeout 1800 osmtest -f f -s4 -t 2000 > "$work/$sm-resweep.out" 2>&1 &
+    local o=$!
+    local sweeps=0
+    while kill -0 "$o" 2>/dev/null; do
+        sleep 2
+        kill -0 "$o" 2>/dev/null || break
+        "$@" > /dev/null 2>&1 && sweeps=$((sweeps + 1))
+    done
+    wait "$o"; rc=$?
+    read -r max med cnt < <(intervals "$work/$sm-resweep.out")
+    read -r qmax qmed _ < <(intervals "$work/$sm-getpr.out")
+    report "$sm" "resweep max=${max}s median=${med}s intervals=$cnt sweeps=$sweeps rc=$rc (no sweeps: max=${qmax}s median=${qmed}s)"
+}
+
+mkdir -p "$work/osm-cache" "$work/ibsm-cache"
+(cd "$work" && OSM_CACHE_DIR=$work/osm-cache OSM_TMP_DIR=$work/osm-cache SIM_HOST=$sm_host \
+    LD_PRELOAD=$shim exec opensm -e -s 0 -d 2 -f "$work/opensm.log" > "$work/opensm.out" 2>&1) &
+osm=$!
+pids+=($osm)
+wait_for "$work/opensm.log" "SUBNET UP" 600 || { echo "OpenSM: no SUBNET UP" >&2; exit 1; }
+[ "$only" = ibsm ] || bench opensm kill -HUP "$osm"
+stop "$osm"
+cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
+(cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
+    exec "$ibsm" run --ctl-socket "$work/ctl.sock" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
+pids+=($!)
+wait_for "$work/ibsm.log" "SUBNET UP" 600 || { echo "ibsm: no SUBNET UP" >&2; exit 1; }
+[ "$only" = opensm ] || bench ibsm "$ibsm" ctl --socket "$work/ctl.sock" sweep heavy
