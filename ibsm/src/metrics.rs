@@ -159,6 +159,7 @@ fn phase_name(p: Phase) -> &'static str {
         Phase::Arming => "arming",
         Phase::Activation => "activation",
         Phase::LightSweep => "light_sweep",
+        Phase::QosRead => "qos_read",
     }
 }
 
@@ -329,6 +330,7 @@ impl Metrics {
                     .get_or_create(&kind("light"))
                     .observe(secs);
             }
+            Phase::QosRead => {}
             _ => self.heavy_elapsed += secs,
         }
         self.phase_seconds

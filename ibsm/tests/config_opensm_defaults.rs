@@ -111,6 +111,7 @@ fn defaults_match_opensm_for_every_shared_key() {
             "retry_rounds",
             "fold_config_into_arm",
             "lid_routed",
+            "read_qos_tables",
             "cache_dir",
             "transport",
             "ca_name",

@@ -20,9 +20,10 @@ const TYPES: [&str; 17] = [
     "MCMR", "MCG", "MCM", "MCMT", "PR",
 ];
 /// Record types every fabric has (MCMR, MCG, MCM: the default partition's IPoIB broadcast
-/// group, which both SMs pre-create).
-const NON_EMPTY: [&str; 13] = [
-    "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "CPI", "PKTR", "MCMR", "MCG", "MCM", "PR",
+/// group, which both SMs pre-create; SL2VL, VLAR: every port's tables).
+const NON_EMPTY: [&str; 15] = [
+    "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "SL2VL", "VLAR", "CPI", "PKTR", "MCMR",
+    "MCG", "MCM", "PR",
 ];
 
 fn have(prog: &str) -> bool {

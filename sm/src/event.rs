@@ -63,6 +63,9 @@ pub enum Phase {
     Activation,
     /// A light sweep (SwitchInfo re-read).
     LightSweep,
+    /// After SUBNET UP: the SL-to-VL and VLArbitration tables the SM does not program are read
+    /// for the SA (`read_qos_tables`); not part of the heavy sweep's figures.
+    QosRead,
 }
 
 impl fmt::Display for Phase {
@@ -75,6 +78,7 @@ impl fmt::Display for Phase {
             Phase::Arming => "arming",
             Phase::Activation => "activation",
             Phase::LightSweep => "light-sweep",
+            Phase::QosRead => "qos-read",
         })
     }
 }

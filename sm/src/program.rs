@@ -315,13 +315,8 @@ impl Programmer {
         };
         let sets = crate::qos::program::plan(&inp, |id| self.known_qos.get(&s.node(id).guid));
         for q in sets {
-            let path = if s.node(q.node).is_switch() {
-                s.node(q.node).dr_path
-            } else {
-                disc.port_path(q.node, q.port)
-            };
             reqs.push(Request::set(
-                path,
+                qos_path(disc, q.node, q.port),
                 q.attr,
                 q.attr_mod,
                 q.data,
@@ -345,6 +340,57 @@ impl Programmer {
             .entry(node.guid)
             .or_insert_with(|| KnownQos::new(node.is_switch(), node.num_ports))
             .on_ack(port, attr, attr_mod, data);
+    }
+
+    /// Forgets the QoS tables of every port now in Init (retrained or reset since the last
+    /// sweep: a rebooted CA, a replugged cable), so they are read or programmed again.
+    pub fn forget_reset_qos(&mut self, subnet: &Subnet) {
+        for id in subnet.node_ids() {
+            let n = subnet.node(id);
+            let Some(k) = self.known_qos.get_mut(&n.guid) else {
+                continue;
+            };
+            for p in 0..=n.num_ports {
+                let reset = subnet
+                    .port(id, PortNum(p))
+                    .and_then(|x| x.info)
+                    .is_some_and(|i| i.port_state() == PortState::INIT);
+                if reset {
+                    k.forget_port(PortNum(p));
+                }
+            }
+        }
+    }
+
+    /// The Gets of the QoS tables the SM neither programs this sweep nor knows
+    /// ([`crate::qos::program::reads`]), as requests; none with `read_qos_tables` off.
+    pub fn qos_reads(
+        &self,
+        cfg: &SmConfig,
+        disc: &Discovery,
+        routes: Option<&Routes>,
+    ) -> Vec<crate::qos::program::QosGet> {
+        if !cfg.qos.read_tables {
+            return Vec::new();
+        }
+        let s = &disc.subnet;
+        let inp = PlanInputs {
+            cfg: &cfg.qos,
+            max_op_vls: cfg.max_op_vls,
+            subnet: s,
+            routes,
+        };
+        crate::qos::program::reads(&inp, |id| self.known_qos.get(&s.node(id).guid))
+    }
+
+    /// The request of one QoS Get.
+    pub fn qos_read_request(disc: &Discovery, g: &crate::qos::program::QosGet) -> Request {
+        Request::get(
+            qos_path(disc, g.node, g.port),
+            g.attr,
+            g.attr_mod,
+            Purpose::GetQos(g.node, g.port),
+        )
     }
 
     /// What the SM knows node `guid` to hold (acknowledged QoS Sets), if anything.
@@ -481,6 +527,17 @@ pub fn lid_route(s: &Subnet, sm_lid: Lid, id: NodeId, p: PortNum) -> Lid {
         lid
     } else {
         Lid::UNASSIGNED
+    }
+}
+
+/// The directed route of a QoS SMP for node `id` sent through `port`: a switch's own route,
+/// a CA's or router's route that ends at that port.
+fn qos_path(disc: &Discovery, id: NodeId, port: PortNum) -> ibmad::DrPath {
+    let n = disc.subnet.node(id);
+    if n.is_switch() {
+        n.dr_path
+    } else {
+        disc.port_path(id, port)
     }
 }
 

@@ -54,6 +54,9 @@ pub enum Stage {
     Activating,
     /// Light sweep.
     LightSweep,
+    /// After SUBNET UP: reading the QoS tables the SM does not program, for the SA
+    /// ([`crate::qos::program::reads`]).
+    ReadingQos,
 }
 
 /// Immediate re-sweeps after a heavy sweep with errors before waiting for the sweep timer.
@@ -140,6 +143,10 @@ pub(crate) struct Sweep {
     /// port's cable went, for judging a probe that got no answer ([`Sweep::judge_probes`]).
     links_seen: HashMap<(Guid, PortNum), (Guid, PortNum)>,
     mcast: McastState,
+    /// The QoS Gets not yet handed to the transaction engine (fed as it drains, so a large
+    /// fabric's millions of Gets are never queued at once), and how many were handed out.
+    qos_reads: std::collections::VecDeque<crate::qos::program::QosGet>,
+    qos_reads_sent: usize,
 }
 
 /// The multicast side of the pipeline: the groups the SA reported, the tables computed from
@@ -183,6 +190,8 @@ impl Sweep {
             snapshot: None,
             links_seen: HashMap::new(),
             mcast: McastState::default(),
+            qos_reads: std::collections::VecDeque::new(),
+            qos_reads_sent: 0,
         }
     }
 
@@ -350,6 +359,9 @@ impl Sweep {
             self.heavy_requested = true;
         } else if self.stage == Stage::Idle {
             self.start_light(now, cx);
+        } else if self.stage == Stage::ReadingQos {
+            // The light sweep waits for the next interval.
+            cx.arm_sweep(now);
         }
     }
 
@@ -434,7 +446,7 @@ impl Sweep {
             | Purpose::SetPortInfo(..) => {
                 self.program.on_ack(&mut self.disc, req.purpose, data);
             }
-            Purpose::SetQos(id, p) => {
+            Purpose::SetQos(id, p) | Purpose::GetQos(id, p) => {
                 self.program
                     .on_qos_ack(&self.disc, id, p, req.attr, req.attr_mod, data);
             }
@@ -582,6 +594,9 @@ impl Sweep {
     /// Advances the pipeline as far as it can go without new input.
     pub fn step(&mut self, now: Time, cx: &mut Ctx<'_>) {
         loop {
+            if self.stage == Stage::ReadingQos {
+                self.feed_qos_reads(cx);
+            }
             if !cx.txn.is_idle() {
                 return;
             }
@@ -612,6 +627,7 @@ impl Sweep {
                     self.end_phase(now, cx);
                     self.finish_heavy(now, cx);
                 }
+                Stage::ReadingQos => self.finish_qos_reads(now, cx),
                 Stage::LightSweep => {
                     self.end_phase(now, cx);
                     self.stage = Stage::Idle;
@@ -644,7 +660,7 @@ impl Sweep {
         let mut stats = cx.txn.take_stats();
         stats.elapsed = now.saturating_since(self.phase_start);
         self.history.push((self.phase, stats));
-        if self.phase != Phase::LightSweep {
+        if !matches!(self.phase, Phase::LightSweep | Phase::QosRead) {
             self.heavy_stats.add(&stats);
         }
         cx.events.push(Event::PhaseDone {
@@ -900,6 +916,7 @@ impl Sweep {
         for guid in self.program.forget_changed_tops(&self.disc.subnet) {
             self.mcast.prog.forget(guid);
         }
+        self.program.forget_reset_qos(&self.disc.subnet);
         self.begin(now, Phase::LidAssignment, Stage::Computing);
         cx.timers.set(Timer::Compute, now);
     }
@@ -1108,6 +1125,58 @@ impl Sweep {
         program::lid_route(&self.disc.subnet, self.sm_lid, id, p)
     }
 
+    // ----- QoS table reads (after SUBNET UP) -------------------------------------------------
+
+    /// The subnet is up: read the SL-to-VL and VLArbitration tables the SM neither programs
+    /// nor knows ([`Programmer::qos_reads`]), so the SA serves what the ports hold. They run
+    /// after SUBNET UP so they never delay it, and the SA snapshot is rebuilt once they are in.
+    fn start_qos_reads(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        let reads = self
+            .program
+            .qos_reads(cx.cfg, &self.disc, self.routes.as_deref());
+        if reads.is_empty() {
+            return;
+        }
+        cx.events.log(
+            Level::Verbose,
+            format!("reading {} SL-to-VL / VLArbitration tables", reads.len()),
+        );
+        self.qos_reads = reads.into();
+        self.qos_reads_sent = 0;
+        self.begin(now, Phase::QosRead, Stage::ReadingQos);
+        self.feed_qos_reads(cx);
+    }
+
+    /// Keeps about two windows of QoS Gets queued; a heavy sweep asked for meanwhile drops the
+    /// rest (that sweep plans its own reads of what is still unknown).
+    fn feed_qos_reads(&mut self, cx: &mut Ctx<'_>) {
+        if self.heavy_requested {
+            self.qos_reads.clear();
+            return;
+        }
+        let room = (2 * cx.cfg.max_wire_smps.max(64)).saturating_sub(cx.txn.pending());
+        for g in self.qos_reads.drain(..room.min(self.qos_reads.len())) {
+            cx.txn.submit(Programmer::qos_read_request(&self.disc, &g));
+            self.qos_reads_sent += 1;
+        }
+    }
+
+    /// Every QoS Get handed out is answered (or given up): the SA's snapshot gets the tables.
+    fn finish_qos_reads(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        let stats = self.end_phase(now, cx);
+        self.stage = Stage::Idle;
+        cx.events.log(
+            Level::Info,
+            format!(
+                "QoS tables read: {} Gets, {} SMPs in {:?}",
+                self.qos_reads_sent, stats.smps, stats.elapsed
+            ),
+        );
+        if self.up {
+            self.snapshot = Some(std::sync::Arc::new(self.build_snapshot(cx)));
+        }
+    }
+
     fn start_arming(&mut self, now: Time, cx: &mut Ctx<'_>) {
         if self.errors.set_failures > 0 {
             cx.events.push(Event::SetsFailed {
@@ -1202,6 +1271,7 @@ impl Sweep {
             self.snapshot = Some(std::sync::Arc::new(self.build_snapshot(cx)));
             cx.events.push(Event::SubnetUp);
             cx.arm_sweep(now);
+            self.start_qos_reads(now, cx);
         } else {
             self.fail_sweep(
                 now,

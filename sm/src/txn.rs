@@ -41,6 +41,9 @@ pub(crate) enum Purpose {
     /// SLtoVLMappingTable or VLArbitrationTable Set (QoS programming), sent through the
     /// node's port `PortNum` (0 on a switch).
     SetQos(NodeId, PortNum),
+    /// SLtoVLMappingTable or VLArbitrationTable Get of a table the SM does not program (read
+    /// after SUBNET UP for the SA), sent through the node's port `PortNum` (0 on a switch).
+    GetQos(NodeId, PortNum),
     /// P_KeyTable block Get of (node, port) before programming (content unknown to the SM).
     GetPkeys(NodeId, PortNum, u16),
     /// P_KeyTable block Set of (node, port).
@@ -90,6 +93,7 @@ impl Request {
             | Purpose::SetPortInfo(n, _)
             | Purpose::SetMft(n, ..)
             | Purpose::SetQos(n, _)
+            | Purpose::GetQos(n, _)
             | Purpose::GetPkeys(n, ..)
             | Purpose::SetPkeys(n, ..)
             | Purpose::LightSwitchInfo(n)
@@ -272,6 +276,11 @@ impl Engine {
         );
         self.queue.push_back(tid);
         tid
+    }
+
+    /// Requests queued or in flight.
+    pub fn pending(&self) -> usize {
+        self.txns.live
     }
 
     /// No request queued or in flight.

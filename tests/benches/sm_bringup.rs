@@ -1,10 +1,12 @@
 //! Cold bring-up of `sm::Sm` in the simulator: wall time, virtual time and SMPs per phase.
 //!
-//! `cargo bench -p ibsm-tests --bench sm_bringup [-- SPEC...] [--fold] [--faults F]`
+//! `cargo bench -p ibsm-tests --bench sm_bringup [-- SPEC...] [--fold] [--faults F] [--no-qos-read]`
 //! SPEC defaults to `fat-tree:3,16 fat-tree:3,36`. The SM sits on the first CA, or with
 //! `--sm-first` where ibsim puts it (the first node of the topology; a switch's port 0), as
 //! OpenSM does under `opensm-on-ibsim.sh`. `--write-net SPEC PATH` writes the
 //! topology as an ibsim `.net` file (for running OpenSM on the same fabric) and exits.
+//! `--no-qos-read` sets `read_qos_tables` FALSE (no SL-to-VL / VLArbitration reads after
+//! SUBNET UP, the `qos-read` phase).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -29,6 +31,7 @@ fn main() {
     }
     let fold = args.iter().any(|a| a == "--fold");
     let sm_first = args.iter().any(|a| a == "--sm-first");
+    let qos_read = !args.iter().any(|a| a == "--no-qos-read");
     let faults = args
         .iter()
         .position(|a| a == "--faults")
@@ -43,11 +46,17 @@ fn main() {
         specs = vec!["fat-tree:3,16", "fat-tree:3,36"];
     }
     for spec in specs {
-        run(spec, fold, sm_first, faults.unwrap_or(FaultConfig::NONE));
+        run(
+            spec,
+            fold,
+            sm_first,
+            qos_read,
+            faults.unwrap_or(FaultConfig::NONE),
+        );
     }
 }
 
-fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
+fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConfig) {
     let t0 = Instant::now();
     let topo = Topology::from_spec_or_file(spec).unwrap();
     let (node, port) = if sm_first {
@@ -77,6 +86,10 @@ fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
         port,
         sweep_interval: Duration::ZERO,
         fold_config_into_arm: fold,
+        qos: sm::qos::QosConfig {
+            read_tables: qos_read,
+            ..sm::qos::QosConfig::default()
+        },
         ..SmConfig::default()
     })
     .unwrap();
@@ -143,9 +156,10 @@ fn run(spec: &str, fold: bool, sm_first: bool, faults: FaultConfig) {
     let sw = topo.num_switches();
     let cas = topo.num_cas();
     println!(
-        "\n{spec}{}{}: {sw} switches, {cas} CAs, {} links; setup {:.2?}, bring-up wall {:.2?} (of which LID assignment + routing {:.2?}), virtual {:.2?}",
+        "\n{spec}{}{}{}: {sw} switches, {cas} CAs, {} links; setup {:.2?}, bring-up wall {:.2?} (of which LID assignment + routing {:.2?}), virtual {:.2?}",
         if fold { " --fold" } else { "" },
         if sm_first { " --sm-first" } else { "" },
+        if qos_read { "" } else { " --no-qos-read" },
         topo.num_links(),
         setup,
         wall,

@@ -967,6 +967,20 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "read_qos_tables",
+        section: Section::Qos,
+        doc: &[
+            "If TRUE, after SUBNET UP read the SL2VL and VLArbitration tables the SM does not",
+            "program, so the SA serves what the ports hold (ibsm; OpenSM never reads them and",
+            "serves zeros with qos off). A switch costs (NumPorts + 1)^2 SL2VL Gets once",
+        ],
+        get: |o| fmt_bool(o.read_qos_tables),
+        set: |o, v| {
+            o.read_qos_tables = boolean(v)?;
+            Ok(())
+        },
+    },
     // ---------------- IBSM ----------------
     KeySpec {
         key: "cache_dir",

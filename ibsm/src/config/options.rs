@@ -311,6 +311,9 @@ pub struct Options {
     /// `use_optimized_slvl`: one all-ports SL-to-VL Set per switch where the switch allows.
     /// Default TRUE (OpenSM: FALSE; see `sm::qos::QosConfig::use_optimized_slvl`).
     pub use_optimized_slvl: bool,
+    /// `read_qos_tables` (*ibsm*): read the SL-to-VL and VLArbitration tables the SM does not
+    /// program after SUBNET UP, for the SA. Default TRUE (see `sm::qos::QosConfig::read_tables`).
+    pub read_qos_tables: bool,
 
     // ---- sweep ----
     /// `sweep_interval`: seconds between light sweeps; 0 disables sweeping. Default 10.
@@ -480,6 +483,7 @@ impl Default for Options {
             qos_policy_file: PathBuf::from(DEFAULT_QOS_POLICY_FILE),
             qos_sets: Default::default(),
             use_optimized_slvl: true,
+            read_qos_tables: true,
             force_link_speed: 15,
             force_link_width: 255,
             subnet_timeout: 18,

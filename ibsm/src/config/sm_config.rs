@@ -191,6 +191,7 @@ impl Options {
             sw0: set(sw0),
             swe: set(swe),
             use_optimized_slvl: self.use_optimized_slvl,
+            read_tables: self.read_qos_tables,
             policy: self.qos_policy().ok().flatten(),
         }
     }

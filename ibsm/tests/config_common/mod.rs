@@ -36,6 +36,7 @@ pub fn perturbed() -> Options {
             sl2vl: Some(format!("{i},1,2,3,4,5,6,7,0,1,2,3,4,5,6,7")),
         }),
         use_optimized_slvl: false,
+        read_qos_tables: false,
         sweep_interval: 30,
         reassign_lids: true,
         force_heavy_sweep: true,

@@ -291,6 +291,14 @@ pub struct QosConfig {
     pub use_optimized_slvl: bool,
     /// The parsed QoS policy file (`qos_policy_file`, `-Y`), if one was read.
     pub policy: Option<policy::QosPolicy>,
+    /// `read_qos_tables` (*ibsm*): after a heavy sweep brought the subnet up, read every
+    /// SL-to-VL and VLArbitration table the SM does not program and does not know yet, so
+    /// that the SA serves what the ports hold (`osmtest -f q`, `saquery SL2VL`/`VLAR`). Default
+    /// true. OpenSM never reads them: its SA serves the tables it last wrote, all zero with
+    /// `qos` off. The reads follow SUBNET UP (they do not delay it) and are not repeated for
+    /// tables already known; on a switch they are one Get per (input, output) port pair,
+    /// (NumPorts + 1)² per switch — see docs/benchmarks.md for the cost.
+    pub read_tables: bool,
 }
 
 impl Default for QosConfig {
@@ -304,6 +312,7 @@ impl Default for QosConfig {
             swe: QosOptions::default(),
             use_optimized_slvl: true,
             policy: None,
+            read_tables: true,
         }
     }
 }

@@ -330,8 +330,8 @@ impl KnownQos {
         }
     }
 
-    /// A Set response (status 0) for this node: `attr` with `attr_mod`, sent through `port`
-    /// ([`QosSet::port`]), answered with `data`. The optimized SL-to-VL forms cover every
+    /// A Set or Get response (status 0) for this node: `attr` with `attr_mod`, sent through
+    /// `port` ([`QosSet::port`], [`QosGet::port`]), answered with `data`. The optimized SL-to-VL forms cover every
     /// input and/or output port 0..=NumPorts.
     pub fn on_ack(&mut self, port: PortNum, attr: SmpAttrId, attr_mod: u32, data: &[u8; 64]) {
         if attr == SmpAttrId::SL_TO_VL_TABLE {
@@ -597,6 +597,16 @@ pub fn plan_node(inp: &PlanInputs<'_>, id: NodeId, known: Option<&KnownQos>) -> 
     sets
 }
 
+/// The first item of every list, then the second, … (so the pipeline keeps every node busy).
+fn interleave<T: Copy>(per_node: &[Vec<T>]) -> Vec<T> {
+    let mut out = Vec::with_capacity(per_node.iter().map(Vec::len).sum());
+    let longest = per_node.iter().map(Vec::len).max().unwrap_or(0);
+    for k in 0..longest {
+        out.extend(per_node.iter().filter_map(|v| v.get(k).copied()));
+    }
+    out
+}
+
 /// Every QoS Set of the subnet, interleaved across nodes (the first Set of every node, then
 /// the second, …) so the pipeline keeps every node busy; `known(node)` is what the SM knows
 /// that node to hold.
@@ -610,12 +620,143 @@ pub fn plan<'k>(
         .map(|id| plan_node(inp, id, known(id)))
         .filter(|v| !v.is_empty())
         .collect();
-    let mut out = Vec::with_capacity(per_node.iter().map(Vec::len).sum());
-    let longest = per_node.iter().map(Vec::len).max().unwrap_or(0);
-    for k in 0..longest {
-        out.extend(per_node.iter().filter_map(|v| v.get(k).copied()));
+    interleave(&per_node)
+}
+
+/// One QoS Get: a table the SM neither programs nor knows, read so that the SA can serve
+/// what the port holds ([`reads`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QosGet {
+    /// The node.
+    pub node: NodeId,
+    /// The port the Get is addressed through ([`QosSet::port`]).
+    pub port: PortNum,
+    /// `SL_TO_VL_TABLE` or `VL_ARB_TABLE`.
+    pub attr: SmpAttrId,
+    /// The AttributeModifier: `in << 8 | out` on a switch, 0 on a CA (SL-to-VL);
+    /// `block << 16 | port` on a switch, `block << 16` on a CA (VLArbitration).
+    pub attr_mod: u32,
+}
+
+/// Whether VLArbitration block `block` (1..=4) of a port with PortInfo `info` exists: the
+/// port has more than one data VL (VLCap > 1) and the block's first entry is within
+/// VLArbitrationLowCap (blocks 1, 2) or HighCap (3, 4), 32 entries a block (IBA vol1
+/// §14.2.5.9). A block that does not exist holds no entry; the SA serves it as zeros (weight 0:
+/// an unused entry), as OpenSM's SA serves every block of every port.
+#[must_use]
+pub fn vlarb_block_exists(info: &PortInfo, block: u8) -> bool {
+    if !(1..=4).contains(&block) || info.vl_cap() <= 1 {
+        return false;
     }
-    out
+    let cap = if block <= 2 {
+        info.vl_arb_low_cap
+    } else {
+        info.vl_arb_high_cap
+    };
+    let first = if block.is_multiple_of(2) {
+        VLARB_BLOCK
+    } else {
+        0
+    };
+    usize::from(cap) > first
+}
+
+/// Whether node `id` holds SL-to-VL tables for port `p` at all: the port (on a switch, port 0)
+/// reports CapabilityMask.IsSLMappingSupported. A port without one sends every SL on VL 0 (the
+/// SA serves an all-zero table).
+#[must_use]
+pub fn sl2vl_exists(subnet: &Subnet, id: NodeId, p: PortNum) -> bool {
+    sl_map_supported(subnet, id, p)
+}
+
+/// The Gets of every SL-to-VL and VLArbitration table the SM does not program this sweep
+/// ([`plan`]) and does not know ([`KnownQos`]), interleaved across nodes like [`plan`]: on a
+/// switch every (input, output) pair 0..=NumPorts and the existing VLArbitration blocks of
+/// every port 0..=NumPorts whose PortInfo is known (Down ports too: their tables are there and
+/// the SA serves them, as OpenSM's); on a CA or router every linked port. Tables a Set
+/// response or a Get response made known are not read again until the port is reset
+/// ([`KnownQos::forget_port`]) or the switch rebooted.
+pub fn reads<'k>(
+    inp: &PlanInputs<'_>,
+    known: impl Fn(NodeId) -> Option<&'k KnownQos>,
+) -> Vec<QosGet> {
+    let s = inp.subnet;
+    let engine_arb = inp.routes.and_then(|r| r.vlarb.as_ref());
+    let mut per_node: Vec<Vec<QosGet>> = Vec::new();
+    for id in s.node_ids() {
+        let node = s.node(id);
+        let k = known(id);
+        let programmed_outs = qos_ports(s, id);
+        let mut v = Vec::new();
+        let (outs, via): (Vec<PortNum>, bool) = if node.is_switch() {
+            (
+                (0..=node.num_ports)
+                    .map(PortNum)
+                    .filter(|&p| port_info(s, id, p).is_some())
+                    .collect(),
+                false,
+            )
+        } else {
+            (programmed_outs.clone(), true)
+        };
+        let want = |i: PortNum, o: PortNum| {
+            programmed_outs.contains(&o)
+                && desired_sl2vl(inp.cfg, inp.max_op_vls, s, inp.routes, id, i, o).is_some()
+        };
+        for &o in &outs {
+            if !sl_map_supported(s, id, o) {
+                continue;
+            }
+            let ins: Vec<PortNum> = if node.is_switch() {
+                (0..=node.num_ports).map(PortNum).collect()
+            } else {
+                vec![o]
+            };
+            for i in ins {
+                if want(i, o) || k.and_then(|k| k.sl2vl(i, o)).is_some() {
+                    continue;
+                }
+                v.push(QosGet {
+                    node: id,
+                    port: if via { o } else { PortNum(0) },
+                    attr: SmpAttrId::SL_TO_VL_TABLE,
+                    attr_mod: if via {
+                        0
+                    } else {
+                        u32::from(i.0) << 8 | u32::from(o.0)
+                    },
+                });
+            }
+        }
+        for &p in &outs {
+            let Some(info) = port_info(s, id, p) else {
+                continue;
+            };
+            let desired = if programmed_outs.contains(&p) {
+                desired_vlarb(inp.cfg, inp.max_op_vls, s, engine_arb, id, p)
+            } else {
+                [None; 4]
+            };
+            for b in 1..=4u8 {
+                if !vlarb_block_exists(info, b)
+                    || desired[usize::from(b - 1)].is_some()
+                    || k.and_then(|k| k.vlarb(p, b)).is_some()
+                {
+                    continue;
+                }
+                v.push(QosGet {
+                    node: id,
+                    port: if via { p } else { PortNum(0) },
+                    attr: SmpAttrId::VL_ARB_TABLE,
+                    attr_mod: u32::from(b) << 16 | if via { 0 } else { u32::from(p.0) },
+                });
+            }
+        }
+        if !v.is_empty() {
+            per_node.push(v);
+        }
+    }
+    interleave(&per_node)
 }
 
 /// Every SL-to-VL table the SM programs on this subnet ([`desired_sl2vl`] for every
@@ -911,6 +1052,71 @@ mod tests {
             "beyond LowCap 8"
         );
         assert_eq!(dflt[2].unwrap()[0], VlArbEntryRepr { vl: 0, weight: 4 });
+    }
+
+    #[test]
+    fn reads_cover_what_is_neither_programmed_nor_known() {
+        let (s, sw, _) = fabric(true);
+        let off = QosConfig::default();
+        let inp = PlanInputs {
+            cfg: &off,
+            max_op_vls: 5,
+            subnet: &s,
+            routes: None,
+        };
+        let gets = reads(&inp, |_| None);
+        let count = |n: Option<NodeId>, a: SmpAttrId| {
+            gets.iter()
+                .filter(|g| n.is_none_or(|n| g.node == n) && g.attr == a)
+                .count()
+        };
+        // The switch: every (input, output) pair of ports 0..=4 (the Down port 4 too), and
+        // VLArbitration blocks 1 and 3 (caps 8) of every port; each CA: one SL-to-VL table and
+        // blocks 1 and 3.
+        assert_eq!(count(Some(sw), SmpAttrId::SL_TO_VL_TABLE), 25);
+        assert_eq!(count(Some(sw), SmpAttrId::VL_ARB_TABLE), 10);
+        assert_eq!(gets.len(), 25 + 10 + 3 * 3);
+        assert!(gets.iter().any(|g| g.node == sw && g.attr_mod == 0x0304));
+        assert!(gets.iter().any(|g| g.node == sw && g.attr_mod == 0x3_0004));
+        assert!(gets
+            .iter()
+            .filter(|g| g.node != sw)
+            .all(|g| g.port == PortNum(1) && g.attr_mod & 0xFFFF == 0));
+        assert_eq!(
+            gets[0].node, sw,
+            "interleaved: the first Get of every node first"
+        );
+        assert_ne!(gets[1].node, sw);
+        // Answered (a GetResp carries the table), nothing is read again.
+        let mut known = std::collections::HashMap::new();
+        for g in &gets {
+            let n = s.node(g.node);
+            known
+                .entry(g.node)
+                .or_insert_with(|| KnownQos::new(n.is_switch(), n.num_ports))
+                .on_ack(g.port, g.attr, g.attr_mod, &[0; 64]);
+        }
+        assert!(reads(&inp, |n| known.get(&n)).is_empty());
+        // A reset port is read again: its pairs as input or output, its blocks.
+        known.get_mut(&sw).unwrap().forget_port(PortNum(2));
+        assert_eq!(reads(&inp, |n| known.get(&n)).len(), 2 * 5 - 1 + 2);
+        // qos on: what the SM programs is not read — on the switch, output port 0 (base port
+        // 0) and the Down port 4, as outputs; the CAs not at all.
+        let on = cfg_on();
+        let gets = reads(&PlanInputs { cfg: &on, ..inp }, |_| None);
+        assert!(gets.iter().all(|g| g.node == sw), "{gets:?}");
+        let outs: std::collections::BTreeSet<u32> = gets
+            .iter()
+            .map(|g| {
+                if g.attr == SmpAttrId::SL_TO_VL_TABLE {
+                    g.attr_mod & 0xFF
+                } else {
+                    g.attr_mod & 0xFFFF
+                }
+            })
+            .collect();
+        assert_eq!(outs, [0, 4].into());
+        assert_eq!(gets.len(), 2 * 5 + 2 * 2);
     }
 
     #[test]

@@ -572,38 +572,61 @@ pub fn sm_info_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
 
 // ----- SL2VL and VLArbitration table records ---------------------------------------------
 
-/// SLtoVLMappingTableRecord (0x0013): the SL-to-VL tables the SM programmed (and the nodes
-/// acknowledged): a switch's per (input, output) port pair, a CA port's with input port 0.
+/// SLtoVLMappingTableRecord (0x0013): the SL-to-VL tables the SM programmed, or read after
+/// SUBNET UP (`read_qos_tables`), as the nodes acknowledged them: a switch's per (input,
+/// output) pair 0..=NumPorts, a CA's or router's per port with InputPortNum = OutputPortNum = 0
+/// (OpenSM's form; the LID names the port, and a query's port components are not applied to
+/// it). A port without SL-to-VL mapping (CapabilityMask.IsSLMappingSupported clear) sends every
+/// SL on VL 0: its table is served as all zeros. Unknown tables (a read that failed, reading
+/// off) are not served.
 pub fn sl2vl_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
+    use crate::qos::program::sl2vl_exists;
     use ibmad::sa_rec::Sl2VlRecord;
     read_only!(q);
     let mut query = query_copy::<Sl2VlRecord>(q);
     let Ok(key) = lid_key(snap, q.comp_mask, 0, 0, &mut query) else {
         return Collector::new::<Sl2VlRecord>(q).finish();
     };
+    if let Some((_, id, _)) = key {
+        if !snap.subnet.node(id).is_switch() {
+            query[2] = 0;
+            query[3] = 0;
+        }
+    }
     let mut c = Collector::with_query::<Sl2VlRecord>(q, &query, q.comp_mask);
     for id in key_nodes(snap, key) {
-        let Some(known) = snap.known_qos(id) else {
-            continue;
-        };
+        let known = snap.known_qos(id);
         let n = snap.subnet.node(id);
-        let pairs: Vec<(u8, u8)> = if n.is_switch() {
+        // (input, output, the port the table belongs to).
+        let pairs: Vec<(u8, u8, u8)> = if n.is_switch() {
             (0..=n.num_ports)
-                .flat_map(|i| (0..=n.num_ports).map(move |o| (i, o)))
+                .flat_map(|o| (0..=n.num_ports).map(move |i| (i, o, o)))
                 .collect()
         } else {
-            (1..=n.num_ports).map(|o| (0, o)).collect()
+            (1..=n.num_ports)
+                .filter(|&p| {
+                    snap.subnet
+                        .port(id, PortNum(p))
+                        .is_some_and(|x| x.info.is_some())
+                })
+                .map(|p| (0, 0, p))
+                .collect()
         };
-        for (i, o) in pairs {
-            let Some(t) = known.sl2vl(PortNum(i), PortNum(o)) else {
-                continue;
+        for (i, o, p) in pairs {
+            let t = if sl2vl_exists(&snap.subnet, id, PortNum(p)) {
+                let (ki, ko) = if n.is_switch() { (i, o) } else { (0, p) };
+                match known.and_then(|k| k.sl2vl(PortNum(ki), PortNum(ko))) {
+                    Some(t) => t.raw,
+                    None => continue,
+                }
+            } else {
+                [0; 8]
             };
-            let lid = snap.subnet.lid_of(id, PortNum(o));
             let mut r = Sl2VlRecord::new_zeroed();
-            r.lid.set(lid.0);
+            r.lid.set(snap.subnet.lid_of(id, PortNum(p)).0);
             r.in_port = i;
             r.out_port = o;
-            r.sl2vl = t.raw;
+            r.sl2vl = t;
             c.offer(r.as_bytes());
             if c.is_full() {
                 return c.finish();
@@ -613,26 +636,42 @@ pub fn sl2vl_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
     c.finish()
 }
 
-/// VLArbitrationTableRecord (0x0036): the VLArbitration blocks (1..=4) the SM programmed
-/// (and the nodes acknowledged), per port.
+/// VLArbitrationTableRecord (0x0036): blocks 1..=4 of every port (a switch's 0..=NumPorts, a
+/// CA's or router's ports), as OpenSM's SA serves them: the blocks the SM programmed or read
+/// (`read_qos_tables`) as acknowledged; a block the port does not have (VLCap 1, or beyond
+/// VLArbitrationLowCap / HighCap) holds no entry and is served as zeros; unknown blocks are
+/// not served. On a CA the query's OutputPortNum is the port the LID names (OpenSM: "the SA
+/// should figure it out"; `osmtest -f q` asks with port 0).
 pub fn vlarb_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
+    use crate::qos::program::vlarb_block_exists;
     use ibmad::sa_rec::VlArbRecord;
     read_only!(q);
     let mut query = query_copy::<VlArbRecord>(q);
     let Ok(key) = lid_key(snap, q.comp_mask, 0, 0, &mut query) else {
         return Collector::new::<VlArbRecord>(q).finish();
     };
+    if let Some((_, id, p)) = key {
+        if !snap.subnet.node(id).is_switch() {
+            query[2] = p.0;
+        }
+    }
     let mut c = Collector::with_query::<VlArbRecord>(q, &query, q.comp_mask);
     for id in key_nodes(snap, key) {
-        let Some(known) = snap.known_qos(id) else {
-            continue;
-        };
+        let known = snap.known_qos(id);
         let n = snap.subnet.node(id);
         let first = u8::from(!n.is_switch());
         for p in first..=n.num_ports {
+            let Some(info) = snap.subnet.port(id, PortNum(p)).and_then(|x| x.info) else {
+                continue;
+            };
             for b in 1..=4u8 {
-                let Some(t) = known.vlarb(PortNum(p), b) else {
-                    continue;
+                let t = if vlarb_block_exists(&info, b) {
+                    match known.and_then(|k| k.vlarb(PortNum(p), b)) {
+                        Some(t) => t,
+                        None => continue,
+                    }
+                } else {
+                    [0; 64]
                 };
                 let mut r = VlArbRecord::new_zeroed();
                 r.lid.set(snap.subnet.lid_of(id, PortNum(p)).0);

@@ -444,6 +444,23 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
         lfts.set(sw, Lid(l), Some(PortNum(u8::try_from(l - 1).unwrap())));
     }
     let routes = std::sync::Arc::new(Routes::new(lfts));
+    // ca1 (LID 2) maps SLs and has 4 data VLs and 8 + 8 VLArbitration entries; the switch
+    // maps SLs; ca2 and the switch ports keep the fixture's PortInfo (no SL mapping, VLCap 0).
+    let sl_map = ibmad::attr::port_info::cap::IS_SL_MAP_SUP;
+    for (n, p) in [(1u32, 1u8), (0, 0)] {
+        let port = s.port_mut(crate::subnet::NodeId(n), PortNum(p)).unwrap();
+        let pi = port.info.as_mut().unwrap();
+        pi.capability_mask.set(pi.capability_mask.get() | sl_map);
+        if n == 1 {
+            pi.set_vl_cap(3);
+            pi.vl_arb_low_cap = 8;
+            pi.vl_arb_high_cap = 8;
+        }
+    }
+    let mut sw_qos = KnownQos::new(true, 4);
+    let mut t12 = [0u8; 64];
+    t12[..8].copy_from_slice(&[0x11; 8]);
+    sw_qos.on_ack(PortNum(0), SmpAttrId::SL_TO_VL_TABLE, 0x0102, &t12);
     let mut qos = KnownQos::new(false, 1);
     let mut data = [0u8; 64];
     data[..8].copy_from_slice(&[0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67]);
@@ -451,7 +468,11 @@ fn rich_snapshot() -> Arc<SaSnapshot> {
     let mut vla = [0u8; 64];
     vla[0..2].copy_from_slice(&[0x00, 0x40]);
     qos.on_ack(PortNum(1), SmpAttrId::VL_ARB_TABLE, 1 << 16, &vla);
-    let known = |id: crate::subnet::NodeId| (id.0 == 1).then_some(&qos);
+    let known = |id: crate::subnet::NodeId| match id.0 {
+        0 => Some(&sw_qos),
+        1 => Some(&qos),
+        _ => None,
+    };
     let snap = SaSnapshot::build(&crate::sa::snapshot::SnapshotInput {
         generation: 1,
         subnet: &s,
@@ -805,18 +826,53 @@ fn sm_info_records_and_a_refused_set() {
 fn sl2vl_and_vlarb_records_from_acknowledged_tables() {
     let mut sa = rich_sa();
     let s = table::<rec::Sl2VlRecord>(&mut sa, 0, &[]);
-    assert_eq!(s.len(), 1);
-    let r = rec::Sl2VlRecord::parse(&s[0]).unwrap();
-    assert_eq!(
-        (r.lid.get(), r.in_port, r.out_port, r.sl2vl[1]),
-        (2, 0, 1, 0x23)
-    );
+    let keys: Vec<(u16, u8, u8, u8)> = s
+        .iter()
+        .map(|b| {
+            let r = rec::Sl2VlRecord::parse(b).unwrap();
+            (r.lid.get(), r.in_port, r.out_port, r.sl2vl[1])
+        })
+        .collect();
+    // The switch: only the known pair (input 1, output 2) of its 25; ca1: its known table
+    // with OpenSM's ports 0/0; ca2 maps no SLs: all zeros (every SL on VL 0).
+    assert_eq!(keys, vec![(1, 1, 2, 0x11), (2, 0, 0, 0x23), (3, 0, 0, 0)]);
+    // osmtest -f q: by LID with input and output port 0.
+    let mut q = [0u8; 16];
+    q[..2].copy_from_slice(&2u16.to_be_bytes());
+    let (st, one) = query(&mut sa, Method::GET, rec::Sl2VlRecord::ATTR, 0, 0b111, &q);
+    assert_eq!((st, one.len()), (0, 1));
+    assert_eq!(rec::Sl2VlRecord::parse(&one[0]).unwrap().sl2vl[1], 0x23);
+
     let v = table::<rec::VlArbRecord>(&mut sa, 0, &[]);
-    assert_eq!(v.len(), 1);
-    let r = rec::VlArbRecord::parse(&v[0]).unwrap();
+    let blocks: Vec<(u16, u8, u8, u8)> = v
+        .iter()
+        .map(|b| {
+            let r = rec::VlArbRecord::parse(b).unwrap();
+            (r.lid.get(), r.out_port, r.block_num, r.table[1])
+        })
+        .collect();
+    // Switch ports 0..=2 (3 and 4 were never read) and ca2 have VLCap 0: no arbitration, four
+    // zero blocks each; ca1: block 1 as acknowledged, blocks 2 and 4 do not exist (caps 8),
+    // block 3 is unknown.
+    assert_eq!(blocks.len(), 3 * 4 + 3 + 4, "{blocks:?}");
+    assert!(blocks.contains(&(2, 1, 1, 0x40)));
+    assert!(blocks.contains(&(2, 1, 2, 0)) && blocks.contains(&(2, 1, 4, 0)));
+    assert!(!blocks.iter().any(|b| (b.0, b.2) == (2, 3)));
+    assert!(blocks.contains(&(1, 0, 4, 0)) && blocks.contains(&(3, 1, 3, 0)));
+    // osmtest -f q asks a CA with port 0: the SA answers for the port the LID names.
+    let mut q = [0u8; 72];
+    q[..2].copy_from_slice(&2u16.to_be_bytes());
+    q[3] = 1;
+    let (st, one) = query(&mut sa, Method::GET, rec::VlArbRecord::ATTR, 0, 0b111, &q);
+    assert_eq!((st, one.len()), (0, 1));
+    let r = rec::VlArbRecord::parse(&one[0]).unwrap();
+    assert_eq!((r.out_port, r.block_num, r.table[1]), (1, 1, 0x40));
+    q[3] = 3;
+    let (st, none) = query(&mut sa, Method::GET, rec::VlArbRecord::ATTR, 0, 0b111, &q);
     assert_eq!(
-        (r.lid.get(), r.out_port, r.block_num, r.table[1]),
-        (2, 1, 1, 0x40)
+        (st, none.len()),
+        (ibmad::sa::status::NO_RECORDS.0, 0),
+        "unknown block: no records"
     );
 }
 
