@@ -599,7 +599,11 @@ pub fn desired_port_info(
                     .min(cfg.max_op_vls);
                 want.set_neighbor_mtu(mtu);
                 want.set_operational_vls(vls);
-                want.vl_high_limit = cfg.vl_high_limit;
+                // With qos on, the port class's qos_[ca_|swe_|rtr_]high_limit (OpenSM
+                // osm_qos.c sets it per class, osm_link_mgr.c writes it).
+                want.vl_high_limit =
+                    crate::qos::program::desired_high_limit(&cfg.qos, subnet, None, id, p)
+                        .unwrap_or(cfg.vl_high_limit);
                 if cur.link_width_supported != 0 {
                     want.link_width_enabled = cur.link_width_supported;
                 }
@@ -777,6 +781,42 @@ mod tests {
         let z = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
         assert_eq!(z.lid(), Lid(1));
         assert_eq!(z.neighbor_mtu(), 0, "port 0 has no link");
+    }
+
+    #[test]
+    fn vl_high_limit_per_port_class_with_qos_on() {
+        use crate::qos::{QosConfig, QosOptions};
+        let (s, sw, ca) = two_nodes();
+        let class = |h: u8| QosOptions {
+            high_limit: Some(h),
+            ..QosOptions::default()
+        };
+        let cfg = SmConfig {
+            qos: QosConfig {
+                enabled: true,
+                default: class(3),
+                ca: class(255),
+                swe: class(9),
+                ..QosConfig::default()
+            },
+            ..SmConfig::default()
+        };
+        let hl = |cfg: &SmConfig, n: NodeId, p: u8| {
+            desired_port_info(cfg, &s, n, PortNum(p), Lid(7))
+                .unwrap()
+                .vl_high_limit
+        };
+        assert_eq!(hl(&cfg, sw, 3), 9, "qos_swe_high_limit");
+        assert_eq!(hl(&cfg, ca, 1), 255, "qos_ca_high_limit");
+        let dflt = SmConfig {
+            qos: QosConfig {
+                ca: QosOptions::default(),
+                ..cfg.qos.clone()
+            },
+            ..cfg.clone()
+        };
+        assert_eq!(hl(&dflt, ca, 1), 3, "falls back to qos_high_limit");
+        assert_eq!(hl(&SmConfig::default(), ca, 1), 0, "qos off: vl_high_limit");
     }
 
     #[test]
