@@ -312,6 +312,10 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     // before the DR fallback — 55 s for a 90-node fat tree (tests/interop_ibsim.rs). The IBA
     // passes SMPs on ports in Init and Armed, so on a real device the LID-routed passes stay.
     cfg.lid_routed = cfg.lid_routed && port.is_kernel_device();
+    // `-o` exits at SUBNET UP and its SA answers nobody: the QoS tables the SA would serve are
+    // not read (and no Gets are left in flight at exit, which ibsim's libumad2sim.so does not
+    // survive: it crashes or hangs in its exit path).
+    cfg.qos.read_tables = cfg.qos.read_tables && !opts.once;
     let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {
