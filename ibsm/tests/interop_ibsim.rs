@@ -886,3 +886,176 @@ both_shims! {
         }
     }
 }
+
+/// `opensm-sl2vl.dump` rows: (base LID, input port, output port) → VL per SL.
+fn sl2vl_dump_rows(text: &str) -> HashMap<(u16, u8, u8), Vec<u8>> {
+    let mut rows = HashMap::new();
+    let mut lid = None;
+    for l in text.lines() {
+        if l.starts_with('#') || l.trim().is_empty() {
+            continue;
+        }
+        if let Some((_, rest)) = l.split_once("base LID ") {
+            lid = rest
+                .split(',')
+                .next()
+                .map(|v| v.trim().parse::<u16>().unwrap());
+            continue;
+        }
+        let (ports, vls) = l.split_once(':').unwrap();
+        let p: Vec<u8> = ports
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect();
+        let v: Vec<u8> = vls.split_whitespace().map(|v| v.parse().unwrap()).collect();
+        assert_eq!((p.len(), v.len()), (2, 16), "dump row {l:?}");
+        rows.insert((lid.unwrap(), p[0], p[1]), v);
+    }
+    rows
+}
+
+/// `smpquery sl2vl` rows: (input port, output port) → VL per SL.
+fn smpquery_sl2vl_rows(text: &str) -> HashMap<(u8, u8), Vec<u8>> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("ports: in")?;
+            let (i, rest) = rest.split_once(", out")?;
+            let (o, vls) = rest.split_once(':')?;
+            let v: Vec<u8> = vls
+                .split('|')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(|t| t.parse().unwrap())
+                .collect();
+            Some(((i.trim().parse().unwrap(), o.trim().parse().unwrap()), v))
+        })
+        .collect()
+}
+
+/// `smpquery vlarb`: the (VL, weight) rows of the low, then the high priority table.
+fn smpquery_vlarb(text: &str) -> Vec<Vec<(u8, u8)>> {
+    let nums = |l: &str| -> Vec<u8> {
+        l.split('|')
+            .skip(1)
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| u8::try_from(hex(t)).unwrap())
+            .collect()
+    };
+    let vl: Vec<Vec<u8>> = text
+        .lines()
+        .filter(|l| l.starts_with("VL "))
+        .map(nums)
+        .collect();
+    let w: Vec<Vec<u8>> = text
+        .lines()
+        .filter(|l| l.starts_with("WEIGHT"))
+        .map(nums)
+        .collect();
+    vl.iter()
+        .zip(&w)
+        .map(|(v, w)| v.iter().copied().zip(w.iter().copied()).collect())
+        .collect()
+}
+
+both_shims! {
+    /// QoS on (`ibsm run -o` with `qos TRUE` and distinctive `qos_ca_sl2vl`, `qos_swe_sl2vl`,
+    /// `qos_vlarb_*`) on ibsim: stock `smpquery
+    /// sl2vl` reads back from every CA port and every linked switch output port exactly the rows
+    /// ibsm's `opensm-sl2vl.dump` lists, and those are the configured tables (masked to VL0-7,
+    /// which leaves them alone); `smpquery vlarb` shows the configured low and high entries on
+    /// every CA port and linked switch port, and `ibsm query sl2vl` prints what `smpquery
+    /// sl2vl` prints. (The per-class VLHighLimit is not checked here: ibsim's PortInfo Set
+    /// ignores VLHighLimit; `sm::program` tests the value the SM writes.)
+    fn qos_tables_read_back_with_smpquery() {
+        let test = "interop qos read-back";
+        if !peers(test) {
+            return;
+        }
+        let net = example("net.2sw2path4hca");
+        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+        let dir = TempDir::new("interop-qos").unwrap();
+        let cache = dir.path().join("cache");
+        let dump = dir.path().join("dump");
+        std::fs::create_dir_all(&cache).unwrap();
+        let conf = dir.path().join("opensm.conf");
+        let ca_sl2vl = [1u8, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0];
+        let swe_sl2vl = [3u8, 3, 2, 2, 1, 1, 0, 0, 3, 3, 2, 2, 1, 1, 0, 0];
+        let list = |v: &[u8]| v.iter().map(u8::to_string).collect::<Vec<_>>().join(",");
+        std::fs::write(
+            &conf,
+            format!(
+                "qos TRUE\nqos_ca_sl2vl {}\nqos_swe_sl2vl {}\nqos_vlarb_low 0:10,1:20,2:30\n\
+                 qos_vlarb_high 1:40,2:50\n",
+                list(&ca_sl2vl),
+                list(&swe_sl2vl)
+            ),
+        )
+        .unwrap();
+        let log = dir.path().join("ibsm.log");
+        let child = sim
+            .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+            .args(["run", "-o", "-F"])
+            .arg(&conf)
+            .arg("-f")
+            .arg(&log)
+            .arg("--dump_files_dir")
+            .arg(&dump)
+            .env("OSM_CACHE_DIR", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            in_time && out.status.success(),
+            "ibsm run -o (qos): {:?}\n{}\n{log_text}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = sl2vl_dump_rows(&std::fs::read_to_string(dump.join("opensm-sl2vl.dump")).unwrap());
+        let mut lids: Vec<u16> = rows.keys().map(|k| k.0).collect();
+        lids.sort_unstable();
+        lids.dedup();
+        let (mut cas, mut sw_outs) = (0, 0);
+        for &lid in &lids {
+            let l = lid.to_string();
+            let mine: Vec<(u8, u8)> = rows.keys().filter(|k| k.0 == lid).map(|k| (k.1, k.2)).collect();
+            if mine == [(0, 0)] {
+                // A CA port: its table, by LID.
+                cas += 1;
+                assert_eq!(rows[&(lid, 0, 0)], ca_sl2vl, "dump, CA LID {lid}");
+                let stock = diag(&sim, dir.path(), "smpquery", &["sl2vl", &l]);
+                assert_eq!(smpquery_sl2vl_rows(&stock)[&(0, 0)], ca_sl2vl, "CA LID {lid}\n{stock}");
+                let ours = diag(&sim, dir.path(), env!("CARGO_BIN_EXE_ibsm"), &["query", "sl2vl", &l]);
+                assert_eq!(ours, stock, "ibsm query sl2vl {lid}");
+                let arb = smpquery_vlarb(&diag(&sim, dir.path(), "smpquery", &["vlarb", &l]));
+                assert_eq!(&arb[0][..4], &[(0, 10), (1, 20), (2, 30), (0, 0)], "CA LID {lid} low");
+                assert_eq!(&arb[1][..3], &[(1, 40), (2, 50), (0, 0)], "CA LID {lid} high");
+                continue;
+            }
+            // A switch: every output port the dump lists, every input smpquery prints.
+            let mut outs: Vec<u8> = mine.iter().map(|k| k.1).collect();
+            outs.sort_unstable();
+            outs.dedup();
+            for o in outs {
+                sw_outs += 1;
+                let os = o.to_string();
+                let stock = diag(&sim, dir.path(), "smpquery", &["sl2vl", &l, &os]);
+                let got = smpquery_sl2vl_rows(&stock);
+                assert!(got.len() >= 8, "switch LID {lid} out {o}: {} inputs\n{stock}", got.len());
+                for ((i, go), v) in &got {
+                    assert_eq!(*go, o);
+                    assert_eq!(Some(v), rows.get(&(lid, *i, o)), "switch LID {lid} in {i} out {o}");
+                    assert_eq!(v, &swe_sl2vl, "switch LID {lid} in {i} out {o}");
+                }
+                let arb = smpquery_vlarb(&diag(&sim, dir.path(), "smpquery", &["vlarb", &l, &os]));
+                assert_eq!(&arb[0][..3], &[(0, 10), (1, 20), (2, 30)], "switch {lid}/{o} low");
+                assert_eq!(&arb[1][..2], &[(1, 40), (2, 50)], "switch {lid}/{o} high");
+            }
+        }
+        assert!(cas >= 4 && sw_outs >= 4, "{cas} CA ports, {sw_outs} switch output ports");
+    }
+}
