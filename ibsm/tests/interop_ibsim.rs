@@ -790,6 +790,31 @@ fn pkeys_listed(text: &str) -> Vec<u16> {
         .collect()
 }
 
+/// `ibsm run -o -f DIR/ibsm.log ARGS` on `sim` with `OSM_CACHE_DIR` = `cache`: SUBNET UP
+/// within 60 s, or the test fails with ibsm's stderr and log.
+fn run_once(sim: &IbsimGuard, dir: &Path, cache: &Path, args: &[&std::ffi::OsStr]) {
+    let log = dir.join("ibsm.log");
+    let child = sim
+        .client(env!("CARGO_BIN_EXE_ibsm"), dir)
+        .args(["run", "-o", "-f"])
+        .arg(&log)
+        .args(args)
+        .env("OSM_CACHE_DIR", cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        in_time && out.status.success(),
+        "ibsm run -o {args:?}: {:?}\n{}\n{log_text}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 both_shims! {
     /// Two partitions in a partitions.conf (`ibsm run -o -P FILE` on ibsim): stock
     /// `smpquery pkeys` reads back from every CA port and from the switch port facing it the
@@ -823,27 +848,7 @@ both_shims! {
             ),
         )
         .unwrap();
-        let log = dir.path().join("ibsm.log");
-        let child = sim
-            .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
-            .args(["run", "-o", "-f"])
-            .arg(&log)
-            .arg("-P")
-            .arg(&conf)
-            .env("OSM_CACHE_DIR", &cache)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
-        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(
-            in_time && out.status.success(),
-            "ibsm run -o -P: {:?}\n{}\n{log_text}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_once(&sim, dir.path(), &cache, &["-P".as_ref(), conf.as_os_str()]);
         let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
         let lid_of = |g: u64| -> u16 {
             g2l.lines()
@@ -992,28 +997,11 @@ both_shims! {
             ),
         )
         .unwrap();
-        let log = dir.path().join("ibsm.log");
-        let child = sim
-            .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
-            .args(["run", "-o", "-F"])
-            .arg(&conf)
-            .arg("-f")
-            .arg(&log)
-            .arg("--dump_files_dir")
-            .arg(&dump)
-            .env("OSM_CACHE_DIR", &cache)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
-        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-        assert!(
-            in_time && out.status.success(),
-            "ibsm run -o (qos): {:?}\n{}\n{log_text}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
+        run_once(
+            &sim,
+            dir.path(),
+            &cache,
+            &["-F".as_ref(), conf.as_os_str(), "--dump_files_dir".as_ref(), dump.as_os_str()],
         );
         let rows = sl2vl_dump_rows(&std::fs::read_to_string(dump.join("opensm-sl2vl.dump")).unwrap());
         let mut lids: Vec<u16> = rows.keys().map(|k| k.0).collect();

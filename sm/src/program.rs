@@ -307,12 +307,7 @@ impl Programmer {
             return;
         }
         let s = &disc.subnet;
-        let inp = PlanInputs {
-            cfg: &cfg.qos,
-            max_op_vls: cfg.max_op_vls,
-            subnet: s,
-            routes,
-        };
+        let inp = plan_inputs(cfg, s, routes);
         let sets = crate::qos::program::plan(&inp, |id| self.known_qos.get(&s.node(id).guid));
         for q in sets {
             reqs.push(Request::set(
@@ -374,12 +369,7 @@ impl Programmer {
             return Vec::new();
         }
         let s = &disc.subnet;
-        let inp = PlanInputs {
-            cfg: &cfg.qos,
-            max_op_vls: cfg.max_op_vls,
-            subnet: s,
-            routes,
-        };
+        let inp = plan_inputs(cfg, s, routes);
         crate::qos::program::reads(&inp, |id| self.known_qos.get(&s.node(id).guid))
     }
 
@@ -527,6 +517,16 @@ pub fn lid_route(s: &Subnet, sm_lid: Lid, id: NodeId, p: PortNum) -> Lid {
         lid
     } else {
         Lid::UNASSIGNED
+    }
+}
+
+/// The QoS planning inputs of this SM's configuration.
+fn plan_inputs<'a>(cfg: &'a SmConfig, s: &'a Subnet, routes: Option<&'a Routes>) -> PlanInputs<'a> {
+    PlanInputs {
+        cfg: &cfg.qos,
+        max_op_vls: cfg.max_op_vls,
+        subnet: s,
+        routes,
     }
 }
 
