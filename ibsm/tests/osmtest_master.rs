@@ -55,6 +55,11 @@ const FLOWS: &[(&str, u64, &str)] = &[
         40,
         "MCMemberRecords: IPoIB broadcast group, join rules, create, leave",
     ),
+    (
+        "q",
+        30,
+        "QoS: SLtoVL and VLArbitration records of every port",
+    ),
 ];
 
 /// Which simulator serves the fabric.
