@@ -794,7 +794,15 @@ fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Op
         (true, false, true) => MAX_SA_RMPP_LEN - SA_DATA_OFFSET,
         _ => MAD_LEN - SA_DATA_OFFSET,
     };
-    let keep = n.min(room.checked_div(size).unwrap_or(0));
+    let fit = room.checked_div(size).unwrap_or(0);
+    if table && n > fit && (cfg.transport_rmpp || cfg.segment) {
+        // A table longer than a long message may be is not cut short without a word: the
+        // requester gets ERR_NO_RESOURCES and can narrow its query. (Without RMPP one MAD is
+        // all a reply can be, and the first MAD's worth is what the IBA's single-MAD table
+        // reply holds, as under ibsim's shim.)
+        return error_answer(bytes, sa_status::NO_RESOURCES);
+    }
+    let keep = n.min(fit);
     let payload = data.get(..keep * size).unwrap_or_default();
     if table {
         // PayloadLength: the SA header and the records (the transport recomputes it per

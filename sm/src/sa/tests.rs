@@ -284,6 +284,24 @@ fn node_record_table_on_an_rmpp_transport() {
 }
 
 #[test]
+fn a_table_longer_than_the_transport_carries_is_refused_not_cut() {
+    // Room for two of the three 112-byte records: ERR_NO_RESOURCES, not a silent two.
+    let mut sa = serving_sa(SaConfig {
+        transport_rmpp: true,
+        max_mad_len: SA_DATA_OFFSET + 2 * 112 + 50,
+        ..SaConfig::default()
+    });
+    let r = ask(
+        &mut sa,
+        &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, 0, &[]),
+    )
+    .unwrap();
+    let a = SaRepr::parse_bytes(&r.mad).unwrap();
+    assert_eq!(a.header.status, sa_status::NO_RESOURCES);
+    assert!(records(&r).is_empty());
+}
+
+#[test]
 fn node_record_table_without_segmenting_is_one_mad() {
     // ibsim's shim: its clients do no RMPP, so the table is cut to what one MAD holds.
     let mut sa = serving_sa(SaConfig {
