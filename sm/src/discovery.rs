@@ -209,8 +209,10 @@ impl Discovery {
         };
         port.info = Some(*pi);
         let linked = port.remote.is_some();
-        // A port whose physical link is not up (Disabled, Polling …) carries nothing, whatever
-        // its logical state says (ibsim leaves a disabled port Active).
+        // A port whose physical link is not up (PortPhysicalState Disabled, Polling …, IBA vol1
+        // §14.2.5.6) carries nothing, whatever its logical state says (ibsim leaves a
+        // disabled port Active). NO_CHANGE (0) is not a state a Get reports: an agent that
+        // leaves the field zero is taken at its LinkState.
         let phys = pi.phys_state();
         let up = pi.port_state() != PortState::DOWN
             && pi.port_state().0 <= PortState::ACTIVE.0

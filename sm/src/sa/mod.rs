@@ -797,7 +797,8 @@ fn assemble(cfg: &SaConfig, bytes: &[u8], q: &SaQuery<'_>, answer: Answer) -> Op
     let fit = room.checked_div(size).unwrap_or(0);
     if table && n > fit && (cfg.transport_rmpp || cfg.segment) {
         // A table longer than a long message may be is not cut short without a word: the
-        // requester gets ERR_NO_RESOURCES and can narrow its query. (Without RMPP one MAD is
+        // requester gets ERR_NO_RESOURCES (IBA vol1 §15.2.1.1, SA MAD status 1) and can narrow
+        // its query. (Without RMPP one MAD is
         // all a reply can be, and the first MAD's worth is what the IBA's single-MAD table
         // reply holds, as under ibsim's shim.)
         return error_answer(bytes, sa_status::NO_RESOURCES);
