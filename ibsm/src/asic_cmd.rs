@@ -6,6 +6,7 @@
 //!
 //! Time: the fabric's virtual clock follows the wall clock (the hosts answer in real time).
 
+use std::ops::ControlFlow;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,7 @@ use hca_driver::regs;
 use hca_driver::sim::RemoteAsicNode;
 use hca_driver::ModelConfig;
 use ibmad::{NodeType, PortNum, Time};
+use sm::drive::Agents;
 use sm::{Event, Sm, SmConfig};
 use vfio::RealSys;
 
@@ -126,7 +128,6 @@ pub fn main(args: &[String]) -> ExitCode {
     let start = Instant::now();
     let mut sm: Option<SmRun> = None;
     let mut ups = 0usize;
-    let mut buf = [0u8; 256];
     loop {
         if start.elapsed() >= limit {
             return fail(format!("time limit reached ({ups} SUBNET UP)"));
@@ -212,16 +213,18 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         if let Some(r) = sm.as_mut() {
             let now = fabric.now();
-            while let Ok(Some((meta, len))) = fabric.sm_recv(r.h, &mut buf) {
-                r.sm.handle_mad(now, &meta, &buf[..len]);
-            }
-            if r.sm.poll_timeout().is_some_and(|t| t <= now) {
-                r.sm.handle_timeout(now);
-            }
-            while let Some(tx) = r.sm.poll_transmit(now, &mut buf) {
-                let _ = fabric.sm_send(r.h, &tx.meta, &buf[..tx.len]);
-            }
-            while let Some(e) = r.sm.poll_event() {
+            let mut events = Vec::new();
+            // A send the simulator refuses is retried by the SM on its timeout.
+            let _ = sm::drive::turn(
+                &mut Agents::sm(&mut r.sm),
+                &mut fabric.sm_port(r.h),
+                now,
+                &mut |_, e| {
+                    events.push(e);
+                    ControlFlow::Continue(())
+                },
+            );
+            for e in events {
                 if e == Event::SubnetUp {
                     ups += 1;
                     println!("asic-model: SUBNET UP");

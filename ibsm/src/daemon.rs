@@ -24,6 +24,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ibmad::{MadPort, MgmtClass, PortError, Time};
+use sm::drive::Agents;
 use sm::{Command, Event, Level, Sm};
 use umad::{AgentSpec, UmadConfig, UmadPort};
 
@@ -172,15 +173,6 @@ pub struct Control {
     pub socket_required: bool,
     /// `--metrics-listen ADDR`: serve Prometheus/OpenMetrics text at `/metrics`.
     pub metrics_listen: Option<String>,
-}
-
-/// Sends what the SA has to send: answers, and Reports (a lost Report is resent on its timeout).
-fn send_sa(port: &mut UmadPort, sa: &mut sm::sa::Sa, t: Time, log: &mut Log) {
-    while let Some(r) = sa.poll_transmit(t) {
-        if let Err(e) = port.send(&r.meta, &r.mad) {
-            log.line(Level::Verbose, &format!("SA MAD not sent: {e}"));
-        }
-    }
 }
 
 /// Runs the daemon with `opts`; returns the process exit status.
@@ -446,24 +438,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 }
             });
         }
-        if sm.poll_timeout().is_some_and(|d| d <= t) {
-            sm.handle_timeout(t);
-        }
-        while let Some(tx) = sm.poll_transmit(t, &mut buf) {
-            match port.send(&tx.meta, &buf[..tx.len]) {
-                Ok(()) => sent += 1,
-                Err(PortError::WouldBlock) => {} // a lost send is retried on timeout
-                Err(e) => log.line(Level::Error, &format!("send failed: {e}")),
-            }
-        }
-        if pm.poll_timeout().is_some_and(|d| d <= t) {
-            pm.handle_timeout(t);
-        }
-        while let Some(tx) = pm.poll_transmit(t, &mut buf) {
-            match port.send(&tx.meta, &buf[..tx.len]) {
-                Ok(()) | Err(PortError::WouldBlock) => {} // a lost query is retried
-                Err(e) => log.line(Level::Error, &format!("perfmgr send failed: {e}")),
-            }
+        // Timers and sends of the SM and the performance manager (the shared drive loop's
+        // agents); a send refused as WouldBlock is lost and retried on the agent's timeout.
+        let mut agents = Agents::sm(&mut sm).with_perfmgr(&mut pm);
+        agents.handle_timeouts(t);
+        match agents.transmit(t, &mut port) {
+            Ok(s) => sent += s.sm,
+            Err(e) => log.line(Level::Error, &format!("send failed: {e}")),
         }
         while let Some(ev) = pm.poll_event() {
             match ev {
@@ -563,10 +544,12 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         // Lease expiry and Report retries; Reports (traps 64/65 of the new snapshot,
         // forwarded traps) go out here.
         let t = now();
-        if sa.poll_timeout().is_some_and(|d| d <= t) {
-            sa.handle_timeout(t);
+        let mut agents = Agents::sm(&mut sm).with_sa(&mut sa);
+        agents.handle_timeouts(t);
+        match agents.transmit(t, &mut port) {
+            Ok(s) => sent += s.sm,
+            Err(e) => log.line(Level::Verbose, &format!("MAD not sent: {e}")),
         }
-        send_sa(&mut port, &mut sa, t, &mut log);
         let t = now();
         let due = [sm.poll_timeout(), pm.poll_timeout(), sa.poll_timeout()]
             .into_iter()
@@ -580,23 +563,22 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
             Ok(Some((meta, len))) => {
                 let mut next = Some((meta, len));
                 // Take everything already queued before the next transmit round.
+                let mut agents = Agents::sm(&mut sm).with_sa(&mut sa).with_perfmgr(&mut pm);
                 while let Some((meta, len)) = next {
                     let mad = &buf[..len.min(buf.len())];
-                    if mad.get(1) == Some(&MgmtClass::PERF_MGMT.0) {
-                        pm.handle_mad(now(), &meta, mad);
-                    } else if mad.get(1) == Some(&MgmtClass::SUBN_ADM.0) {
-                        // Answered after the batch: the SA's queue bound (BUSY) sees the burst.
-                        sa.handle_mad(now(), &meta, mad);
-                    } else {
-                        sm.handle_mad(now(), &meta, mad);
-                    }
+                    // SA requests are answered after the batch: the SA's queue bound (BUSY)
+                    // sees the burst.
+                    agents.dispatch(now(), &meta, mad);
                     received += 1;
                     metrics.mad_received(mad.get(3) == Some(&ibmad::Method::TRAP.0));
                     next = port.recv(&mut buf).ok().flatten();
                 }
-                send_sa(&mut port, &mut sa, now(), &mut log);
+                match agents.transmit(now(), &mut port) {
+                    Ok(s) => sent += s.sm,
+                    Err(e) => log.line(Level::Verbose, &format!("MAD not sent: {e}")),
+                }
                 // Joins and leaves of the batch re-route multicast once.
-                sa.follow(now(), &mut sm);
+                agents.follow(now());
             }
             Ok(None) => {}
             // A MAD longer than the buffer (cannot happen with max_mad_len) is dropped.

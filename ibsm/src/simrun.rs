@@ -16,12 +16,14 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId as TopoNode, Topology};
 use ibmad::{Guid, NodeType, PortNum, Time};
+use sm::drive::Agents;
 use sm::routing::Lfts;
 use sm::verify::{Policy, Report, Verdict};
 use sm::{Command, Event, Level, Phase, PhaseStats, Sm, SmConfig, Subnet};
@@ -341,78 +343,44 @@ struct Driver {
     /// groups (whose MFTs the SM programs) and answers SubnAdm MADs to the SM's port.
     sa: sm::sa::Sa,
     h: SmHandle,
-    buf: [u8; 256],
     /// Events with the wall time at which the call that produced them returned and the
     /// heavy sweep they belong to.
     events: VecDeque<(Instant, u64, Event)>,
 }
 
 impl Driver {
-    /// Collects the events of the last SM call; true if one ends a sweep (SUBNET UP or a
-    /// failure), after which nothing more is fed to the SM until the owner has looked at it.
-    fn drain(&mut self) -> bool {
-        let t = Instant::now();
-        let sweep = self.sm.heavy_sweeps();
-        let mut end = false;
-        while let Some(e) = self.sm.poll_event() {
-            end |= matches!(e, Event::SubnetUp | Event::SweepFailed { .. });
-            self.events.push_back((t, sweep, e));
-        }
-        end
-    }
-
-    /// Delivers received MADs, fires due timers and drains transmits, all at the current time;
-    /// events are collected after every SM call so their wall time is the call's, and the
-    /// round stops at the end of a sweep (so the SM's state is still that sweep's).
+    /// Delivers received MADs, fires due timers and sends, all at the current time, through
+    /// the shared drive loop ([`sm::drive::turn`]); events are collected after every SM call
+    /// with the wall time and the heavy sweep they belong to, and the round stops at the end
+    /// of a sweep (SUBNET UP or a failure), so the SM's state is still that sweep's.
     fn process(&mut self) {
         let now = self.fabric.now();
-        while let Ok(Some((meta, len))) = self.fabric.sm_recv(self.h, &mut self.buf) {
-            let n = len.min(self.buf.len());
-            if self.buf.get(1) == Some(&ibmad::MgmtClass::SUBN_ADM.0) {
-                self.sa.handle_mad(now, &meta, &self.buf[..n]);
-                while let Some(r) = self.sa.poll_transmit(now) {
-                    let _ = self.fabric.sm_send(self.h, &r.meta, &r.mad);
+        let events = &mut self.events;
+        let mut agents = Agents::sm(&mut self.sm).with_sa(&mut self.sa);
+        // A send the simulator refuses (back-pressure is counted there as a drop) is
+        // retried by the SM on its timeout.
+        let _ = sm::drive::turn(
+            &mut agents,
+            &mut self.fabric.sm_port(self.h),
+            now,
+            &mut |sm, e| {
+                let end = matches!(e, Event::SubnetUp | Event::SweepFailed { .. });
+                events.push_back((Instant::now(), sm.heavy_sweeps(), e));
+                if end {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
                 }
-                continue;
-            }
-            self.sm.handle_mad(now, &meta, &self.buf[..n]);
-            if self.drain() {
-                return;
-            }
-        }
-        self.sa.follow(now, &mut self.sm);
-        if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-            self.sm.handle_timeout(now);
-            if self.drain() {
-                return;
-            }
-        }
-        while let Some(tx) = self.sm.poll_transmit(now, &mut self.buf) {
-            // Back-pressure from the simulator is counted there as a drop; the SM retries.
-            let _ = self.fabric.sm_send(self.h, &tx.meta, &self.buf[..tx.len]);
-        }
-        self.drain();
+            },
+        );
     }
 
-    /// Moves virtual time to the next thing that happens (a fabric event or the SM's timer).
-    /// Returns false when nothing is scheduled any more, or the next thing is past `limit`.
+    /// Moves virtual time to the next thing that happens (a fabric event or an agent's
+    /// timer). Returns false when nothing is scheduled any more, or the next thing is past
+    /// `limit`.
     fn advance(&mut self, limit: Time) -> bool {
-        if self.fabric.sm_pending(self.h) > 0 {
-            return true;
-        }
-        let now = self.fabric.now();
-        let next = match (self.fabric.next_event_time(), self.sm.poll_timeout()) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(t) => t,
-                None => return false,
-            },
-        };
-        if next > limit {
-            return false;
-        }
-        self.fabric.run_until(next.max(now));
-        true
+        let agents = Agents::sm(&mut self.sm).with_sa(&mut self.sa);
+        sm::drive::advance(&agents, &mut self.fabric.sm_port(self.h), limit)
     }
 }
 
@@ -528,7 +496,6 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         sm,
         sa: sm::sa::Sa::new(),
         h: att.handle,
-        buf: [0u8; 256],
         events: VecDeque::new(),
     };
 

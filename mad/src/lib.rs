@@ -56,7 +56,9 @@ pub use codes::{
 pub use error::{Layer, LenError, ParseError};
 pub use gmp::{GmpAttrRepr, Packet as GmpPacket, Repr as GmpRepr};
 pub use perf::{PerfAttr, PerfMad, Repr as PerfRepr};
-pub use port::{Grh, MadMeta, MadPort, PortCaps, PortError, VirtualClockPort, MAD_LEN};
+pub use port::{
+    Direction, Grh, MadMeta, MadPort, PortCaps, PortError, Tap, VirtualClockPort, MAD_LEN,
+};
 pub use rmpp::{Repr as RmppRepr, RmppHeader};
 pub use sa::{Packet as SaPacket, Repr as SaRepr, SaHeader, SaMad};
 pub use sa_rec::mcmember::Repr as McMemberRepr;

@@ -219,6 +219,72 @@ pub trait VirtualClockPort: MadPort {
     fn run_until(&mut self, t: Time);
 }
 
+/// Which way a MAD crosses a [`Tap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Received from the transport, on its way to the agent.
+    Recv,
+    /// Sent by the agent, on its way to the transport.
+    Send,
+}
+
+/// A [`MadPort`] in front of another that shows every MAD crossing it to `watch`, which may
+/// also keep it: `false` for a received MAD means the agent never sees it (the next one is
+/// received instead); `false` for a sent one means it is not sent (reported as sent). Tests
+/// and tools count, inspect or intercept an agent's traffic with it while the agent runs in
+/// the shared drive loop.
+pub struct Tap<'a, P: ?Sized, F> {
+    port: &'a mut P,
+    watch: F,
+}
+
+impl<'a, P: ?Sized, F: FnMut(Direction, &MadMeta, &[u8]) -> bool> Tap<'a, P, F> {
+    /// `port` watched by `watch`.
+    pub fn new(port: &'a mut P, watch: F) -> Tap<'a, P, F> {
+        Tap { port, watch }
+    }
+}
+
+impl<P: MadPort + ?Sized, F: FnMut(Direction, &MadMeta, &[u8]) -> bool> MadPort for Tap<'_, P, F> {
+    fn send(&mut self, meta: &MadMeta, mad: &[u8]) -> Result<(), PortError> {
+        if (self.watch)(Direction::Send, meta, mad) {
+            self.port.send(meta, mad)
+        } else {
+            Ok(())
+        }
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<Option<(MadMeta, usize)>, PortError> {
+        loop {
+            let Some((meta, len)) = self.port.recv(buf)? else {
+                return Ok(None);
+            };
+            if (self.watch)(Direction::Recv, &meta, buf.get(..len).unwrap_or(buf)) {
+                return Ok(Some((meta, len)));
+            }
+        }
+    }
+    fn caps(&self) -> PortCaps {
+        self.port.caps()
+    }
+}
+
+impl<P: VirtualClockPort + ?Sized, F: FnMut(Direction, &MadMeta, &[u8]) -> bool> VirtualClockPort
+    for Tap<'_, P, F>
+{
+    fn now(&self) -> Time {
+        self.port.now()
+    }
+    fn pending(&self) -> usize {
+        self.port.pending()
+    }
+    fn next_event_time(&self) -> Option<Time> {
+        self.port.next_event_time()
+    }
+    fn run_until(&mut self, t: Time) {
+        self.port.run_until(t);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +342,49 @@ mod tests {
     fn default_caps_are_smp_only() {
         assert_eq!(Old.caps(), PortCaps::SMP_ONLY);
         assert_eq!(PortCaps::default().max_mad_len, MAD_LEN);
+    }
+
+    /// A loopback queue: what is sent is received.
+    #[derive(Default)]
+    struct Queue(std::collections::VecDeque<Vec<u8>>);
+    impl MadPort for Queue {
+        fn send(&mut self, _: &MadMeta, mad: &[u8]) -> Result<(), PortError> {
+            self.0.push_back(mad.to_vec());
+            Ok(())
+        }
+        fn recv(&mut self, buf: &mut [u8]) -> Result<Option<(MadMeta, usize)>, PortError> {
+            Ok(self.0.pop_front().map(|m| {
+                buf[..m.len()].copy_from_slice(&m);
+                (MadMeta::smp_dr(PortNum(1)), m.len())
+            }))
+        }
+    }
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn a_tap_sees_both_ways_and_keeps_what_it_refuses() {
+        let mut q = Queue::default();
+        let mut seen = Vec::new();
+        let mut tap = Tap::new(&mut q, |d, _: &MadMeta, mad: &[u8]| {
+            seen.push((d, mad[0]));
+            mad[0] != 2 // keeps MAD 2 in both directions
+        });
+        let meta = MadMeta::smp_dr(PortNum(1));
+        for b in [1u8, 2, 3] {
+            tap.send(&meta, &[b; 4]).unwrap();
+        }
+        let mut buf = [0u8; 8];
+        let got: Vec<u8> =
+            std::iter::from_fn(|| tap.recv(&mut buf).unwrap().map(|_| buf[0])).collect();
+        assert_eq!(got, [1, 3]);
+        use Direction::{Recv, Send};
+        assert_eq!(
+            seen,
+            [(Send, 1), (Send, 2), (Send, 3), (Recv, 1), (Recv, 3)]
+        );
+        assert_eq!(
+            Tap::new(&mut Old, |_, _: &MadMeta, _: &[u8]| true).caps(),
+            PortCaps::SMP_ONLY
+        );
     }
 }

@@ -650,6 +650,12 @@ impl PerfMgr {
         }
     }
 
+    /// Queries sent and not yet answered or given up.
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
     /// When [`PerfMgr::handle_timeout`] is next due.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Time> {

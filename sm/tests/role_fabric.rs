@@ -7,13 +7,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId, Topology};
 use ibmad::attr::PortInfo;
 use ibmad::zerocopy::FromBytes;
-use ibmad::{Lid, Method, NodeType, PortNum, Smp, SmpAttrId, Time};
+use ibmad::{Direction, Lid, MadMeta, Method, NodeType, PortNum, Smp, SmpAttrId, Tap, Time};
+use sm::drive::Agents;
 use sm::role::RoleCause;
 use sm::{Event, Role, Sm, SmConfig};
 
@@ -148,30 +150,27 @@ impl Bed {
 
     /// Runs fabric and SMs until virtual time `until`.
     fn run_until(&mut self, until: Time) {
-        let mut buf = [0u8; 256];
         for _ in 0..10_000_000 {
             let now = self.f.now();
             let mut busy = false;
             for p in self.procs.iter_mut().filter(|p| p.alive) {
-                while let Ok(Some((meta, len))) = self.f.sm_recv(p.h, &mut buf) {
-                    p.sm.handle_mad(now, &meta, &buf[..len]);
-                }
-                if p.sm.poll_timeout().is_some_and(|t| t <= now) {
-                    p.sm.handle_timeout(now);
-                }
-                while let Some(tx) = p.sm.poll_transmit(now, &mut buf) {
-                    if let Ok(smp) = Smp::ref_from_bytes(&buf[..tx.len]) {
-                        *p.sent.entry((smp.method, smp.attr().0)).or_default() += 1;
+                let (sent, rereg, events) = (&mut p.sent, &mut p.rereg, &mut p.events);
+                let mut port = self.f.sm_port(p.h);
+                let mut tap = Tap::new(&mut port, |dir, _: &MadMeta, mad: &[u8]| {
+                    if let (Direction::Send, Ok(smp)) = (dir, Smp::ref_from_bytes(mad)) {
+                        *sent.entry((smp.method, smp.attr().0)).or_default() += 1;
                         if smp.method() == Method::SET && smp.attr() == SmpAttrId::PORT_INFO {
                             let pi = PortInfo::ref_from_prefix(&smp.data).unwrap().0;
-                            p.rereg += u64::from(pi.client_reregister());
+                            *rereg += u64::from(pi.client_reregister());
                         }
                     }
-                    self.f.sm_send(p.h, &tx.meta, &buf[..tx.len]).unwrap();
-                }
-                while let Some(e) = p.sm.poll_event() {
-                    p.events.push(e);
-                }
+                    true
+                });
+                let _ = sm::drive::turn(&mut Agents::sm(&mut p.sm), &mut tap, now, &mut |_, e| {
+                    events.push(e);
+                    ControlFlow::Continue(())
+                })
+                .unwrap();
                 busy |= self.f.sm_pending(p.h) > 0;
             }
             self.max_masters = self.max_masters.max(self.masters());

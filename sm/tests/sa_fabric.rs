@@ -13,6 +13,7 @@
 //! aborts a transfer the client never acknowledges.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
@@ -25,8 +26,9 @@ use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use ibmad::{
     gmp, Gid, Lid, MadMeta, Method, MgmtClass, NodeType, PortNum, RmppRepr, SaAttrId, SaRepr, Time,
 };
-use sm::sa::{Sa, SaConfig, Serving};
-use sm::{Event, Sm, SmConfig};
+use sm::drive::Agents;
+use sm::sa::{Sa, SaConfig};
+use sm::{Sm, SmConfig};
 
 struct Bed {
     f: Fabric,
@@ -53,43 +55,14 @@ impl Bed {
     fn turn(&mut self, until: Time) -> bool {
         let mut buf = [0u8; 256];
         let now = self.f.now();
-        while let Ok(Some((meta, len))) = self.f.sm_recv(self.h, &mut buf) {
-            if buf[1] == MgmtClass::SUBN_ADM.0 {
-                self.sa.handle_mad(now, &meta, &buf[..len]);
-            } else {
-                self.sm.handle_mad(now, &meta, &buf[..len]);
-            }
-        }
-        if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-            self.sm.handle_timeout(now);
-        }
-        while let Some(tx) = self.sm.poll_transmit(now, &mut buf) {
-            self.f.sm_send(self.h, &tx.meta, &buf[..tx.len]).unwrap();
-        }
-        while let Some(ev) = self.sm.poll_event() {
-            if let Event::TrapReceived {
-                ignored: false,
-                source,
-                notice,
-                ..
-            } = ev
-            {
-                self.sa.forward_trap(source, &notice);
-            }
-        }
-        if let Some(s) = self.sm.sa_snapshot() {
-            self.sa.set_snapshot(s.clone());
-        }
-        self.sa.set_serving(Serving {
-            master: self.sm.role() == sm::Role::Master,
-            up: self.sm.is_up(),
-        });
-        if self.sa.poll_timeout().is_some_and(|t| t <= now) {
-            self.sa.handle_timeout(now);
-        }
-        while let Some(r) = self.sa.poll_transmit(now) {
-            self.f.sm_send(self.h, &r.meta, &r.mad).unwrap();
-        }
+        let mut agents = Agents::sm(&mut self.sm).with_sa(&mut self.sa);
+        let _ = sm::drive::turn(
+            &mut agents,
+            &mut self.f.sm_port(self.h),
+            now,
+            &mut |_, _| ControlFlow::Continue(()),
+        )
+        .unwrap();
         while let Ok(Some((meta, _))) = self.f.sm_recv(self.client, &mut buf) {
             self.client_rmpp(&meta, &buf);
             if self.ack && buf[3] == Method::REPORT.0 {
@@ -99,24 +72,11 @@ impl Bed {
             }
             self.inbox.push((meta, buf));
         }
-        if self.f.sm_pending(self.h) > 0 || self.f.sm_pending(self.client) > 0 {
+        if self.f.sm_pending(self.client) > 0 {
             return true;
         }
-        let next = [
-            self.f.next_event_time(),
-            self.sm.poll_timeout(),
-            self.sa.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        match next {
-            Some(t) if t <= until => {
-                self.f.run_until(t.max(now));
-                true
-            }
-            _ => false,
-        }
+        let agents = Agents::sm(&mut self.sm).with_sa(&mut self.sa);
+        sm::drive::advance(&agents, &mut self.f.sm_port(self.h), until)
     }
 
     /// The client's RMPP receiver: DATA segments reassembled and acknowledged.

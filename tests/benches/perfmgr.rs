@@ -7,11 +7,13 @@
 //! reads counters only (what every later sweep costs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::Topology;
 use ibmad::{NodeType, PortNum, Time};
+use sm::drive::Agents;
 use sm::perfmgr::{targets, PerfEvent, PerfMgr, PerfMgrConfig, SweepStats};
 use sm::{Sm, SmConfig};
 
@@ -30,44 +32,37 @@ fn main() {
     }
 }
 
-/// Runs the perfmgr's sweep over the fabric; its stats, the wall time and the most queries in
-/// flight at once.
-fn sweep(f: &mut Fabric, h: SmHandle, pm: &mut PerfMgr) -> (SweepStats, Duration, usize) {
+/// Runs the perfmgr's sweep over the fabric, beside the SM that brought it up, in the shared
+/// drive loop; its stats, the wall time and the most queries in flight at once.
+fn sweep(
+    f: &mut Fabric,
+    h: SmHandle,
+    sm: &mut Sm,
+    pm: &mut PerfMgr,
+) -> (SweepStats, Duration, usize) {
     let t0 = Instant::now();
     if !pm.status().sweeping {
         pm.request_sweep();
     }
-    let mut buf = [0u8; 256];
-    let (mut in_flight, mut most) = (0usize, 0usize);
+    let mut most = 0usize;
+    let mut agents = Agents::sm(sm).with_perfmgr(pm);
     loop {
         let now = f.now();
-        while let Some((meta, len)) = f.sm_recv(h, &mut buf).unwrap() {
-            if pm.handle_mad(now, &meta, &buf[..len]) {
-                in_flight = in_flight.saturating_sub(1);
-            }
-        }
-        if pm.poll_timeout().is_some_and(|t| t <= now) {
-            pm.handle_timeout(now);
-        }
-        while let Some(tx) = pm.poll_transmit(now, &mut buf) {
-            f.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
-            in_flight += 1;
-        }
-        most = most.max(in_flight);
+        let _ = sm::drive::turn(&mut agents, &mut f.sm_port(h), now, &mut |_, _| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let pm = agents.perfmgr.as_deref_mut().unwrap();
+        most = most.max(pm.in_flight());
         while let Some(e) = pm.poll_event() {
             if let PerfEvent::SweepDone(s) = e {
                 return (s, t0.elapsed(), most);
             }
         }
-        if f.sm_pending(h) > 0 {
-            continue;
-        }
-        let next = [f.next_event_time(), pm.poll_timeout()]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("a sweep under way has something scheduled");
-        f.run_until(next.max(now));
+        assert!(
+            sm::drive::advance(&agents, &mut f.sm_port(h), Time(u64::MAX)),
+            "a sweep under way has something scheduled"
+        );
     }
 }
 
@@ -112,7 +107,7 @@ fn run(spec: &str) {
     );
     for label in ["first sweep (ClassPortInfo too)", "next sweep"] {
         let v0 = f.now();
-        let (s, wall, most) = sweep(&mut f, h, &mut pm);
+        let (s, wall, most) = sweep(&mut f, h, &mut sm, &mut pm);
         let virt = Duration::from_nanos(f.now().0 - v0.0);
         assert_eq!(s.timed_out, 0, "{spec}: {s:?}");
         println!(

@@ -18,6 +18,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use fabric_sim::ibsim_server::IbsimServer;
@@ -25,7 +26,8 @@ use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId, Topology};
 use ibmad::attr::SmInfo;
 use ibmad::zerocopy::FromBytes;
-use ibmad::{Lid, Method, NodeType, PortNum, Smp, SmpAttrId};
+use ibmad::{Direction, Lid, MadMeta, Method, NodeType, PortNum, Smp, SmpAttrId, Tap};
+use sm::drive::Agents;
 use umad::testutil::TempDir;
 
 mod interop_util;
@@ -68,33 +70,40 @@ impl Ibsm {
     /// One turn: serve the fabric a little, then the SM's MADs in, timers, MADs out.
     fn turn(&mut self, server: &mut IbsimServer) {
         server.poll(Duration::from_millis(1)).unwrap();
-        let mut buf = [0u8; 256];
         let f = server.fabric_mut();
         let now = f.now();
-        while let Ok(Some((meta, len))) = f.sm_recv(self.h, &mut buf) {
-            if let Ok(smp) = Smp::ref_from_bytes(&buf[..len]) {
-                if smp.method() == Method::SET && smp.attr() == SmpAttrId::SM_INFO {
-                    *self.sminfo_sets.entry(smp.attr_mod.get()).or_default() += 1;
+        let (sminfo_sets, sent, act_counts, events) = (
+            &mut self.sminfo_sets,
+            &mut self.sent,
+            &mut self.act_counts,
+            &mut self.events,
+        );
+        let mut port = f.sm_port(self.h);
+        let mut tap = Tap::new(&mut port, |dir, _: &MadMeta, mad: &[u8]| {
+            let Ok(smp) = Smp::ref_from_bytes(mad) else {
+                return true;
+            };
+            match dir {
+                Direction::Recv => {
+                    if smp.method() == Method::SET && smp.attr() == SmpAttrId::SM_INFO {
+                        *sminfo_sets.entry(smp.attr_mod.get()).or_default() += 1;
+                    }
+                }
+                Direction::Send => {
+                    *sent.entry((smp.method, smp.attr().0)).or_default() += 1;
+                    if smp.method() == Method::GET_RESP && smp.attr() == SmpAttrId::SM_INFO {
+                        let info = SmInfo::ref_from_prefix(&smp.data).unwrap().0;
+                        act_counts.push(info.act_count.get());
+                    }
                 }
             }
-            self.sm.handle_mad(now, &meta, &buf[..len]);
-        }
-        if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-            self.sm.handle_timeout(now);
-        }
-        while let Some(tx) = self.sm.poll_transmit(now, &mut buf) {
-            if let Ok(smp) = Smp::ref_from_bytes(&buf[..tx.len]) {
-                *self.sent.entry((smp.method, smp.attr().0)).or_default() += 1;
-                if smp.method() == Method::GET_RESP && smp.attr() == SmpAttrId::SM_INFO {
-                    let info = SmInfo::ref_from_prefix(&smp.data).unwrap().0;
-                    self.act_counts.push(info.act_count.get());
-                }
-            }
-            f.sm_send(self.h, &tx.meta, &buf[..tx.len]).unwrap();
-        }
-        while let Some(e) = self.sm.poll_event() {
-            self.events.push(e);
-        }
+            true
+        });
+        let _ = sm::drive::turn(&mut Agents::sm(&mut self.sm), &mut tap, now, &mut |_, e| {
+            events.push(e);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
         server.service();
     }
 

@@ -328,36 +328,46 @@ both_shims! {
     }
 }
 
-/// Serves an existing server (and its fabric state) again on a thread.
 /// One turn of an in-process ibsm on the served fabric: its MADs in, its timers, its MADs out,
-/// then the server carries them. SMInfo GetResps with TID `probe` are handed to `seen`.
+/// then the server carries them; returns the SM's events. SMInfo GetResps with TID `probe` are
+/// handed to `seen` (the SM never sees them).
 fn ibsm_turn(
     server: &mut IbsimServer,
     h: fabric_sim::sim::SmHandle,
     sm: &mut sm::Sm,
     probe: u64,
     seen: &mut Vec<ibmad::attr::SmInfo>,
-) {
+) -> Vec<sm::Event> {
     use ibmad::zerocopy::FromBytes;
-    let mut buf = [0u8; 256];
     let f = server.fabric_mut();
     let now = f.now();
-    while let Ok(Some((meta, len))) = f.sm_recv(h, &mut buf) {
-        if let Ok(smp) = ibmad::Smp::ref_from_bytes(&buf[..len]) {
-            if smp.tid.get() == probe && smp.attr() == ibmad::SmpAttrId::SM_INFO {
+    let mut port = f.sm_port(h);
+    let mut tap = ibmad::Tap::new(&mut port, |dir, _: &ibmad::MadMeta, mad: &[u8]| {
+        match ibmad::Smp::ref_from_bytes(mad) {
+            Ok(smp)
+                if dir == ibmad::Direction::Recv
+                    && smp.tid.get() == probe
+                    && smp.attr() == ibmad::SmpAttrId::SM_INFO =>
+            {
                 seen.push(*ibmad::attr::SmInfo::ref_from_prefix(&smp.data).unwrap().0);
-                continue;
+                false
             }
+            _ => true,
         }
-        sm.handle_mad(now, &meta, &buf[..len]);
-    }
-    if sm.poll_timeout().is_some_and(|t| t <= now) {
-        sm.handle_timeout(now);
-    }
-    while let Some(tx) = sm.poll_transmit(now, &mut buf) {
-        f.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
-    }
+    });
+    let mut events = Vec::new();
+    let _ = sm::drive::turn(
+        &mut sm::drive::Agents::sm(sm),
+        &mut tap,
+        now,
+        &mut |_, e| {
+            events.push(e);
+            std::ops::ControlFlow::Continue(())
+        },
+    )
+    .unwrap();
     server.service();
+    events
 }
 
 both_shims! {
@@ -388,7 +398,7 @@ both_shims! {
         while !ibsm.is_up() {
             assert!(start.elapsed() < Duration::from_secs(20), "ibsm not up");
             server.poll(Duration::from_millis(1)).unwrap();
-            ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
+            let _ = ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
         }
 
         let dir = TempDir::new(test).unwrap();
@@ -399,7 +409,7 @@ both_shims! {
         let start = Instant::now();
         let text = loop {
             server.poll(Duration::from_millis(2)).unwrap();
-            ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
+            let _ = ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             if text.contains("Entering STANDBY state") {
                 break text;
@@ -443,7 +453,7 @@ both_shims! {
                 "OpenSM did not answer SMInfo Get"
             );
             server.poll(Duration::from_millis(2)).unwrap();
-            ibsm_turn(&mut server, h, &mut ibsm, probe, &mut seen);
+            let _ = ibsm_turn(&mut server, h, &mut ibsm, probe, &mut seen);
         }
         let theirs = seen[0];
         assert_eq!(theirs.guid().0, topo.node(spine).unwrap().guid().0);
@@ -726,10 +736,7 @@ both_shims! {
         let start = Instant::now();
         let (master, priority) = loop {
             server.poll(Duration::from_millis(1)).unwrap();
-            ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen);
-            while let Some(e) = ibsm.poll_event() {
-                events.push(e);
-            }
+            events.extend(ibsm_turn(&mut server, h, &mut ibsm, 0, &mut seen));
             if let Some(sm::Event::Standby {
                 master, priority, ..
             }) = events

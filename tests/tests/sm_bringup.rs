@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use core::time::Duration;
@@ -15,6 +16,7 @@ use core::time::Duration;
 use fabric_sim::sim::{Fabric, FaultConfig, SimConfig, SmHandle};
 use fabric_sim::topo::{NodeId, PortRef, Topology};
 use ibmad::{Lid, NodeType, PortNum, PortState, Time, TrapNum};
+use sm::drive::Agents;
 use sm::{Command, Event, Sm, SmConfig};
 
 struct Run {
@@ -387,23 +389,20 @@ fn two_sms_the_higher_priority_becomes_master() {
             .unwrap()
         };
         let mut sms = [(mk(prio_a), ha, Vec::new()), (mk(prio_b), hb, Vec::new())];
-        let mut buf = [0u8; 256];
         let limit = Time::from_millis(60_000);
         loop {
             let now = fabric.now();
             for (sm, h, evs) in sms.iter_mut() {
-                while let Ok(Some((meta, len))) = fabric.sm_recv(*h, &mut buf) {
-                    sm.handle_mad(now, &meta, &buf[..len]);
-                }
-                if sm.poll_timeout().is_some_and(|t| t <= now) {
-                    sm.handle_timeout(now);
-                }
-                while let Some(tx) = sm.poll_transmit(now, &mut buf) {
-                    fabric.sm_send(*h, &tx.meta, &buf[..tx.len]).unwrap();
-                }
-                while let Some(e) = sm.poll_event() {
-                    evs.push(e);
-                }
+                let _ = sm::drive::turn(
+                    &mut Agents::sm(sm),
+                    &mut fabric.sm_port(*h),
+                    now,
+                    &mut |_, e| {
+                        evs.push(e);
+                        ControlFlow::Continue(())
+                    },
+                )
+                .unwrap();
             }
             if sms.iter().any(|(_, h, _)| fabric.sm_pending(*h) > 0) {
                 continue;
