@@ -10,8 +10,7 @@
 //! even when an earlier one failed; the test fails listing every failed flow.
 //!
 //! The cross-SM inventory ([`cross_sm`]): `osmtest -f c` against stock OpenSM, then
-//! `osmtest -f v` of that inventory against ibsm started with OpenSM's LIDs (ignored for now:
-//! the PortInfo link widths and speeds differ, see its tests).
+//! `osmtest -f v` of that inventory against ibsm started with OpenSM's LIDs.
 //!
 //! The CI cases run small generated fabrics (well under a minute each). The reference fabrics
 //! of `tests/data/sa-reference/` (a 128-CA fat tree, a torus, a random graph with dual-port
@@ -331,20 +330,17 @@ fn random_graph_with_dual_port_cas_on_ibsm_sim_serve() {
     run(spec, &generated(spec), Server::IbsmServe);
 }
 
-/// Not passing yet (so not run by default): OpenSM's inventory holds each port's
-/// LinkWidthEnabled/Active and LinkSpeedEnabled/Active as OpenSM leaves them (it writes 255/15,
-/// "set to supported", which stock ibsim ignores: 4X SDR), while ibsm writes the supported
-/// values themselves (ibsim's links come up 12X QDR), so `osmtest -f v` stops at ERR 0047
-/// (link_width_enabled of LID 1 port 1). Run: `cargo test -p ibsm --test osmtest_master --
-/// --ignored opensm_inventory`.
+/// OpenSM's inventory validates against ibsm: both SMs program PortInfo alike (OpenSM's
+/// `force_link_width` 255 / `force_link_speed` 15 "set to supported" codes, which stock ibsim
+/// ignores, so its links stay as the .net file trains them) and serve a Down port alike
+/// (PortState and PortPhysicalState only), so every PortInfoRecord field osmtest compares
+/// is equal.
 #[test]
-#[ignore = "ibsm programs LinkWidthEnabled/LinkSpeedEnabled unlike OpenSM (see the doc comment)"]
 fn opensm_inventory_validates_against_ibsm_on_ibsim() {
     cross_sm("fat-tree:2,4", &generated("fat-tree:2,4"), Server::Ibsim);
 }
 
 #[test]
-#[ignore = "ibsm programs LinkWidthEnabled/LinkSpeedEnabled unlike OpenSM (see above)"]
 fn opensm_inventory_validates_against_ibsm_on_ibsm_sim_serve() {
     let spec = "random:4,4,2,7,ports=8";
     cross_sm(spec, &generated(spec), Server::IbsmServe);

@@ -38,6 +38,22 @@ pub struct SmConfig {
     pub subnet_timeout: u8,
     /// Upper bound for PortInfo.OperationalVLs, 1..=5 (`max_op_vls`, default 5).
     pub max_op_vls: u8,
+    /// PortInfo.LinkWidthEnabled written to linked ports (`force_link_width`, default 255 =
+    /// "set to LinkWidthSupported"; 0 leaves the field alone; 1..=31 a width mask, where a
+    /// mask with 2X (16 and above) is written only to ports whose CapabilityMask2 says
+    /// IsLinkWidth2XSupported). The value is written as given (255 is resolved by the port's
+    /// SMA), and 255 only where LinkWidthEnabled differs from LinkWidthSupported, as OpenSM
+    /// `osm_link_mgr.c` does.
+    pub force_link_width: u8,
+    /// PortInfo.LinkSpeedEnabled written to linked ports (`force_link_speed`, default 15 =
+    /// "set to LinkSpeedSupported"; 0 leaves the field alone; 1..=7 a speed mask). 15 only
+    /// where LinkSpeedEnabled differs from LinkSpeedSupported.
+    pub force_link_speed: u8,
+    /// PortInfo.LinkSpeedExtEnabled written to linked ports whose both ends announce
+    /// IsExtendedSpeedsSupported (`force_link_speed_ext`, default 31 = "set to
+    /// LinkSpeedExtSupported"; 0 leaves the field alone; 1..=15 a mask; 30 disables extended
+    /// speeds). 31 only where LinkSpeedExtEnabled differs from LinkSpeedExtSupported.
+    pub force_link_speed_ext: u8,
     /// PortInfo.VLHighLimit written to linked ports (OpenSM `qos_high_limit`, default 0).
     pub vl_high_limit: u8,
     /// SwitchInfo.LifeTimeValue, 0..=31 (`packet_life_time`, default 0x12).
@@ -129,6 +145,9 @@ impl Default for SmConfig {
             subnet_timeout: 18,
             max_op_vls: 5,
             vl_high_limit: 0,
+            force_link_width: 255,
+            force_link_speed: 15,
+            force_link_speed_ext: 31,
             packet_life_time: 0x12,
             sm_priority: 0,
             master_sm_priority: 0,
@@ -265,6 +284,24 @@ impl SmConfig {
             self.max_op_vls.into(),
             (1..=5).contains(&self.max_op_vls),
             "1..=5",
+        )?;
+        check(
+            "force_link_width",
+            self.force_link_width.into(),
+            self.force_link_width <= 31 || self.force_link_width == 255,
+            "0..=31 or 255",
+        )?;
+        check(
+            "force_link_speed",
+            self.force_link_speed.into(),
+            self.force_link_speed <= 7 || self.force_link_speed == 15,
+            "0..=7 or 15",
+        )?;
+        check(
+            "force_link_speed_ext",
+            self.force_link_speed_ext.into(),
+            self.force_link_speed_ext <= 15 || (30..=31).contains(&self.force_link_speed_ext),
+            "0..=15, 30 or 31",
         )?;
         check(
             "packet_life_time",

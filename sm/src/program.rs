@@ -25,8 +25,11 @@
 //!   SubnetTimeOut, M_Key, GidPrefix;
 //! - linked physical ports (CA ports, switch ports ≥ 1 with a discovered neighbour):
 //!   NeighborMTU = min(MTUCap of both ends), OperationalVLs = min(VLCap of both ends,
-//!   max_op_vls), VLHighLimit, LinkWidthEnabled = LinkWidthSupported, LinkSpeedEnabled =
-//!   LinkSpeedSupported (the Active values are training results and are never written);
+//!   max_op_vls), VLHighLimit, and LinkWidthEnabled / LinkSpeedEnabled / LinkSpeedExtEnabled
+//!   as `force_link_width` / `force_link_speed` / `force_link_speed_ext` say (by default the
+//!   "set to supported" codes 255 / 15 / 31, sent only where the port does not already enable
+//!   all it supports, as OpenSM; the Active values are training results and never written);
+//!   the Set's AttributeModifier carries SMSupportsExtendedSpeeds where the port has them;
 //! - every Set carries PortState = NoStateChange, PortPhysicalState = NoStateChange and
 //!   LinkDownDefaultState = NoStateChange unless it is one of the two state passes.
 //!
@@ -255,7 +258,7 @@ impl Programmer {
                     reqs.push(Request::set(
                         disc.port_path(id, p),
                         SmpAttrId::PORT_INFO,
-                        p.0.into(),
+                        port_info_set_mod(s, id, p),
                         data_of(&set),
                         Purpose::SetPortInfo(id, p),
                     ));
@@ -472,7 +475,7 @@ pub(crate) fn state_pass(
             let mut r = Request::set(
                 disc.port_path(id, p),
                 SmpAttrId::PORT_INFO,
-                p.0.into(),
+                port_info_set_mod(s, id, p),
                 data_of(&set),
                 Purpose::SetPortInfo(id, p),
             );
@@ -604,17 +607,94 @@ pub fn desired_port_info(
                 want.vl_high_limit =
                     crate::qos::program::desired_high_limit(&cfg.qos, subnet, None, id, p)
                         .unwrap_or(cfg.vl_high_limit);
-                if cur.link_width_supported != 0 {
-                    want.link_width_enabled = cur.link_width_supported;
-                }
-                if cur.link_speed_supported() != 0 {
-                    want.set_link_speed_enabled(cur.link_speed_supported());
-                }
+                force_link(cfg, subnet, id, &cur, &rinfo, rn, &mut want);
             }
         }
     }
     Some(want)
 }
+
+/// `force_link_width`, `force_link_speed` and `force_link_speed_ext` ([`SmConfig`]) applied
+/// to `want`, the desired PortInfo of a linked port of node `id` (`cur` its PortInfo, `rinfo`
+/// its neighbour's, a port of node `rn`), as OpenSM `osm_link_mgr.c` does: the option value is
+/// written as it is — the "set to supported" values (255, 15, 31) are resolved by the port's
+/// SMA — and a "set to supported" value only where the enabled field differs from the
+/// supported one, so a port that already enables everything it supports gets no Set for it.
+/// A width mask with 2X needs IsLinkWidth2XSupported and the extended speeds need
+/// IsExtendedSpeedsSupported on both ends (a switch port answers with its port 0's
+/// capability masks).
+fn force_link(
+    cfg: &SmConfig,
+    subnet: &Subnet,
+    id: NodeId,
+    cur: &PortInfo,
+    rinfo: &PortInfo,
+    rn: NodeId,
+    want: &mut PortInfo,
+) {
+    use ibmad::attr::port_info::cap::IS_EXT_SPEEDS_SUP;
+    let lw = cfg.force_link_width;
+    if lw != 0
+        && (lw < WIDTH_2X || caps(subnet, id, cur).1 & CAP2_IS_LINK_WIDTH_2X_SUP != 0)
+        && (lw != SET_LWS || cur.link_width_enabled != cur.link_width_supported)
+    {
+        want.link_width_enabled = lw;
+    }
+    let ls = cfg.force_link_speed;
+    if ls != 0 && (ls != SET_LSS || cur.link_speed_enabled() != cur.link_speed_supported()) {
+        want.set_link_speed_enabled(ls);
+    }
+    let lse = cfg.force_link_speed_ext;
+    if lse != 0
+        && caps(subnet, id, cur).0 & IS_EXT_SPEEDS_SUP != 0
+        && caps(subnet, rn, rinfo).0 & IS_EXT_SPEEDS_SUP != 0
+        && (lse != SET_LSES || cur.link_speed_ext_enabled() != cur.link_speed_ext_supported())
+    {
+        want.set_link_speed_ext_enabled(lse);
+    }
+}
+
+/// LinkWidthEnabled "set to LinkWidthSupported" (IBA vol1 §14.2.5.6).
+const SET_LWS: u8 = 255;
+/// LinkSpeedEnabled "set to LinkSpeedSupported".
+const SET_LSS: u8 = 15;
+/// LinkSpeedExtEnabled "set to LinkSpeedExtSupported".
+const SET_LSES: u8 = 31;
+/// The 2X bit of the link width masks (IBA 1.3 MgtWG RefIDs #9306-9309).
+const WIDTH_2X: u8 = 16;
+/// CapabilityMask2.IsLinkWidth2XSupported.
+const CAP2_IS_LINK_WIDTH_2X_SUP: u16 = 0x0010;
+
+/// (CapabilityMask, CapabilityMask2) that speak for a port of node `id` whose PortInfo is
+/// `info`: a switch's external ports carry no capability masks of their own, its port 0's do.
+fn caps(subnet: &Subnet, id: NodeId, info: &PortInfo) -> (u32, u16) {
+    let info = if subnet.node(id).is_switch() {
+        subnet
+            .port(id, PortNum(0))
+            .and_then(|p| p.info)
+            .unwrap_or(*info)
+    } else {
+        *info
+    };
+    (info.capability_mask.get(), info.capability_mask2.get())
+}
+
+/// The AttributeModifier of a PortInfo Set to port `p` of node `id`: the port number, with
+/// bit 31 (SMSupportsExtendedSpeeds, IBA vol1 §14.2.5.6) where the port announces
+/// IsExtendedSpeedsSupported, as OpenSM sets it; without it the port ignores
+/// LinkSpeedExtEnabled.
+#[must_use]
+pub fn port_info_set_mod(subnet: &Subnet, id: NodeId, p: PortNum) -> u32 {
+    use ibmad::attr::port_info::cap::IS_EXT_SPEEDS_SUP;
+    let ext = subnet
+        .port(id, p)
+        .and_then(|x| x.info)
+        .is_some_and(|i| caps(subnet, id, &i).0 & IS_EXT_SPEEDS_SUP != 0);
+    u32::from(p.0) | if ext { SM_SUPPORTS_EXT_SPEEDS } else { 0 }
+}
+
+/// PortInfo AttributeModifier bit 31, SMSupportsExtendedSpeeds.
+pub const SM_SUPPORTS_EXT_SPEEDS: u32 = 1 << 31;
 
 /// The configuration Set for a port, or `None` if the port already holds `want`.
 #[must_use]
@@ -756,6 +836,96 @@ mod tests {
     }
 
     #[test]
+    fn force_link_options_as_opensm() {
+        let (mut s, sw, ca) = two_nodes();
+        let d = SmConfig::default();
+        let want =
+            |s: &Subnet, cfg: &SmConfig| desired_port_info(cfg, s, sw, PortNum(3), Lid(7)).unwrap();
+        // A port that already enables everything it supports: "set to supported" leaves it.
+        for q in [(sw, PortNum(3)), (ca, PortNum(1))] {
+            let i = s.port_mut(q.0, q.1).unwrap().info.as_mut().unwrap();
+            i.link_width_enabled = 3;
+            i.set_link_speed_enabled(7);
+        }
+        let w = want(&s, &d);
+        assert_eq!((w.link_width_enabled, w.link_speed_enabled()), (3, 7));
+        // An explicit mask is written even where it equals what the port enables.
+        let cfg = SmConfig {
+            force_link_width: 2,
+            force_link_speed: 1,
+            ..d.clone()
+        };
+        let w = want(&s, &cfg);
+        assert_eq!((w.link_width_enabled, w.link_speed_enabled()), (2, 1));
+        // 0 = leave alone, whatever the port holds.
+        s.port_mut(sw, PortNum(3))
+            .unwrap()
+            .info
+            .as_mut()
+            .unwrap()
+            .link_width_enabled = 1;
+        let cfg = SmConfig {
+            force_link_width: 0,
+            force_link_speed: 0,
+            ..d.clone()
+        };
+        let w = want(&s, &cfg);
+        assert_eq!((w.link_width_enabled, w.link_speed_enabled()), (1, 7));
+        // A mask with 2X only where port 0's CapabilityMask2 says IsLinkWidth2XSupported.
+        let cfg = SmConfig {
+            force_link_width: 18,
+            ..d.clone()
+        };
+        assert_eq!(want(&s, &cfg).link_width_enabled, 1);
+        assert_eq!(want(&s, &d).link_width_enabled, 1, "255 too");
+        let p0 = s.port_mut(sw, PortNum(0)).unwrap().info.as_mut().unwrap();
+        p0.capability_mask2.set(CAP2_IS_LINK_WIDTH_2X_SUP);
+        assert_eq!(want(&s, &cfg).link_width_enabled, 18);
+        assert_eq!(want(&s, &d).link_width_enabled, 255);
+        // Extended speeds: only with IsExtendedSpeedsSupported at both ends, and the Set then
+        // carries SMSupportsExtendedSpeeds.
+        use ibmad::attr::port_info::cap::IS_EXT_SPEEDS_SUP;
+        let ext = |s: &mut Subnet, id: NodeId, p: u8| {
+            let i = s.port_mut(id, PortNum(p)).unwrap().info.as_mut().unwrap();
+            i.capability_mask.set(IS_EXT_SPEEDS_SUP);
+            i.set_link_speed_ext_supported(3);
+        };
+        ext(&mut s, sw, 3); // an external port's own mask does not count
+        assert_eq!(want(&s, &d).link_speed_ext_enabled(), 0);
+        assert_eq!(port_info_set_mod(&s, sw, PortNum(3)), 3);
+        ext(&mut s, sw, 0);
+        assert_eq!(want(&s, &d).link_speed_ext_enabled(), 0, "the CA lacks it");
+        assert_eq!(
+            port_info_set_mod(&s, sw, PortNum(3)),
+            3 | SM_SUPPORTS_EXT_SPEEDS
+        );
+        ext(&mut s, ca, 1);
+        assert_eq!(want(&s, &d).link_speed_ext_enabled(), 31);
+        let cfg = SmConfig {
+            force_link_speed_ext: 30,
+            ..d.clone()
+        };
+        assert_eq!(want(&s, &cfg).link_speed_ext_enabled(), 30);
+        // Bad values are refused by validate.
+        for bad in [
+            SmConfig {
+                force_link_width: 32,
+                ..d.clone()
+            },
+            SmConfig {
+                force_link_speed: 8,
+                ..d.clone()
+            },
+            SmConfig {
+                force_link_speed_ext: 16,
+                ..d.clone()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn mtu_and_vls_are_min_of_both_ends_and_cap() {
         let (s, sw, ca) = two_nodes();
         let cfg = SmConfig {
@@ -765,8 +935,10 @@ mod tests {
         let w = desired_port_info(&cfg, &s, sw, PortNum(3), Lid(7)).unwrap();
         assert_eq!(w.neighbor_mtu(), 4);
         assert_eq!(w.operational_vls(), 2);
-        assert_eq!(w.link_width_enabled, 3);
-        assert_eq!(w.link_speed_enabled(), 7);
+        // OpenSM's force_link_* defaults, "set to supported", are written as they are (15);
+        // 255 is above the 2X bit, so only to a port announcing IsLinkWidth2XSupported.
+        assert_eq!(w.link_width_enabled, 0);
+        assert_eq!(w.link_speed_enabled(), 15);
         assert_eq!(w.lid.get(), 0, "a switch external port gets no LID");
         let c = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
         assert_eq!(c.lid(), Lid(7));

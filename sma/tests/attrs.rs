@@ -236,7 +236,8 @@ fn port_info_invalid_sets_change_nothing() {
         let mut pi = pi_template(&a, 1);
         pi.lid.set(0x22); // a valid change that must not be applied either
         mutate(&mut pi);
-        let r = set_pi(&mut a, 1, 1, &pi);
+        // AttributeModifier bit 31 (SMSupportsExtendedSpeeds): LinkSpeedExtEnabled is read.
+        let r = set(&mut a, 1, SmpAttrId::PORT_INFO, 1 | 1 << 31, pi.as_bytes());
         assert_eq!(status(&r), Status::INVALID_FIELD, "{what}");
         assert_eq!(port_info(&a, 1), before, "{what}: nothing changed");
         assert!(
@@ -244,6 +245,28 @@ fn port_info_invalid_sets_change_nothing() {
             "{what}: hardware untouched"
         );
     }
+}
+
+#[test]
+fn port_info_link_speed_ext_enabled_needs_sm_supports_extended_speeds() {
+    let mut a = rec_ca(0x500, 1);
+    a.handle_link(Time::ZERO, PortNum(1), UP);
+    let before = port_info(&a, 1);
+    let mut pi = pi_template(&a, 1);
+    pi.set_link_speed_ext_enabled(1); // unsupported: an error only with bit 31
+    pi.lid.set(0x22);
+    let r = set_pi(&mut a, 1, 1, &pi);
+    assert_eq!(status(&r), Status::OK);
+    let after = port_info(&a, 1);
+    assert_eq!(after.lid.get(), 0x22, "the rest of the Set is applied");
+    assert_eq!(
+        after.link_speed_ext_enabled(),
+        before.link_speed_ext_enabled(),
+        "LinkSpeedExtEnabled is left alone without bit 31"
+    );
+    // A Get with bit 31 addresses the same port.
+    let g = get(&mut a, 1, SmpAttrId::PORT_INFO, 1 | 1 << 31);
+    assert_eq!(status(&g), Status::OK);
 }
 
 #[test]

@@ -293,6 +293,41 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "force_link_speed_ext",
+        section: Section::Device,
+        doc: &[
+            "Force PortInfo:LinkSpeedExtEnabled on ports",
+            "If 0, don't modify PortInfo:LinkSpeedExtEnabled on port",
+            "Otherwise, use value for PortInfo:LinkSpeedExtEnabled on port",
+            "Values are (MgtWG RefIDs #4722 and #9366)",
+            "   1: 14.0625 Gbps",
+            "   2: 25.78125 Gbps",
+            "   3: 14.0625 Gbps or 25.78125 Gbps",
+            "   4: 53.125 Gbps",
+            "   5: 14.0625 Gbps or 53.125 Gbps",
+            "   6: 25.78125 Gbps or 53.125 Gbps",
+            "   7: 14.0625 Gbps, 25.78125 Gbps or 53.125 Gbps",
+            "   8: 106.25 Gbps",
+            "   9: 14.0625 Gbps or 106.25 Gbps",
+            "   10: 25.78125 Gbps or 106.25 Gbps",
+            "   11: 14.0625 Gbps or 25.78125 Gbps or 106.25 Gbps",
+            "   12: 53.125 Gbps or 106.25 Gbps",
+            "   13: 14.0625 Gbps or 53.125 Gbps or 106.25 Gbps",
+            "   14: 25.78125 Gbps or 53.125 Gbps or 106.25 Gbps",
+            "   15: 14.0625 Gbps, 25.78125 Gbps or 53.125 Gbps or 106.25 Gbps",
+            "   30: Disable extended link speeds",
+            "   31: set to PortInfo:LinkSpeedExtSupported",
+        ],
+        get: |o| o.force_link_speed_ext.to_string(),
+        set: |o, v| match parse_c_uint(v) {
+            Some(n @ (0..=15 | 30 | 31)) => {
+                o.force_link_speed_ext = u8::try_from(n).map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            _ => Err("an integer in 0..=15, 30 or 31".to_string()),
+        },
+    },
+    KeySpec {
         key: "force_link_width",
         section: Section::Device,
         doc: &[
@@ -1217,8 +1252,6 @@ pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
     "qos_policy_file",
     "m_key_lease_period",
     "m_key_protection_level",
-    "force_link_speed",
-    "force_link_width",
     "force_heavy_sweep",
     "sweep_on_trap",
     "use_ucast_cache",

@@ -278,11 +278,16 @@ pub struct Options {
     /// `max_op_vls`: cap on PortInfo:OperationalVLs, 0..=5 (1 = VL0 … 5 = VL0–14; 0 acts as 1).
     /// Default 5.
     pub max_op_vls: u8,
-    /// `force_link_speed`: PortInfo:LinkSpeedEnabled for switch ports; 0 = leave alone,
+    /// `force_link_speed`: PortInfo:LinkSpeedEnabled of linked ports; 0 = leave alone,
     /// 1..=7 = speed set, 15 (default) = LinkSpeedSupported.
     pub force_link_speed: u8,
-    /// `force_link_width`: PortInfo:LinkWidthEnabled for switch ports; 0 = leave alone,
-    /// 1..=31 = width set, 255 (default) = LinkWidthSupported.
+    /// `force_link_speed_ext`: PortInfo:LinkSpeedExtEnabled of linked ports whose both ends
+    /// support extended speeds; 0 = leave alone, 1..=15 = speed set, 30 = disable extended
+    /// speeds, 31 (default) = LinkSpeedExtSupported.
+    pub force_link_speed_ext: u8,
+    /// `force_link_width`: PortInfo:LinkWidthEnabled of linked ports; 0 = leave alone,
+    /// 1..=31 = width set (2X only where the port supports it), 255 (default) =
+    /// LinkWidthSupported.
     pub force_link_width: u8,
     /// `subnet_timeout`: PortInfo:SubnetTimeOut code, 0..=31. Default 18.
     pub subnet_timeout: u8,
@@ -485,6 +490,7 @@ impl Default for Options {
             use_optimized_slvl: true,
             read_qos_tables: true,
             force_link_speed: 15,
+            force_link_speed_ext: 31,
             force_link_width: 255,
             subnet_timeout: 18,
             partition_config_file: PathBuf::from(sm::partition::DEFAULT_PARTITION_FILE),

@@ -20,6 +20,7 @@ pub fn perturbed() -> Options {
         packet_life_time: 0x13,
         max_op_vls: 3,
         force_link_speed: 7,
+        force_link_speed_ext: 30,
         force_link_width: 3,
         subnet_timeout: 17,
         partition_config_file: PathBuf::from("/tmp/partitions.conf"),

@@ -3,11 +3,12 @@
 //! an index when the component mask selects the key) and offers them to a [`Collector`],
 //! which applies the component mask.
 
+use ibmad::attr::PortInfo;
 use ibmad::attr::{AttrRepr, NodeInfoRepr};
 use ibmad::sa_rec::node::comp as nr_comp;
 use ibmad::sa_rec::{selected, NodeRecord, SaRecord};
 use ibmad::zerocopy::{FromZeros, IntoBytes};
-use ibmad::{Lid, PortNum};
+use ibmad::{Lid, PortNum, PortState};
 
 use super::snapshot::Mfts;
 use super::{Answer, Collector, SaQuery, SaSnapshot};
@@ -203,6 +204,10 @@ pub fn class_port_info(
 /// discovered CA/router port), keyed by the end port's base LID and the port number; a LID
 /// of the LMC range selects the port. M_Key is 0 unless the requester is trusted. Options
 /// are echoed when selected. AttributeModifier bit 31: CapabilityMask(2) match by bits.
+/// A port whose PortState is Down is served with PortState and PortPhysicalState alone, the
+/// rest zero: OpenSM `osm_physp_set_port_info` copies only those two fields of a Down port's
+/// PortInfo (IBA vol1 C14-24-2.1), so a port it never saw up reads as zeros there (one that
+/// went down keeps OpenSM's stale copy of the rest, which ibsm does not imitate).
 pub fn port_info_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
     use ibmad::sa_rec::port::{capability_match, comp, ENHANCED_CAP_MATCH};
     use ibmad::sa_rec::PortInfoRecord;
@@ -243,7 +248,14 @@ pub fn port_info_records(snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
             if q.comp_mask & comp::OPTIONS != 0 {
                 r.options = qrec.options;
             }
-            r.port_info = info;
+            r.port_info = if info.port_state() == PortState::DOWN {
+                let mut down = PortInfo::new_zeroed();
+                down.set_port_state(PortState::DOWN);
+                down.set_phys_state(info.phys_state());
+                down
+            } else {
+                info
+            };
             if !q.trusted {
                 r.port_info.m_key.set(0);
             }

@@ -606,6 +606,48 @@ fn class_port_info_capabilities_and_resp_time() {
 }
 
 #[test]
+fn a_down_port_info_record_carries_its_states_only() {
+    use ibmad::zerocopy::IntoBytes;
+    use ibmad::PortState;
+    use rec::port::comp;
+    let mut s = subnet();
+    let sw = crate::subnet::NodeId(0);
+    let pi = s
+        .port_mut(sw, PortNum(3))
+        .unwrap()
+        .info
+        .get_or_insert_with(ibmad::zerocopy::FromZeros::new_zeroed);
+    pi.set_port_state(PortState::DOWN);
+    pi.set_phys_state(ibmad::PhysState::POLLING);
+    pi.link_width_supported = 3;
+    pi.gid_prefix.set(0xfe80_0000_0000_0000);
+    pi.set_mtu_cap(4);
+    let mut sa = Sa::with_config(SaConfig::default());
+    assert!(sa.set_snapshot(Arc::new(crate::sa::snapshot::tests::snap(&s))));
+    sa.set_serving(Serving {
+        master: true,
+        up: true,
+    });
+    let mut q = [0u8; 68];
+    q[1] = 1;
+    q[2] = 3;
+    let one = table::<rec::PortInfoRecord>(&mut sa, comp::LID | comp::PORT_NUM, &q);
+    assert_eq!(one.len(), 1);
+    let r = rec::PortInfoRecord::parse(&one[0]).unwrap();
+    assert_eq!((r.lid.get(), r.port_num), (1, 3));
+    assert_eq!(r.port_info.port_state(), PortState::DOWN);
+    assert_eq!(r.port_info.phys_state(), ibmad::PhysState::POLLING);
+    let mut blank = r.port_info;
+    blank.set_port_state(PortState::NO_CHANGE);
+    blank.set_phys_state(ibmad::PhysState::NO_CHANGE);
+    assert_eq!(
+        blank.as_bytes(),
+        [0u8; 64].as_slice(),
+        "as OpenSM serves a Down port: every other field 0"
+    );
+}
+
+#[test]
 fn port_info_records_keys_masks_and_m_key() {
     use rec::port::comp;
     let mut sa = rich_sa();

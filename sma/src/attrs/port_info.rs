@@ -1,7 +1,8 @@
 //! PortInfo (0x0015, IBA vol1 §14.2.5.6): Get and Set.
 //!
 //! AttributeModifier = port number (0..=NumPorts on a switch; on a CA 0 means the receiving
-//! port). On a switch, LID, LMC, MasterSMLID/SL, SubnetTimeOut and the M_Key fields live in
+//! port) in bits 7..0, and bit 31 SMSupportsExtendedSpeeds: a Set without it leaves
+//! LinkSpeedExtEnabled as it is (the SM does not know the extended speeds). On a switch, LID, LMC, MasterSMLID/SL, SubnetTimeOut and the M_Key fields live in
 //! port 0's PortInfo; in an external port's Set they are ignored and read back as 0.
 
 use ibmad::attr::PortInfo;
@@ -15,9 +16,12 @@ use crate::event::Event;
 use crate::hw::{Hardware, LinkRequest};
 use crate::rules::{self, PhysChange, StateChange};
 
+/// PortInfo AttributeModifier bit 31, SMSupportsExtendedSpeeds.
+const SM_SUPPORTS_EXT_SPEEDS: u32 = 1 << 31;
+
 impl<H: Hardware> Agent<H> {
     pub(crate) fn get_port_info(&self, req: &Req, data: &mut [u8; 64]) -> Result<(), SmaError> {
-        let port = self.modifier_port(req, req.attr_mod)?;
+        let port = self.modifier_port(req, req.attr_mod & !SM_SUPPORTS_EXT_SPEEDS)?;
         let mut pi = self.ports[usize::from(port.0)].pi;
         pi.local_port_num = req.in_port.0;
         if req.masked {
@@ -29,7 +33,8 @@ impl<H: Hardware> Agent<H> {
     }
 
     pub(crate) fn set_port_info(&mut self, req: &Req, data: &mut [u8; 64]) -> Result<(), SmaError> {
-        let port = self.modifier_port(req, req.attr_mod)?;
+        let port = self.modifier_port(req, req.attr_mod & !SM_SUPPORTS_EXT_SPEEDS)?;
+        let ext_speeds = req.attr_mod & SM_SUPPORTS_EXT_SPEEDS != 0;
         let i = usize::from(port.0);
         let rq = PortInfo::read_from_bytes(&data[..]).map_err(|_| req.bad_field("*", "short"))?;
         let cur = self.ports[i].pi;
@@ -59,7 +64,11 @@ impl<H: Hardware> Agent<H> {
         )
         .map_err(|w| req.bad_field("LinkSpeedEnabled", w))?;
         let lsee = rules::resolve_enabled(
-            rq.link_speed_ext_enabled(),
+            if ext_speeds {
+                rq.link_speed_ext_enabled()
+            } else {
+                0 // keep
+            },
             cur.link_speed_ext_enabled(),
             cfg.speed_ext_supported,
             0x1F,
