@@ -321,8 +321,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
 
     let epoch = Instant::now();
     let now = || Time(u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
-    // Large enough for an RMPP-reassembled SA request where the kernel does RMPP.
-    let mut buf = vec![0u8; port.caps().max_mad_len];
+    // Large enough for an RMPP-reassembled SA request where the kernel does RMPP (the SA's
+    // answers may be longer: caps().max_mad_len is the send limit).
+    let mut buf = vec![0u8; port.max_recv_len()];
     let caps = port.caps();
     let mut sa = sm::sa::Sa::with_config(sm::sa::SaConfig {
         sa_key: opts.sa_key,

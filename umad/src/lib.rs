@@ -64,6 +64,7 @@ pub mod testutil;
 pub use error::{SysError, UmadError};
 pub use port::{
     Agent, AgentSpec, IoMode, PortStats, Received, UmadConfig, UmadPort, DEFAULT_MAX_MAD_LEN,
+    DEFAULT_MAX_SEND_LEN,
 };
 pub use sys::uring::UringStats;
 pub use sysfs::{CaInfo, PortAttrs, SysPaths, UmadDevice};

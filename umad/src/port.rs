@@ -74,8 +74,15 @@ pub struct UmadConfig {
     /// The agents to register: class, version, QP, unsolicited methods, RMPP.
     pub agents: Vec<AgentSpec>,
     /// The longest RMPP-reassembled MAD to accept from the kernel (agents with an RMPP
-    /// version only; longer ones are read and dropped, counted in [`PortStats::oversize`]).
+    /// version only; longer ones are read and dropped, counted in [`PortStats::oversize`]):
+    /// the size of the receive buffers. Requests are short; see [`UmadConfig::max_send_len`]
+    /// for what may be sent.
     pub max_mad_len: usize,
+    /// The longest MAD to hand to the kernel's RMPP for sending (agents with an RMPP version
+    /// only): an SA's GetTableResp. Sends are not buffered by this crate, so the limit costs
+    /// nothing until a table that long is answered. At least [`UmadConfig::max_mad_len`] is
+    /// used.
+    pub max_send_len: usize,
     /// Try `REGISTER_AGENT2` (64-byte header) first.
     pub try_agent2: bool,
     /// Receive queue depth (channel capacity, or io_uring read slots).
@@ -100,6 +107,7 @@ impl Default for UmadConfig {
                 AgentSpec::smp(MgmtClass::SUBN_LID_ROUTED, MethodMask::SM),
             ],
             max_mad_len: DEFAULT_MAX_MAD_LEN,
+            max_send_len: DEFAULT_MAX_SEND_LEN,
             try_agent2: true,
             rx_depth: 1024,
             tx_depth: 256,
@@ -111,6 +119,10 @@ impl Default for UmadConfig {
 
 /// [`UmadConfig::max_mad_len`] by default: 16 MiB, an SA table of ~150 000 NodeRecords.
 pub const DEFAULT_MAX_MAD_LEN: usize = 16 << 20;
+
+/// [`UmadConfig::max_send_len`] by default: 256 MiB, an SA table of ~4 million PathRecords
+/// (every ordered pair of ~2,000 end ports; a k16 fat tree's 1,024 CAs need 110 MiB).
+pub const DEFAULT_MAX_SEND_LEN: usize = 256 << 20;
 
 /// One agent to register with the kernel (`ib_user_mad_reg_req`): a management class and
 /// version on QP0 or QP1, the request methods it receives unsolicited (responses to its own
@@ -263,6 +275,8 @@ pub struct UmadPort {
     framing: HdrFraming,
     agents: Vec<Agent>,
     max_mad_len: usize,
+    /// The longest MAD `send` hands to the kernel's RMPP.
+    max_send_len: usize,
     /// A received MAD the caller's buffer was too short for, returned by the next receive.
     pending: Option<Box<RxMad>>,
     /// Growable buffer for RMPP-reassembled MADs read on this thread.
@@ -416,6 +430,7 @@ impl UmadPort {
             framing,
             agents,
             max_mad_len: cfg.max_mad_len.max(MAD_LEN),
+            max_send_len: cfg.max_send_len.max(cfg.max_mad_len).max(MAD_LEN),
             pending: None,
             big: Vec::new(),
             backend,
@@ -451,6 +466,17 @@ impl UmadPort {
     #[must_use]
     pub fn is_kernel_device(&self) -> bool {
         sys::kernel_fd_kind(self.fd.raw()) == Some(FdKind::CharDev)
+    }
+    /// The longest MAD `recv` returns: the receive buffer a caller needs
+    /// ([`UmadConfig::max_mad_len`] where the port does RMPP, else 256 bytes). The port's
+    /// [`PortCaps::max_mad_len`] is the longest MAD it sends, which may be more.
+    #[must_use]
+    pub fn max_recv_len(&self) -> usize {
+        if self.caps().rmpp {
+            self.max_mad_len
+        } else {
+            MAD_LEN
+        }
     }
     /// Which I/O mode is in use (never [`IoMode::Auto`]).
     #[must_use]
@@ -810,7 +836,7 @@ impl MadPort for UmadPort {
         };
         // 256 bytes, or longer for an RMPP agent on a kernel that does the segmentation.
         let max = if kernel_rmpp {
-            self.max_mad_len
+            self.max_send_len
         } else {
             MAD_LEN
         };
@@ -884,7 +910,9 @@ impl MadPort for UmadPort {
         );
         let rmpp = does_rmpp && self.agents.iter().any(|a| a.rmpp_version != 0);
         PortCaps {
-            max_mad_len: if rmpp { self.max_mad_len } else { MAD_LEN },
+            // What `send` takes; `recv` returns at most `max_mad_len` ≤ that
+            // ([`UmadPort::max_recv_len`]).
+            max_mad_len: if rmpp { self.max_send_len } else { MAD_LEN },
             rmpp,
             gmp: self.agents.iter().any(|a| a.qpn == 1),
         }
