@@ -19,7 +19,7 @@ use crate::driver::{DriverConfig, Hca};
 use crate::error::{DriverError, InitError};
 use crate::host::{HostError, HostSma};
 use crate::model::server::ServedAsic;
-use crate::model::{AsicModel, DeviceEnv, ModelConfig, RxOutcome};
+use crate::model::{AsicModel, DeviceEnv, ModelConfig, RxOutcome, WireTx};
 
 /// Why an [`AsicNode`] could not start.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +30,23 @@ pub enum NodeError {
     /// The host SMA could not start.
     #[error("host SMA failed to start")]
     Host(#[from] HostError),
+}
+
+/// What the device put on the wire, as the fabric takes it from an external agent: the MAD
+/// copied into `out` (one SMP), addressed as the device's wire descriptor says.
+fn wire_transmit(w: &WireTx, out: &mut [u8]) -> Transmit {
+    out.copy_from_slice(&w.mad[..]);
+    Transmit {
+        meta: MadMeta {
+            port: PortNum(w.port),
+            slid: Lid(w.slid),
+            dlid: Lid(w.dlid),
+            qp: w.dqp,
+            sl: w.sl,
+            ..Default::default()
+        },
+        len: SMP_LEN,
+    }
 }
 
 /// Counters of the glue.
@@ -127,18 +144,7 @@ impl ExternalAgent for AsicNode {
     fn poll_transmit(&mut self, _now: Time, buf: &mut [u8]) -> Option<Transmit> {
         let out = buf.get_mut(..SMP_LEN)?;
         let w = self.backend.model().with_model(|m, _| m.poll_wire())??;
-        out.copy_from_slice(&w.mad[..]);
-        Some(Transmit {
-            meta: MadMeta {
-                port: PortNum(w.port),
-                slid: Lid(w.slid),
-                dlid: Lid(w.dlid),
-                qp: w.dqp,
-                sl: w.sl,
-                ..Default::default()
-            },
-            len: SMP_LEN,
-        })
+        Some(wire_transmit(&w, out))
     }
 
     fn poll_link_request(&mut self) -> Option<(PortNum, LinkRequest)> {
@@ -229,18 +235,7 @@ impl ExternalAgent for RemoteAsicNode {
     fn poll_transmit(&mut self, _now: Time, buf: &mut [u8]) -> Option<Transmit> {
         let out = buf.get_mut(..SMP_LEN)?;
         let w = self.with(|s| s.with_model(|m, _| m.poll_wire()))??;
-        out.copy_from_slice(&w.mad[..]);
-        Some(Transmit {
-            meta: MadMeta {
-                port: PortNum(w.port),
-                slid: Lid(w.slid),
-                dlid: Lid(w.dlid),
-                qp: w.dqp,
-                sl: w.sl,
-                ..Default::default()
-            },
-            len: SMP_LEN,
-        })
+        Some(wire_transmit(&w, out))
     }
 
     fn poll_link_request(&mut self) -> Option<(PortNum, LinkRequest)> {
