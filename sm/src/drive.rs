@@ -157,37 +157,38 @@ impl<'a> Agents<'a> {
         let mut sent = Sent::default();
         let mut failed = None;
         let mut buf = [0u8; MAD_LEN];
-        let mut send = |port: &mut _, meta: &MadMeta, mad: &[u8], n: &mut u64| match MadPort::send(
-            port, meta, mad,
-        ) {
-            Ok(()) => *n += 1,
-            Err(PortError::WouldBlock) => sent.would_block += 1,
-            Err(e) => {
-                failed.get_or_insert(e);
-            }
-        };
-        let (mut n_sm, mut n_pm, mut n_sa) = (0, 0, 0);
         while let Some(tx) = self.sm.poll_transmit(now, &mut buf) {
-            send(port, &tx.meta, buf.get(..tx.len).unwrap_or(&buf), &mut n_sm);
+            let r = port.send(&tx.meta, buf.get(..tx.len).unwrap_or(&buf));
+            sent.record(Dest::Sm, r, &mut failed);
         }
         if let Some(pm) = self.perfmgr.as_deref_mut() {
             while let Some(tx) = pm.poll_transmit(now, &mut buf) {
-                send(port, &tx.meta, buf.get(..tx.len).unwrap_or(&buf), &mut n_pm);
+                let r = port.send(&tx.meta, buf.get(..tx.len).unwrap_or(&buf));
+                sent.record(Dest::PerfMgr, r, &mut failed);
             }
         }
         if let Some(sa) = self.sa.as_deref_mut() {
             while let Some(r) = sa.poll_transmit(now) {
-                send(port, &r.meta, &r.mad, &mut n_sa);
+                sent.record(Dest::Sa, port.send(&r.meta, &r.mad), &mut failed);
             }
         }
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(Sent {
-                sm: n_sm,
-                sa: n_sa,
-                perfmgr: n_pm,
-                ..sent
-            }),
+        failed.map_or(Ok(sent), Err)
+    }
+}
+
+impl Sent {
+    /// Counts one send by `dest`; keeps the first refusal other than `WouldBlock` in `failed`.
+    fn record(&mut self, dest: Dest, r: Result<(), PortError>, failed: &mut Option<PortError>) {
+        match r {
+            Ok(()) => match dest {
+                Dest::Sm => self.sm += 1,
+                Dest::Sa => self.sa += 1,
+                Dest::PerfMgr => self.perfmgr += 1,
+            },
+            Err(PortError::WouldBlock) => self.would_block += 1,
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
         }
     }
 }
