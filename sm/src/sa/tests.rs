@@ -239,11 +239,12 @@ fn snapshot_swap_is_by_pointer() {
     assert!(sa.set_snapshot(snapshot()));
 }
 
-#[test]
-fn node_record_table_on_an_rmpp_transport() {
+/// A serving SA on an RMPP transport that carries MADs up to `max_mad_len` bytes, and its
+/// answer to a GetTable of every NodeRecord.
+fn node_table_on_rmpp(max_mad_len: usize) -> (Sa, SaReply) {
     let mut sa = serving_sa(SaConfig {
         transport_rmpp: true,
-        max_mad_len: 8192,
+        max_mad_len,
         ..SaConfig::default()
     });
     let r = ask(
@@ -251,6 +252,12 @@ fn node_record_table_on_an_rmpp_transport() {
         &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, 0, &[]),
     )
     .unwrap();
+    (sa, r)
+}
+
+#[test]
+fn node_record_table_on_an_rmpp_transport() {
+    let (mut sa, r) = node_table_on_rmpp(8192);
     let a = SaRepr::parse_bytes(&r.mad).unwrap();
     assert_eq!(a.header.method, Method::GET_TABLE_RESP);
     assert_eq!(a.header.status, Status::OK);
@@ -286,16 +293,7 @@ fn node_record_table_on_an_rmpp_transport() {
 #[test]
 fn a_table_longer_than_the_transport_carries_is_refused_not_cut() {
     // Room for two of the three 112-byte records: ERR_NO_RESOURCES, not a silent two.
-    let mut sa = serving_sa(SaConfig {
-        transport_rmpp: true,
-        max_mad_len: SA_DATA_OFFSET + 2 * 112 + 50,
-        ..SaConfig::default()
-    });
-    let r = ask(
-        &mut sa,
-        &req_with(Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, 0, &[]),
-    )
-    .unwrap();
+    let (_, r) = node_table_on_rmpp(SA_DATA_OFFSET + 2 * 112 + 50);
     let a = SaRepr::parse_bytes(&r.mad).unwrap();
     assert_eq!(a.header.status, sa_status::NO_RESOURCES);
     assert!(records(&r).is_empty());
