@@ -13,11 +13,12 @@
 //!
 //! Both SMs attach to the same port: the first CA of the topology (`SIM_HOST`), so PortXmitPkts
 //! counts exactly their SMPs. OpenSM runs as `opensm -o -e -s 0 -d 0 -R ENGINE` with an empty
-//! cache dir (as `shared/tools/opensm-on-ibsim.sh`); ibsm as `ibsm run -o -R ENGINE --maxsmps N`.
+//! cache dir (as `shared/tools/opensm-on-ibsim.sh`); ibsm as `ibsm run -o -R ENGINE` with its
+//! default options (`--maxsmps N` only if given).
 //! ibsim runs with raised limits (`-N 30000 -S 4000 -P 200000`).
 //!
-//! Options: `--runs N` (default 3), `--maxsmps N` (ibsm's SMP window, default 64: umad2sim's
-//! throughput peaks near 64 outstanding SMPs), `--routing ENGINE` (default minhop),
+//! Options: `--runs N` (default 3), `--maxsmps N` (passed to ibsm: the ceiling of its adaptive
+//! SMP window; default: ibsm's own, 256), `--routing ENGINE` (default minhop),
 //! `--only opensm|ibsm`, `--keep DIR` (keep logs there instead of a temp dir),
 //! `--timeout SECONDS` per SM run (default 900).
 
@@ -69,7 +70,8 @@ struct Sample {
 struct Args {
     topology: String,
     runs: u32,
-    maxsmps: u32,
+    /// `--maxsmps` for ibsm; `None`: ibsm's default.
+    maxsmps: Option<u32>,
     routing: String,
     only: Option<Which>,
     keep: Option<PathBuf>,
@@ -81,7 +83,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args {
         topology: String::new(),
         runs: 3,
-        maxsmps: 64,
+        maxsmps: None,
         routing: "minhop".into(),
         only: None,
         keep: None,
@@ -105,11 +107,12 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             }
             "--maxsmps" => {
                 let v = value("--maxsmps")?;
-                a.maxsmps = v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .ok_or(format!("--maxsmps {v:?}: expected a positive integer"))?;
+                a.maxsmps = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|n| *n >= 1)
+                        .ok_or(format!("--maxsmps {v:?}: expected a positive integer"))?,
+                );
             }
             "--routing" => a.routing = value("--routing")?,
             "--only" => {
@@ -211,13 +214,16 @@ fn run(a: &Args) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", net.display()))?;
     let self_exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
     println!(
-        "# {}: {} switches, {} CAs, {} links; SMs attach at {host:?}; routing {}; ibsm --maxsmps {}",
+        "# {}: {} switches, {} CAs, {} links; SMs attach at {host:?}; routing {}; ibsm {}",
         a.topology,
         topo.num_switches(),
         topo.num_cas(),
         topo.num_links(),
         a.routing,
         a.maxsmps
+            .map_or("with default options".to_string(), |n| format!(
+                "--maxsmps {n}"
+            ))
     );
     println!(
         "{:<4} {:<7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>10}",
@@ -389,11 +395,11 @@ fn one_run(
             .arg(&log);
         }
         Which::Ibsm => {
-            cmd.arg(self_exe)
-                .args(["run", "-o", "-R", &a.routing, "--maxsmps"])
-                .arg(a.maxsmps.to_string())
-                .arg("-f")
-                .arg(&log);
+            cmd.arg(self_exe).args(["run", "-o", "-R", &a.routing]);
+            if let Some(n) = a.maxsmps {
+                cmd.arg("--maxsmps").arg(n.to_string());
+            }
+            cmd.arg("-f").arg(&log);
         }
     }
     cmd.env("IBSIM_SOCKNAME", sim.sockname())
@@ -505,7 +511,7 @@ mod tests {
     fn args_are_checked() {
         let s = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
         let a = parse_args(&s(&["k.net", "--runs", "5", "--only", "ibsm"])).unwrap();
-        assert_eq!((a.runs, a.only, a.maxsmps), (5, Some(Which::Ibsm), 64));
+        assert_eq!((a.runs, a.only, a.maxsmps), (5, Some(Which::Ibsm), None));
         assert!(parse_args(&s(&["--runs", "0", "k.net"])).is_err());
         assert!(parse_args(&s(&["k.net", "--only", "x"])).is_err());
         assert!(parse_args(&s(&["k.net", "extra"])).is_err());

@@ -29,8 +29,11 @@ pub struct SmConfig {
     /// time, so a transient loss burst has passed: with 1% loss per link traversal a k36 fat
     /// tree otherwise loses a dozen nodes per sweep to four unlucky attempts.
     pub retry_rounds: u32,
-    /// SMPs in flight at once over the whole fabric (`max_wire_smps`; OpenSM's default is 4,
-    /// ours 256 because the window is what makes a large cold bring-up fast).
+    /// The most SMPs in flight at once over the whole fabric (`max_wire_smps`; OpenSM's
+    /// default is 4, ours 256 because the window is what makes a large cold bring-up fast).
+    /// The ceiling of the adaptive window (see `sm/src/wire_window.rs`): it starts
+    /// at 64 and follows the delivery rate the fabric answers with, never below 16 (or this
+    /// value, if lower).
     pub max_wire_smps: usize,
     /// SMPs in flight at once to one node's SMA (protects slow agents; default 16).
     pub max_smps_per_node: usize,

@@ -113,7 +113,7 @@ impl Sm {
         );
         let role_txn = Engine::with_first_tid(
             ROLE_TID_BASE,
-            4,
+            crate::wire_window::WireWindow::fixed(4),
             1,
             cfg.transaction_timeout,
             cfg.transaction_retries,
@@ -637,7 +637,7 @@ impl Sm {
                 return;
             }
         }
-        let Some(req) = self.txn.complete(tid) else {
+        let Some(req) = self.txn.complete(now, tid) else {
             return;
         };
         self.txn.prune();
@@ -658,14 +658,14 @@ impl Sm {
     }
 
     /// The answer to a poll or SMInfo Set of the role machine.
-    fn on_role_response(&mut self, _now: Time, tid: u32, smp: &Smp) {
+    fn on_role_response(&mut self, now: Time, tid: u32, smp: &Smp) {
         let Some(req) = self.role_txn.peek(tid) else {
             return;
         };
         if req.attr != smp.attr() || req.attr_mod != smp.attr_mod.get() {
             return;
         }
-        let Some(req) = self.role_txn.complete(tid) else {
+        let Some(req) = self.role_txn.complete(now, tid) else {
             return;
         };
         self.role_txn.prune();

@@ -31,6 +31,7 @@ pub mod timer;
 pub mod trap;
 mod txn;
 pub mod verify;
+mod wire_window;
 
 pub use crate::config::{ConfigError, SmConfig};
 pub use crate::core::{Sm, Transmit};

@@ -667,6 +667,24 @@ impl Sweep {
             phase: self.phase,
             stats,
         });
+        if !matches!(self.phase, Phase::LightSweep | Phase::QosRead) && stats.smps > 0 {
+            let w = cx.txn.window();
+            let us = |d: Option<core::time::Duration>| {
+                d.map_or("-".to_string(), |d| format!("{:.0}", d.as_secs_f64() * 1e6))
+            };
+            cx.events.log(
+                Level::Info,
+                format!(
+                    "SMP window after {}: {} (peak {}, ceiling {}; least RTT {} µs, last interval's {} µs)",
+                    self.phase,
+                    w.limit(),
+                    w.peak(),
+                    cx.cfg.max_wire_smps,
+                    us(w.floor_rtt()),
+                    us(w.last_rtt())
+                ),
+            );
+        }
         self.phase_start = now;
         stats
     }

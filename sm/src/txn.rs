@@ -15,6 +15,7 @@ use ibmad::{DrPath, Guid, Lid, Method, PortNum, SmpAttrId, Time};
 
 use crate::event::PhaseStats;
 use crate::subnet::NodeId;
+use crate::wire_window::WireWindow;
 
 /// Why an SMP is sent; decides what its response updates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +133,8 @@ struct Txn {
     /// Times sent so far.
     attempts: u32,
     on_wire: bool,
+    /// When the last attempt went out.
+    sent: Time,
 }
 
 /// A transaction given up after its last retry.
@@ -206,7 +209,8 @@ pub(crate) struct Engine {
     node_inflight: Vec<u32>,
     /// Requests waiting for their node's window, by `NodeId` index.
     deferred: Vec<VecDeque<u32>>,
-    max_wire: usize,
+    /// The global window ([`WireWindow`]; `max_wire_smps` is its ceiling).
+    window: WireWindow,
     max_per_node: usize,
     timeout: Duration,
     retries: u32,
@@ -217,7 +221,8 @@ pub(crate) struct Engine {
 
 impl Engine {
     /// `retries` resends follow the first attempt at once; after that `rounds - 1` more
-    /// rounds of `1 + retries` attempts are queued behind the work pending at the time.
+    /// rounds of `1 + retries` attempts are queued behind the work pending at the time. The
+    /// global window adapts up to `max_wire` ([`WireWindow::adaptive`]).
     pub fn new(
         max_wire: usize,
         max_per_node: usize,
@@ -225,14 +230,21 @@ impl Engine {
         retries: u32,
         rounds: u32,
     ) -> Engine {
-        Engine::with_first_tid(1, max_wire, max_per_node, timeout, retries, rounds)
+        Engine::with_first_tid(
+            1,
+            WireWindow::adaptive(max_wire, timeout),
+            max_per_node,
+            timeout,
+            retries,
+            rounds,
+        )
     }
 
     /// [`Engine::new`] whose TIDs start at `first` (a second engine beside the first uses a
-    /// disjoint TID range).
+    /// disjoint TID range) and with the global window `window`.
     pub fn with_first_tid(
         first: u32,
-        max_wire: usize,
+        window: WireWindow,
         max_per_node: usize,
         timeout: Duration,
         retries: u32,
@@ -246,7 +258,7 @@ impl Engine {
             in_flight: 0,
             node_inflight: Vec::new(),
             deferred: Vec::new(),
-            max_wire: max_wire.max(1),
+            window,
             max_per_node: max_per_node.max(1),
             timeout,
             retries,
@@ -272,6 +284,7 @@ impl Engine {
                 req,
                 attempts: 0,
                 on_wire: false,
+                sent: Time::ZERO,
             }),
         );
         self.queue.push_back(tid);
@@ -302,7 +315,7 @@ impl Engine {
         now: Time,
         mut skip: impl FnMut(&Request) -> bool,
     ) -> Option<(u32, &Request)> {
-        if self.in_flight >= self.max_wire {
+        if self.in_flight >= self.window.limit() {
             return None;
         }
         while let Some(tid) = self.queue.pop_front() {
@@ -336,6 +349,7 @@ impl Engine {
             let txn = self.txns.get_mut(tid)?;
             txn.on_wire = true;
             txn.attempts += 1;
+            txn.sent = now;
             self.in_flight += 1;
             self.stats.smps += 1;
             if txn.attempts > 1 {
@@ -366,10 +380,16 @@ impl Engine {
         }
     }
 
-    /// Retires the transaction `tid` (its response arrived); `None` for an unknown TID
-    /// (a late duplicate).
-    pub fn complete(&mut self, tid: u32) -> Option<Request> {
+    /// Retires the transaction `tid` (its response arrived at `now`); `None` for an unknown
+    /// TID (a late duplicate).
+    pub fn complete(&mut self, now: Time, tid: u32) -> Option<Request> {
         let txn = self.txns.remove(tid)?;
+        // Karn's rule: only a request sent once gives a round-trip sample.
+        self.window.on_answer(
+            now,
+            (txn.attempts == 1 && txn.on_wire).then_some(txn.sent),
+            self.in_flight,
+        );
         if txn.on_wire {
             self.in_flight = self.in_flight.saturating_sub(1);
             if let Some(n) = txn.req.node {
@@ -442,6 +462,11 @@ impl Engine {
         self.deadlines.front().map(|d| d.0)
     }
 
+    /// The global window.
+    pub fn window(&self) -> &WireWindow {
+        &self.window
+    }
+
     /// Takes the current phase's counters and starts new ones.
     pub fn take_stats(&mut self) -> PhaseStats {
         core::mem::take(&mut self.stats)
@@ -480,8 +505,11 @@ mod tests {
         assert!(e.next_to_send(Time(0), |_| false).is_some());
         assert!(e.next_to_send(Time(0), |_| false).is_none());
         assert_eq!(e.in_flight(), 2);
-        assert!(e.complete(a).is_some());
-        assert!(e.complete(a).is_none(), "late duplicate is unknown");
+        assert!(e.complete(Time(0), a).is_some());
+        assert!(
+            e.complete(Time(0), a).is_none(),
+            "late duplicate is unknown"
+        );
         assert!(e.next_to_send(Time(0), |_| false).is_some());
         assert_eq!(e.stats.smps, 3);
     }
@@ -501,7 +529,7 @@ mod tests {
                 "stuck or over the limit"
             );
             for t in sent {
-                e.complete(t);
+                e.complete(Time(0), t);
                 done += 1;
             }
         }
@@ -519,7 +547,7 @@ mod tests {
         let (t, _) = e.next_to_send(Time(0), |_| false).unwrap();
         assert_eq!(t, c, "node 1 is busy, node 2 goes ahead");
         assert!(e.next_to_send(Time(0), |_| false).is_none());
-        e.complete(a);
+        e.complete(Time(0), a);
         let (t, _) = e.next_to_send(Time(0), |_| false).unwrap();
         assert_eq!(t, b);
     }
@@ -558,7 +586,7 @@ mod tests {
             let (t, _) = e.next_to_send(now, |_| false).unwrap();
             order.push(t);
             if t == b {
-                e.complete(b);
+                e.complete(Time(0), b);
                 continue;
             }
             now = now + Duration::from_millis(200);
@@ -576,7 +604,7 @@ mod tests {
         let mut e = Engine::new(10, 10, Duration::from_millis(200), 2, 1);
         let a = e.submit(probe());
         let _ = e.next_to_send(Time(0), |_| false).unwrap();
-        e.complete(a);
+        e.complete(Time(0), a);
         e.prune();
         assert_eq!(e.next_deadline(), None);
         assert!(e.expire(Time(1_000_000_000)).is_empty());
@@ -592,11 +620,11 @@ mod tests {
         let c = e.submit(probe());
         assert_eq!((a, b, c), (u32::MAX - 1, u32::MAX, 1));
         assert!(e.peek(0).is_none());
-        assert!(e.complete(c).is_some());
-        assert!(e.complete(a).is_some());
+        assert!(e.complete(Time(0), c).is_some());
+        assert!(e.complete(Time(0), a).is_some());
         assert!(e.peek(b).is_some());
-        assert!(e.complete(a).is_none(), "retired TID is unknown");
-        assert!(e.complete(b).is_some());
+        assert!(e.complete(Time(0), a).is_none(), "retired TID is unknown");
+        assert!(e.complete(Time(0), b).is_some());
         assert!(e.is_idle());
     }
 

@@ -391,7 +391,9 @@ pub struct Options {
     // ---- timing ----
     /// `max_wire_smps` (`-n`): SMPs outstanding at once; 0 = unlimited. Default 256 — a
     /// deliberate difference from OpenSM's 4: the window is what makes a large cold bring-up
-    /// fast, and the SM keeps a per-node limit (`max_smps_per_node`) for slow agents.
+    /// fast, and the SM keeps a per-node limit (`max_smps_per_node`) for slow agents. It is
+    /// the ceiling of an adaptive window that starts at 64 and follows the fabric's delivery
+    /// rate (a shim or a slow QP0 does best well below 256).
     pub max_wire_smps: u32,
     /// `max_smps_per_node` (*ibsm*): SMPs outstanding at once to one node's agent, ≥ 1;
     /// protects slow SMAs within the `max_wire_smps` window. Default 16.
