@@ -32,6 +32,7 @@ use umad::testutil::{missing_peers, IbsimGuard, TempDir, UMAD2SIM_LIB};
 const USAGE: &str = "\
 usage: ibsm bench opensm TOPOLOGY [--runs N] [--maxsmps N] [--routing ENGINE]
                                   [--only opensm|ibsm] [--keep DIR] [--timeout SECONDS]
+       ibsm bench failover TOPOLOGY [--runs N] [--case opensm-ibsm|ibsm-ibsm] … (--help)
 
 Brings the same ibsim fabric up with stock OpenSM and with `ibsm run -o`, alternately, each on a
 fresh ibsim, and reports time to SUBNET UP, SMPs sent, CPU of the SM and of ibsim.
@@ -144,7 +145,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     Ok(a)
 }
 
-/// `ibsm bench ARGS…`: dispatches `opensm`; returns the exit status.
+/// `ibsm bench ARGS…`: dispatches `opensm` and `failover`; returns the exit status.
 pub fn main(args: &[String]) -> ExitCode {
     match args.split_first() {
         Some((sub, rest)) if sub == "opensm" => {
@@ -160,6 +161,13 @@ pub fn main(args: &[String]) -> ExitCode {
                 }
             }
         }
+        Some((sub, rest)) if sub == "failover" => match crate::bench_failover::main(rest) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ibsm bench failover: {e}");
+                ExitCode::from(1)
+            }
+        },
         Some((sub, _)) if sub == "-h" || sub == "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS

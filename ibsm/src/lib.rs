@@ -11,6 +11,7 @@
 
 pub mod asic_cmd;
 pub mod bench_cmd;
+pub mod bench_failover;
 pub mod config;
 pub mod ctl;
 pub mod daemon;

@@ -729,6 +729,70 @@ fn bench_opensm_small() {
     );
 }
 
+/// `ibsm bench failover` end to end on a small net-example with fast polling: for both cases
+/// the standby ibsm takes over, detection takes about `polling_retry_number` polling
+/// intervals, and the take-over sweep sends SMPs but no LFT Set (the dead master's tables
+/// stand).
+#[test]
+fn bench_failover_small() {
+    let test = "interop bench_failover_small";
+    if !peers(test) {
+        return;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if !std::env::split_paths(&path).any(|p| p.join("opensm").is_file()) {
+        let why = "opensm not installed (apt-get install opensm)";
+        assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+        report_skip(test, why);
+        return;
+    }
+    let dir = TempDir::new("bench-failover").unwrap();
+    let net = dir.path().join("net.2sw2path4hca");
+    std::fs::write(&net, example("net.2sw2path4hca")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["bench", "failover"])
+        .arg(&net)
+        .args([
+            "--polling-timeout",
+            "300",
+            "--polling-retries",
+            "2",
+            "--keep",
+        ])
+        .arg(dir.path().join("keep"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, in_time) = wait_bounded(child, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        in_time && out.status.success(),
+        "{:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    for case in ["opensm-ibsm", "ibsm-ibsm"] {
+        let row: Vec<&str> = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("1    {case} ")))
+            .unwrap_or_else(|| panic!("no {case} row:\n{stdout}"))
+            .split_whitespace()
+            .collect();
+        let f = |i: usize| -> f64 { row[i].parse().unwrap() };
+        let (detect, takeover, total) = (f(2), f(3), f(4));
+        assert!(
+            (0.3..5.0).contains(&detect),
+            "detection within a few 300 ms polls: {row:?}"
+        );
+        assert!(takeover > 0.0 && takeover < 10.0, "{row:?}");
+        assert!((total - detect - takeover).abs() < 0.002, "{row:?}");
+        assert!(f(5) > 0.0, "the take-over sweep sent SMPs: {row:?}");
+        assert_eq!(row[6], "0", "no LFT Set after a failover: {row:?}");
+    }
+}
+
 both_shims! {
     /// A line of 46 switches with the SM at one end: directed routes of up to 46 hops, beyond the
     /// 40 return-path bytes umad2sim delivers intact (it truncates received MADs at byte 232), so
