@@ -361,6 +361,151 @@ fn df_2_master_sm_priority_15_keeps_the_recovered_sm_standing_by() {
     assert_eq!(b.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
 }
 
+/// Monitoring requirement 30 (seed 003 §3, DF-3): with `master_sm_priority` 15 on the master
+/// and every `sm_priority` at most 14, a newly started SM of a higher `sm_priority` than the
+/// master's own stands by — the master advertises 15 while MASTER — and no handover happens.
+#[test]
+fn df_3_master_sm_priority_15_keeps_a_newly_started_higher_sm_standing_by() {
+    let mut a_cfg = cfg(13);
+    a_cfg.master_sm_priority = 15;
+    let bed = two_sms(a_cfg, cfg(14));
+    let (a, b) = (&bed.procs[0], &bed.procs[1]);
+    assert_eq!(a.sm.role(), Role::Master, "{:?}", a.role_changes());
+    assert_eq!(b.sm.role(), Role::Standby, "{:?}", b.role_changes());
+    assert_eq!(
+        a.role_changes(),
+        vec![(Role::Discovering, Role::Master)],
+        "the master's only change is its own election"
+    );
+    assert_eq!(b.sm.role_machine().master().unwrap().priority, 15);
+    assert_eq!(a.sent(Method::SET, SmpAttrId::SM_INFO), 0, "no HANDOVER");
+    assert_eq!(bed.max_masters, 1);
+}
+
+/// Monitoring requirement 6 (seed 003 §1): with every SM at the same priority the SM on the
+/// lowest port GUID is master — whichever starts first, and again after each of them restarts.
+#[test]
+fn at_equal_priority_the_lowest_port_guid_is_master_across_restarts() {
+    let mut bed = Bed::new();
+    let guid = |bed: &Bed, ca: NodeId| {
+        bed.f
+            .topology()
+            .port(fabric_sim::topo::PortRef {
+                node: ca,
+                port: PortNum(1),
+            })
+            .unwrap()
+            .guid()
+    };
+    let (c0, c1) = (bed.ca(0), bed.ca(1));
+    let (low, high) = if guid(&bed, c0) < guid(&bed, c1) {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let master = |bed: &Bed| -> Vec<ibmad::Guid> {
+        bed.procs
+            .iter()
+            .filter(|p| p.alive && p.sm.role() == Role::Master)
+            .map(|p| p.sm.role_machine().own_guid())
+            .collect()
+    };
+    let (low_ca, high_ca) = (guid(&bed, bed.ca(low)), guid(&bed, bed.ca(high)));
+    // The higher GUID starts first and brings the subnet up; the lower one takes it over.
+    let h = bed.start(high, cfg(0));
+    bed.run_for(Duration::from_secs(5));
+    assert_eq!(master(&bed), vec![high_ca]);
+    let l = bed.start(low, cfg(0));
+    bed.run_for(Duration::from_secs(30));
+    assert_eq!(master(&bed), vec![low_ca], "the lower GUID wins");
+    // The master restarts: the other takes over, then the restarted one takes the subnet back.
+    bed.kill(l);
+    bed.run_for(Duration::from_secs(15));
+    assert_eq!(master(&bed), vec![high_ca]);
+    let l = bed.start(low, cfg(0));
+    bed.run_for(Duration::from_secs(40));
+    assert_eq!(master(&bed), vec![low_ca], "after the master's restart");
+    // The standby restarts: nothing changes.
+    bed.kill(h);
+    bed.run_for(Duration::from_secs(5));
+    bed.start(high, cfg(0));
+    bed.run_for(Duration::from_secs(30));
+    assert_eq!(master(&bed), vec![low_ca], "after the standby's restart");
+    assert_eq!(bed.procs[l].sm.role(), Role::Master);
+    assert_eq!(bed.max_masters, 1, "never two masters at once");
+}
+
+/// Monitoring requirement 4: two SMs on the two ports of one dual-port CA are two SMs — each
+/// reports its own port's GUID in SMInfo, they elect one master and the other polls it.
+#[test]
+fn two_sms_on_the_two_ports_of_one_ca_report_their_own_port_guids() {
+    let mut bed = Bed::with("random:8,12,4,3,ports=8");
+    let topo = bed.f.topology();
+    let ca = topo
+        .nodes_of_type(NodeType::CA)
+        .find(|&id| {
+            topo.ports(id)
+                .filter(|(p, port)| p.0 >= 1 && port.peer().is_some())
+                .count()
+                == 2
+        })
+        .expect("a dual-port CA with both ports cabled");
+    let guids: Vec<_> = topo.ports(ca).map(|(_, port)| port.guid()).collect();
+    for (port, prio) in [(1, 5), (2, 3)] {
+        let h = bed.f.attach_sm(ca, PortNum(port)).unwrap().handle;
+        bed.procs.push(Proc {
+            h,
+            sm: Sm::new(SmConfig {
+                port: PortNum(port),
+                ..cfg(prio)
+            })
+            .unwrap(),
+            alive: true,
+            sent: HashMap::new(),
+            rereg: 0,
+            events: Vec::new(),
+        });
+        bed.run_for(Duration::from_secs(10));
+    }
+    bed.run_for(Duration::from_secs(20));
+    let (a, b) = (&bed.procs[0], &bed.procs[1]);
+    assert_eq!(a.sm.role_machine().own_guid(), guids[0]);
+    assert_eq!(b.sm.role_machine().own_guid(), guids[1]);
+    assert_ne!(guids[0], guids[1]);
+    assert_eq!(a.sm.role(), Role::Master);
+    assert_eq!(b.sm.role(), Role::Standby);
+    assert_eq!(b.sm.role_machine().master().unwrap().guid, guids[0]);
+    assert_eq!(bed.max_masters, 1);
+}
+
+/// Monitoring requirement 34 (seed 003 §4): light sweeps come every `sweep_interval`, and 0
+/// turns them off — no SwitchInfo Get after SUBNET UP.
+#[test]
+fn light_sweeps_every_sweep_interval_and_none_with_zero() {
+    for (interval, sweeps) in [(10, 6u64), (0, 0)] {
+        let mut bed = Bed::new();
+        bed.start(
+            0,
+            SmConfig {
+                sweep_interval: Duration::from_secs(interval),
+                ..cfg(5)
+            },
+        );
+        bed.run_for(Duration::from_secs(5));
+        assert!(bed.procs[0].sm.is_up());
+        bed.procs[0].reset_counts();
+        bed.run_for(Duration::from_secs(60));
+        let switches = bed.f.topology().nodes_of_type(NodeType::SWITCH).count() as u64;
+        let got = bed.procs[0].sent(Method::GET, SmpAttrId::SWITCH_INFO);
+        assert_eq!(
+            got,
+            sweeps * switches,
+            "sweep_interval {interval} s: one SwitchInfo per switch per light sweep"
+        );
+        assert_eq!(bed.procs[0].sent(Method::GET, SmpAttrId::NODE_INFO), 0);
+    }
+}
+
 /// LFT entries by (switch, LID), as [`Bed::lfts`] reads them.
 type LftMap = HashMap<(NodeId, u16), u8>;
 
