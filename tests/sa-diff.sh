@@ -18,7 +18,8 @@
 # MCMemberRecords), MCG (`saquery -g`, multicast groups), MCM (`saquery -m`, members) and
 # (trusted, `--smkey 1`) PKTR and MCMT (MCMemberRecords as a trusted requester sees them:
 # one per member).
-# And PR (`saquery -p`: every ordered pair of end ports).
+# And PR (`saquery -p`: every ordered pair of end ports) and ISSM (`saquery -s`: the
+# PortInfoRecords of the ports whose CapabilityMask has IsSM, the SM's own port).
 # PortInfoRecords and PathRecords are compared whole: ibsm programs PortInfo as OpenSM does
 # (force_link_width / force_link_speed / force_link_speed_ext, HOQ lifetimes, VL stall
 # counts…) and serves a Down port as OpenSM does, so both SMs leave the same PortInfos.
@@ -101,7 +102,7 @@ fi
 pids+=($!)
 for _ in $(seq 200); do grep -q ready "$work/sim.log" && break; sleep 0.1; done
 
-queries=(NR PIR SWIR LFTR MFTR LR SMIR GIR SL2VL VLAR CPI PKTR MCMR MCG MCM MCMT PR)
+queries=(NR PIR SWIR LFTR MFTR LR SMIR GIR SL2VL VLAR CPI PKTR MCMR MCG MCM MCMT PR ISSM)
 dump() { # dir: every query from the client CA
     mkdir -p "$1"
     for q in "${queries[@]}"; do
@@ -113,6 +114,7 @@ dump() { # dir: every query from the client CA
             MCM) args=(-m) ;;
             MCMT) args=(--smkey 1 MCMR) ;;
             PR) args=(-p) ;;
+            ISSM) args=(-s) ;;
         esac
         (cd "$work" && SIM_HOST=$cl_host LD_PRELOAD=$shim timeout 60 saquery -t 20000 "${args[@]}") \
             > "$1/$q.out" 2> "$1/$q.err"

@@ -15,15 +15,15 @@ use std::time::Duration;
 
 use umad::testutil::{peers_or_skip, report_skip, require_peers, set_current_shim, Shim};
 
-const TYPES: [&str; 17] = [
+const TYPES: [&str; 18] = [
     "NR", "PIR", "SWIR", "LFTR", "MFTR", "LR", "SMIR", "GIR", "SL2VL", "VLAR", "CPI", "PKTR",
-    "MCMR", "MCG", "MCM", "MCMT", "PR",
+    "MCMR", "MCG", "MCM", "MCMT", "PR", "ISSM",
 ];
 /// Record types every fabric has (MCMR, MCG, MCM: the default partition's IPoIB broadcast
-/// group, which both SMs pre-create; SL2VL, VLAR: every port's tables).
-const NON_EMPTY: [&str; 15] = [
+/// group, which both SMs pre-create; SL2VL, VLAR: every port's tables; ISSM: the SM's port).
+const NON_EMPTY: [&str; 16] = [
     "NR", "PIR", "SWIR", "LFTR", "LR", "SMIR", "GIR", "SL2VL", "VLAR", "CPI", "PKTR", "MCMR",
-    "MCG", "MCM", "PR",
+    "MCG", "MCM", "PR", "ISSM",
 ];
 
 fn have(prog: &str) -> bool {
