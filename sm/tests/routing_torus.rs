@@ -86,6 +86,76 @@ fn pristine_tori_and_meshes() {
     }
 }
 
+/// The VL arbitration the SM programs with torus-2QoS and `qos` on with OpenSM's default
+/// tables: switch ports facing CAs get them folded onto VLs 0 and 1 (OpenSM
+/// `torus_update_osm_vlarb`), inter-switch ports and CA ports get them as configured.
+#[test]
+fn vlarb_folds_on_ca_facing_switch_ports_only() {
+    use ibmad::attr::VlArbEntryRepr;
+    use sm::qos::program::desired_vlarb;
+    use sm::qos::QosConfig;
+    let (t, size) = grid("torus:3,3");
+    let mut s = topo_subnet(&t, 0, 4);
+    for p in &mut s.ports {
+        if let Some(i) = p.info.as_mut() {
+            i.vl_arb_low_cap = 8;
+            i.vl_arb_high_cap = 8;
+        }
+    }
+    let out = route(&s, &conf(size, false)).unwrap();
+    let arb = out
+        .routes
+        .vlarb
+        .as_ref()
+        .expect("torus-2QoS sets VL arbitration folds");
+    let cfg = QosConfig {
+        enabled: true,
+        ..QosConfig::default()
+    };
+    let e = |vl, weight| VlArbEntryRepr { vl, weight };
+    let (mut folded, mut plain, mut cas) = (0, 0, 0);
+    for sw in s.switches().collect::<Vec<_>>() {
+        for p in 1..=s.node(sw).num_ports {
+            let Some((rn, _)) = s.port(sw, PortNum(p)).and_then(|x| x.remote) else {
+                continue;
+            };
+            let d = desired_vlarb(&cfg, 5, &s, Some(arb), sw, PortNum(p));
+            let (low, high) = (d[0].unwrap(), d[2].unwrap());
+            if s.node(rn).is_switch() {
+                plain += 1;
+                assert_eq!(
+                    low[..8],
+                    [0u8, 1, 2, 3, 4, 5, 6, 7].map(|v| e(v, if v == 0 { 0 } else { 4 }))
+                );
+                assert_eq!(high[0], e(0, 4));
+            } else {
+                folded += 1;
+                assert_eq!(low[..3], [e(0, 0), e(1, 4), e(0, 0)], "sw {sw:?} port {p}");
+                assert!(low[2..].iter().all(|x| *x == e(0, 0)));
+                assert_eq!(high[..3], [e(0, 4), e(1, 0), e(0, 0)]);
+                let ca = desired_vlarb(
+                    &cfg,
+                    5,
+                    &s,
+                    Some(arb),
+                    rn,
+                    s.port(sw, PortNum(p)).unwrap().remote.unwrap().1,
+                );
+                assert_eq!(
+                    ca[0].unwrap()[..3],
+                    [e(0, 0), e(1, 4), e(2, 4)],
+                    "the CA's own port is not folded"
+                );
+                cas += 1;
+            }
+        }
+    }
+    assert!(
+        folded == 9 && plain == 9 * 4 && cas == 9,
+        "{folded} {plain} {cas}"
+    );
+}
+
 #[test]
 fn qos_level_one_uses_the_upper_vls() {
     let (t, size) = grid("torus:5,5");

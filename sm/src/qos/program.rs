@@ -212,6 +212,11 @@ pub fn desired_vlarb(
     if eng.is_none() && !cfg.enabled {
         return out;
     }
+    // A fold rewrites the configured tables; engine entries are taken as they are.
+    let fold = match eng {
+        Some(_) => None,
+        None => engine.and_then(|e| e.fold(id, p)),
+    };
     let class = cfg.class(class_of(subnet, id, p));
     let mask = vl_mask(op_vls(subnet, id, p, max_op_vls));
     let low: Vec<VlArbEntryRepr> = eng.map_or(class.vlarb_low.to_vec(), |e| e.low.clone());
@@ -230,11 +235,16 @@ pub fn desired_vlarb(
             let mut blk = [VlArbEntryRepr::default(); VLARB_BLOCK];
             for (i, e) in blk.iter_mut().enumerate().take(len) {
                 if let Some(src) = table.get(start + i) {
-                    *e = VlArbEntryRepr {
-                        vl: src.vl & mask,
-                        weight: src.weight,
-                    };
+                    *e = *src;
                 }
+            }
+            // As OpenSM's vlarb_update_table_block: the engine's rewrite of the block's
+            // entries first, then the VL mask.
+            if let Some(f) = fold {
+                f.apply(&mut blk[..len]);
+            }
+            for e in &mut blk[..len] {
+                e.vl &= mask;
             }
             out[base + b] = Some(blk);
         }

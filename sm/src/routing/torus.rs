@@ -45,8 +45,10 @@
 //! output port pointing along dimension *d*, VL bit 0 = SL bit *d* (2 data VLs), VL bit 1 is
 //! set for a turn from a higher to a lower dimension, illegal under XYZ order (4 VLs), VL bit
 //! 2 is the QoS level (8 VLs); toward end ports VL = QoS level (2 VLs). The engine writes
-//! every switch's SL-to-VL per (input, output) port pair and every CA's; OpenSM's VLArb
-//! adjustment for CA-facing ports is not made (the QoS configuration's VLArb applies).
+//! every switch's SL-to-VL per (input, output) port pair and every CA's. On a switch port
+//! facing an end port the configured (`qos_swe_*`) VL arbitration is folded onto VLs 0 and 1
+//! as OpenSM does ([`VlArbFold::TorusEndport`]: VL 0 entries kept, VL 4 entries become VL 1,
+//! the rest dropped); every other port gets its configured VL arbitration.
 
 // Loop indices here are node, switch or channel ids that index several parallel arrays at
 // once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
@@ -58,7 +60,7 @@ use ibmad::attr::SlToVl;
 use ibmad::{Guid, Lid, NodeType, PortNum};
 
 use super::graph::{link_usable, SwitchGraph};
-use super::vl::{sl2vl_from, PathSls, Sl2VlTables, NUM_SLS};
+use super::vl::{sl2vl_from, PathSls, Sl2VlTables, VlArbFold, VlArbTables, NUM_SLS};
 use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine};
 use crate::subnet::Subnet;
 
@@ -1048,11 +1050,25 @@ impl RoutingEngine for Torus2QoS {
                 }
             }
         }
+        // VL arbitration: switch ports facing end ports carry VL 0 and 1 only; fold the
+        // switch-external tables they get onto those (OpenSM `torus_update_osm_vlarb`).
+        let mut arb = VlArbTables::default();
+        for a in 0..n {
+            let Some(sw) = g.switch_at(a) else { continue };
+            for &p in &t.groups[a][ENDPORT] {
+                if p != 0 {
+                    arb.folds.insert((sw, PortNum(p)), VlArbFold::TorusEndport);
+                }
+            }
+        }
         log.push(format!(
             "torus_build_lfts: Built {} x {} x {} torus w/ {n} switches",
             cfg.size[0], cfg.size[1], cfg.size[2]
         ));
-        Ok(Routes::new(lfts).with_path_sl(sls).with_sl2vl(tables))
+        Ok(Routes::new(lfts)
+            .with_path_sl(sls)
+            .with_sl2vl(tables)
+            .with_vlarb(arb))
     }
 }
 

@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | [`super::Routes::path_sl`] | every path is SL 0 as far as routing goes; the SA answers PathRecords from the QoS policy (`qos-policy.conf`) or SL 0 | the SA's PathRecord SL for (SLID, DLID); the policy's SL is not applied to those paths (OpenSM `path_sl` hook); `ibsm-path-sl.dump` is written |
 //! | [`super::Routes::sl2vl`] | with `qos` on, every port gets the `qos_*_sl2vl` table of its class (one SMP per switch where OptimizedSLtoVLMappingProgramming allows); with `qos` off SL-to-VL is not programmed | the engine's tables are programmed on every node it set, **whether or not `qos` is on** (OpenSM's `update_sl2vl` hook, which OpenSM applies only with `qos`); on a switch one SMP per (input, output) pair, except that where OptimizedSLtoVLMappingProgramming and `use_optimized_slvl` allow, an output port whose tables are the same from every input gets one all-inputs SMP; nodes the engine did not set are treated as under `None`; `opensm-sl2vl.dump` is written |
-//! | [`super::Routes::vlarb`] | with `qos` on, `qos_*_vlarb_{high,low}` and `qos_*_high_limit`; off: not programmed | the engine's entries replace the configured ones on the ports it set (OpenSM `update_vlarb` hook) |
+//! | [`super::Routes::vlarb`] | with `qos` on, `qos_*_vlarb_{high,low}` and `qos_*_high_limit`; off: not programmed | the engine's entries replace the configured ones on the ports it set, or a [`VlArbFold`] rewrites the configured ones block by block (OpenSM `update_vlarb` hook) |
 //!
 //! Within a part that is `Some`, absence is per node or port: [`Sl2VlTables::get`] returns
 //! `None` for a node the engine did not set, and that node gets the `None` treatment.
@@ -475,6 +475,48 @@ pub struct VlArbPort {
     pub high_limit: Option<u8>,
 }
 
+/// A rewrite an engine asks for of the *configured* VL arbitration of a port (OpenSM's
+/// `update_vlarb` hook, which edits each `qos_*_vlarb_*` block before the SM masks it to the
+/// port's OperationalVLs and sends it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VlArbFold {
+    /// torus-2QoS on a switch port that faces an end port (OpenSM `torus_update_osm_vlarb`):
+    /// inter-switch links carry QoS level 0 on VLs 0–3 and level 1 on VLs 4–7, links to end
+    /// ports only VL 0 (level 0) and VL 1 (level 1). The switch-external tables the port gets
+    /// are written for the former, so in each block the entries for VL 0 are kept, those for
+    /// VL 4 become VL 1, every other entry is dropped, and the kept ones move to the front of
+    /// the block in their order (the rest of the block is `0:0`).
+    TorusEndport,
+}
+
+impl VlArbFold {
+    /// Applies the rewrite to one block (the entries the port's capability admits).
+    pub fn apply(self, block: &mut [VlArbEntryRepr]) {
+        match self {
+            VlArbFold::TorusEndport => {
+                let mut next = 0;
+                for i in 0..block.len() {
+                    let e = block[i];
+                    let vl = match e.vl {
+                        0 => 0,
+                        4 => 1,
+                        _ => {
+                            block[i] = VlArbEntryRepr::default();
+                            continue;
+                        }
+                    };
+                    block[i] = VlArbEntryRepr::default();
+                    block[next] = VlArbEntryRepr {
+                        vl,
+                        weight: e.weight,
+                    };
+                    next += 1;
+                }
+            }
+        }
+    }
+}
+
 /// VL arbitration tables an engine decided, per (node, port); ports not present get the QoS
 /// configuration (see the module docs). A switch's external ports are its output ports; port
 /// 0 of a switch counts only with an enhanced port 0.
@@ -482,6 +524,9 @@ pub struct VlArbPort {
 pub struct VlArbTables {
     /// The ports the engine set.
     pub ports: BTreeMap<(NodeId, PortNum), VlArbPort>,
+    /// Ports whose configured tables the engine rewrites ([`VlArbFold`]) instead of replacing
+    /// them; a port in [`VlArbTables::ports`] takes those entries and no fold.
+    pub folds: BTreeMap<(NodeId, PortNum), VlArbFold>,
 }
 
 impl VlArbTables {
@@ -489,6 +534,12 @@ impl VlArbTables {
     #[must_use]
     pub fn get(&self, id: NodeId, p: PortNum) -> Option<&VlArbPort> {
         self.ports.get(&(id, p))
+    }
+
+    /// The fold the engine asks for on a port's configured tables, if any.
+    #[must_use]
+    pub fn fold(&self, id: NodeId, p: PortNum) -> Option<VlArbFold> {
+        self.folds.get(&(id, p)).copied()
     }
 }
 
@@ -535,6 +586,24 @@ mod tests {
         pb.lid = Lid(3);
         pb.lmc = 1;
         (s, sw, a, b)
+    }
+
+    #[test]
+    fn torus_endport_fold_keeps_vl0_moves_vl4_to_vl1_and_compacts() {
+        let e = |vl, weight| VlArbEntryRepr { vl, weight };
+        // OpenSM's default qos_vlarb_low, first 8 entries: 0:0,1:4,…,7:4.
+        let mut low: Vec<VlArbEntryRepr> =
+            (0..8).map(|v| e(v, if v == 0 { 0 } else { 4 })).collect();
+        VlArbFold::TorusEndport.apply(&mut low);
+        assert_eq!(low[..3], [e(0, 0), e(1, 4), e(0, 0)], "VL 4 became VL 1");
+        assert!(low[2..].iter().all(|x| *x == VlArbEntryRepr::default()));
+        // Order kept, weights carried, entries after the last kept one zeroed.
+        let mut blk = vec![e(3, 9), e(4, 7), e(1, 1), e(0, 5), e(4, 2), e(2, 3)];
+        VlArbFold::TorusEndport.apply(&mut blk);
+        assert_eq!(
+            blk,
+            vec![e(1, 7), e(0, 5), e(1, 2), e(0, 0), e(0, 0), e(0, 0)]
+        );
     }
 
     #[test]
