@@ -11,6 +11,41 @@ use sm::check::check_all_pairs;
 use sm::routing::{route_chain_with, EngineOptions, OptionFile, RouteError};
 use vl_util::{subnet, topo_subnet, vl_check};
 
+/// Walks the tables from every switch to every end-port LID (CA ports and switches): the
+/// LID-routed answers switches send the SM, which the CA-pair check does not cover. Returns
+/// the (switch description, LID) pairs that dead-end or loop.
+fn switch_sources_failing(s: &sm::Subnet, lfts: &sm::routing::Lfts) -> Vec<(String, u16)> {
+    let mut dests = Vec::new();
+    for (n, p) in s.end_ports() {
+        let lid = s.port(n, p).unwrap().lid;
+        if lid.0 != 0 {
+            dests.push((n, lid));
+        }
+    }
+    let mut bad = Vec::new();
+    for sw in s.switches() {
+        for &(dn, lid) in &dests {
+            let mut x = sw;
+            let mut hops = 0;
+            while x != dn {
+                let next = lfts
+                    .get(x, lid)
+                    .and_then(|p| s.port(x, p))
+                    .and_then(|port| port.remote);
+                match next {
+                    Some((rn, _)) if hops < 64 => x = rn,
+                    _ => {
+                        bad.push((s.node(sw).desc.clone(), lid.0));
+                        break;
+                    }
+                }
+                hops += 1;
+            }
+        }
+    }
+    bad
+}
+
 fn run(
     s: &sm::Subnet,
     engine: &str,
@@ -25,6 +60,10 @@ fn dfp_on_dragonfly_plus() {
         "dragonfly:5,4,3,2",
         "dragonfly:6,2,2,2",
         "dragonfly:4,3,2,2,links=2",
+        // One global link per spine: a spine's only global link reaches one spine of the
+        // other group, so routes toward the other spine (a switch without CAs) must turn
+        // down→up inside its group (the dead ends this once had).
+        "dragonfly:3,2,2,2",
     ] {
         let s = subnet(spec, 0, 4);
         let out =
@@ -32,14 +71,30 @@ fn dfp_on_dragonfly_plus() {
         assert_eq!(out.engine, "dfp");
         let reach = check_all_pairs(&s, &out.routes.lfts);
         assert_eq!(reach.unreachable_count, 0, "{spec}");
+        assert!(reach.switch_pairs > 0, "{spec}: {reach:?}");
+        assert_eq!(
+            (reach.switch_failures, reach.loops),
+            (0, 0),
+            "{spec}: every CA reaches every switch LID: {reach:?}"
+        );
+        let bad = switch_sources_failing(&s, &out.routes.lfts);
+        assert!(
+            bad.is_empty(),
+            "{spec}: {} switch → LID dead ends, e.g. {:?}",
+            bad.len(),
+            &bad[..bad.len().min(8)]
+        );
         // Every group pair is linked: the tables are shortest.
         assert_eq!(reach.non_shortest, 0, "{spec}: {reach:?}");
         let rep = vl_check(&s, &out.routes, 5);
         assert!(rep.ok(), "{spec}: {rep:?}");
         let ar = out.routes.ar.as_ref().unwrap();
         assert!(ar.group_count() > 0, "{spec}: Min Hop + 1 groups");
-        assert!(
+        // A spine with a single global link has no global→global turn to make.
+        let one_global_per_spine = spec == "dragonfly:3,2,2,2";
+        assert_eq!(
             rep.vls_used.contains(&1),
+            !one_global_per_spine,
             "{spec}: detours turn onto VL 1: {rep:?}"
         );
         assert!(rep.vls_used.iter().all(|&v| v <= 1), "{spec}: {rep:?}");
@@ -70,6 +125,8 @@ fn sparse_global_links_route_through_an_intermediate_group() {
     let out = run(&s, "dfp", &EngineOptions::default()).unwrap();
     let reach = check_all_pairs(&s, &out.routes.lfts);
     assert_eq!(reach.unreachable_count, 0);
+    assert_eq!(reach.switch_failures, 0, "{reach:?}");
+    assert_eq!(switch_sources_failing(&s, &out.routes.lfts), vec![]);
     assert_eq!(reach.non_shortest, 0, "the detour is the shortest way here");
     let rep = vl_check(&s, &out.routes, 5);
     assert!(rep.ok(), "{rep:?}");
@@ -184,6 +241,8 @@ fn dfp2_multi_level_islands() {
     let out = run(&s, "dfp2", &opts).unwrap_or_else(|e| panic!("{e:?}"));
     let reach = check_all_pairs(&s, &out.routes.lfts);
     assert_eq!(reach.unreachable_count, 0, "{reach:?}");
+    assert_eq!(reach.switch_failures, 0, "{reach:?}");
+    assert_eq!(switch_sources_failing(&s, &out.routes.lfts), vec![]);
     let rep = vl_check(&s, &out.routes, 5);
     assert!(rep.ok(), "{rep:?}");
 }

@@ -19,6 +19,15 @@
 //! * Below the roots of another island: up toward a root with a direct link if the island has
 //!   one, else toward one with the extra hop.
 //!
+//! Toward a switch without CAs (a root, or a middle switch of a `dfp2` island) the routes
+//! carry only traffic to the switch itself (LID-routed SMPs on VL 15, GMPs to its port 0), and
+//! two rules are relaxed: a switch of B that can neither go down to `t` nor up to one of its
+//! ancestors (another root of B, when `t` is a root) goes down first, to a switch that can;
+//! and a global link may enter B at any root that has such a route, not only at an ancestor
+//! of `t`. These routes are not part of the credit-loop argument below (the verifier's
+//! credit-loop check covers CA-to-CA routes; CA-to-switch routes are checked for dead ends and
+//! loops). Toward switches with CAs no route turns down→up.
+//!
 //! Destinations behind one switch are spread over equal choices by min-hop's balancing
 //! ([`super::minhop`]). The adaptive-routing group ([`super::ar`]) of a switch for a CA
 //! destination holds every legal choice of the same kind — at a source-island switch also the
@@ -305,7 +314,9 @@ struct Choices {
     ar: Vec<Vec<u8>>,
 }
 
-fn compute(g: &SwitchGraph, st: &Structure, turns: bool) -> Choices {
+/// `relaxed[t]`: switch `t` has no CAs — the routes toward it carry only management traffic
+/// to the switch itself, and may turn down→up inside its island (see [`compute`]).
+fn compute(g: &SwitchGraph, st: &Structure, turns: bool, relaxed: &[bool]) -> Choices {
     let n = g.switch_count();
     let chans = g.channels();
     let mut ch = Choices {
@@ -319,6 +330,7 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool) -> Choices {
     by_rank.sort_by_key(|&a| st.rank[a]);
     let mut dn = vec![INF; n];
     let mut upd = vec![INF; n];
+    let mut dd = vec![INF; n];
     let mut direct = vec![false; n];
     let mut has = vec![false; n];
     let mut up_direct = vec![INF; n];
@@ -364,11 +376,35 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool) -> Choices {
                 }
             }
         }
+        // Toward a switch without CAs, a switch of B that can neither go down to t nor up to
+        // an ancestor of t (another root of B, when t is a root) goes down first: to a lower
+        // switch that can, shortest first (deepest switches first, so that every lower
+        // neighbour is settled). Routes toward CA switches never turn down→up.
+        dd.fill(INF);
+        if relaxed[t] {
+            for &v in by_rank.iter().rev() {
+                if st.island[v] != b || dn[v] != INF || upd[v] != INF {
+                    continue;
+                }
+                for c in range(v) {
+                    if st.kind[c] == Kind::Down {
+                        let w = chans[c].to as usize;
+                        let d = upd[w].min(dd[w]);
+                        if d != INF {
+                            dd[v] = dd[v].min(d + 1);
+                        }
+                    }
+                }
+            }
+        }
+        // The switches of B a global link may enter: t's ancestors, and toward a switch
+        // without CAs any that has a route down first.
+        let entry = |w: usize| dn[w] != INF || (relaxed[t] && dd[w] != INF);
         // Roots elsewhere: direct links, and whether they have a route at all.
         for v in 0..n {
             direct[v] = st.is_root[v]
                 && st.island[v] != b
-                && range(v).any(|c| st.kind[c] == Kind::Global && dn[chans[c].to as usize] != INF);
+                && range(v).any(|c| st.kind[c] == Kind::Global && entry(chans[c].to as usize));
         }
         for v in 0..n {
             has[v] = direct[v]
@@ -436,6 +472,13 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool) -> Choices {
                             a.push(port(c));
                         }
                     }
+                } else if dd[v] != INF {
+                    for c in range(v) {
+                        let w = chans[c].to as usize;
+                        if st.kind[c] == Kind::Down && upd[w].min(dd[w]).wrapping_add(1) == dd[v] {
+                            p.push(port(c));
+                        }
+                    }
                 }
             } else if st.is_root[v] {
                 for c in range(v) {
@@ -443,7 +486,7 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool) -> Choices {
                         continue;
                     }
                     let w = chans[c].to as usize;
-                    let dir = dn[w] != INF;
+                    let dir = entry(w);
                     let via = turns && st.island[w] != b && direct[w];
                     if direct[v] {
                         if dir {
@@ -476,6 +519,24 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool) -> Choices {
                             a.push(port(c));
                         }
                     }
+                }
+            }
+        }
+        // A switch still without a route toward t (a root whose global links lead to no
+        // island that reaches t) goes down first, to a switch that has one — deepest first,
+        // so every lower neighbour is settled. No list above points at such a switch, so only
+        // traffic the switch itself sends (its answers to the SM) takes these routes.
+        for &v in by_rank.iter().rev() {
+            let own = ch.prim_start[v][t] as usize;
+            if v == t || ch.prim[v].len() > own {
+                continue;
+            }
+            for c in range(v) {
+                let w = chans[c].to as usize;
+                if st.kind[c] == Kind::Down
+                    && (w == t || ch.prim[w].len() > ch.prim_start[w][t] as usize)
+                {
+                    ch.prim[v].push(chans[c].port);
                 }
             }
         }
@@ -518,7 +579,6 @@ impl RoutingEngine for Dfp {
             st.is_root.iter().filter(|&&r| r).count(),
             sw_vls
         ));
-        let ch = compute(&g, &st, turns);
         // Every switch with CAs must reach every other.
         let has_ca: Vec<bool> = g
             .slots()
@@ -533,6 +593,8 @@ impl RoutingEngine for Dfp {
                 })
             })
             .collect();
+        let relaxed: Vec<bool> = has_ca.iter().map(|&h| !h).collect();
+        let ch = compute(&g, &st, turns, &relaxed);
         for v in 0..n {
             if !has_ca[v] {
                 continue;
