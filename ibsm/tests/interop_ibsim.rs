@@ -38,6 +38,9 @@ use ibmad::PortNum;
 use umad::both_shims;
 use umad::testutil::{peers_or_skip, report_skip, require_peers, IbsimGuard, TempDir};
 
+mod qos_readback;
+use qos_readback::{sl2vl_dump_rows, smpquery_sl2vl_rows, smpquery_vlarb};
+
 /// ibsim forwards a LID-routed packet through at most this many switches (`MAXHOPS` in its
 /// sim.h) and then delivers it where it is.
 const IBSIM_LID_HOPS: usize = 16;
@@ -954,77 +957,6 @@ both_shims! {
             assert_eq!(pkeys_listed(&sw), want, "switch {sw_lid} port {port}\n{sw}");
         }
     }
-}
-
-/// `opensm-sl2vl.dump` rows: (base LID, input port, output port) → VL per SL.
-fn sl2vl_dump_rows(text: &str) -> HashMap<(u16, u8, u8), Vec<u8>> {
-    let mut rows = HashMap::new();
-    let mut lid = None;
-    for l in text.lines() {
-        if l.starts_with('#') || l.trim().is_empty() {
-            continue;
-        }
-        if let Some((_, rest)) = l.split_once("base LID ") {
-            lid = rest
-                .split(',')
-                .next()
-                .map(|v| v.trim().parse::<u16>().unwrap());
-            continue;
-        }
-        let (ports, vls) = l.split_once(':').unwrap();
-        let p: Vec<u8> = ports
-            .split_whitespace()
-            .map(|v| v.parse().unwrap())
-            .collect();
-        let v: Vec<u8> = vls.split_whitespace().map(|v| v.parse().unwrap()).collect();
-        assert_eq!((p.len(), v.len()), (2, 16), "dump row {l:?}");
-        rows.insert((lid.unwrap(), p[0], p[1]), v);
-    }
-    rows
-}
-
-/// `smpquery sl2vl` rows: (input port, output port) → VL per SL.
-fn smpquery_sl2vl_rows(text: &str) -> HashMap<(u8, u8), Vec<u8>> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("ports: in")?;
-            let (i, rest) = rest.split_once(", out")?;
-            let (o, vls) = rest.split_once(':')?;
-            let v: Vec<u8> = vls
-                .split('|')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(|t| t.parse().unwrap())
-                .collect();
-            Some(((i.trim().parse().unwrap(), o.trim().parse().unwrap()), v))
-        })
-        .collect()
-}
-
-/// `smpquery vlarb`: the (VL, weight) rows of the low, then the high priority table.
-fn smpquery_vlarb(text: &str) -> Vec<Vec<(u8, u8)>> {
-    let nums = |l: &str| -> Vec<u8> {
-        l.split('|')
-            .skip(1)
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(|t| u8::try_from(hex(t)).unwrap())
-            .collect()
-    };
-    let vl: Vec<Vec<u8>> = text
-        .lines()
-        .filter(|l| l.starts_with("VL "))
-        .map(nums)
-        .collect();
-    let w: Vec<Vec<u8>> = text
-        .lines()
-        .filter(|l| l.starts_with("WEIGHT"))
-        .map(nums)
-        .collect();
-    vl.iter()
-        .zip(&w)
-        .map(|(v, w)| v.iter().copied().zip(w.iter().copied()).collect())
-        .collect()
 }
 
 both_shims! {
