@@ -49,7 +49,8 @@ use ibmad::sa::SA_DATA_OFFSET;
 /// How MADs are moved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum IoMode {
-    /// io_uring if the fd is a kernel char device and a ring can be set up, else syscalls.
+    /// io_uring if the fd is a kernel char device and a ring can be set up, else a receive
+    /// thread there; [`IoMode::Inline`] under an LD_PRELOAD shim.
     #[default]
     Auto,
     /// A receive thread with `poll`/`read`; one `write` per send.
@@ -57,8 +58,9 @@ pub enum IoMode {
     /// io_uring batches; fails to open if unavailable.
     Uring,
     /// No receive thread: `recv` reads on the caller's thread (`poll` + `read`), one `write`
-    /// per send. What `Auto` picks under ibsim's `libumad2sim.so`, whose own relay thread
-    /// already queues MADs: a second thread there only adds wake-ups (≈ 7 futex calls per MAD).
+    /// per send. What `Auto` picks under ibsim's `libumad2sim.so` and `libibsm_umad.so`, whose
+    /// own relay thread already queues MADs: a second thread there only adds wake-ups (≈ 7
+    /// futex calls per MAD).
     Inline,
 }
 
@@ -287,6 +289,8 @@ pub struct UmadPort {
     rx: Vec<u8>,
     issm: Option<Fd>,
     fd: Arc<Fd>,
+    /// What the descriptor is (fstat once at open: `send` asks on every MAD).
+    kind: Option<FdKind>,
     response_timeout_ms: u32,
 }
 
@@ -395,6 +399,11 @@ impl UmadPort {
             IoMode::Uring => matches!(kind, Some(FdKind::CharDev | FdKind::Socket)),
             IoMode::Auto => kind == Some(FdKind::CharDev),
         };
+        // Auto reads on the caller's thread where the descriptor is not the kernel's device:
+        // umad2sim's fake descriptors (fstat fails) and libibsm_umad.so's eventfds, whose own
+        // engine thread already queues the MADs — a receive thread there only adds a thread
+        // hop (a wake-up, a channel and ≈ 3 futex calls) to every MAD.
+        let auto_inline = matches!(kind, None | Some(FdKind::Other));
         let backend = if want_uring {
             match UringEngine::new(
                 fd.raw(),
@@ -419,8 +428,7 @@ impl UmadPort {
             return Err(UmadError::UringUnavailable {
                 reason: format!("{} {what}", fd.what()),
             });
-        } else if cfg.mode == IoMode::Inline || (cfg.mode == IoMode::Auto && kind.is_none()) {
-            // Not a kernel fd (umad2sim's fake descriptors): read on the caller's thread.
+        } else if cfg.mode == IoMode::Inline || (cfg.mode == IoMode::Auto && auto_inline) {
             Backend::Inline
         } else {
             spawn_rx(&fd, dev.port, framing, cfg, &stats)?
@@ -439,6 +447,7 @@ impl UmadPort {
             rx: vec![0; rec],
             issm: None,
             fd,
+            kind,
             response_timeout_ms: u32::try_from(cfg.response_timeout.as_millis())
                 .unwrap_or(u32::MAX)
                 .max(1),
@@ -465,7 +474,7 @@ impl UmadPort {
     /// eventfds) and for test sockets.
     #[must_use]
     pub fn is_kernel_device(&self) -> bool {
-        sys::kernel_fd_kind(self.fd.raw()) == Some(FdKind::CharDev)
+        self.kind == Some(FdKind::CharDev)
     }
     /// The longest MAD `recv` returns: the receive buffer a caller needs
     /// ([`UmadConfig::max_mad_len`] where the port does RMPP, else 256 bytes). The port's
@@ -904,10 +913,7 @@ impl MadPort for UmadPort {
     /// `libibsm_umad.so`, whose descriptors are eventfds (`FdKind::Other`). ibsim's shim
     /// (descriptors the kernel does not know) does no RMPP, nor do the tests' sockets.
     fn caps(&self) -> PortCaps {
-        let does_rmpp = matches!(
-            sys::kernel_fd_kind(self.fd.raw()),
-            Some(FdKind::CharDev | FdKind::Other)
-        );
+        let does_rmpp = matches!(self.kind, Some(FdKind::CharDev | FdKind::Other));
         let rmpp = does_rmpp && self.agents.iter().any(|a| a.rmpp_version != 0);
         PortCaps {
             // What `send` takes; `recv` returns at most `max_mad_len` ≤ that

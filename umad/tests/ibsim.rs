@@ -200,6 +200,18 @@ fn shim_child() {
     .unwrap();
     assert!(matches!(e, UmadError::UringUnavailable { .. }), "{e:?}");
 
+    if ours {
+        // A receive thread works on the shim's descriptor too (a real fd it can poll), though
+        // Auto does not choose it there.
+        let mut threaded = UmadPort::open(&UmadConfig {
+            mode: IoMode::Syscall,
+            ..UmadConfig::default()
+        })
+        .unwrap();
+        assert_eq!(threaded.mode(), IoMode::Syscall);
+        let smp = get_at(&mut threaded, &[], SmpAttrId::NODE_INFO, 0, 0x5150);
+        assert_eq!(smp.attr(), SmpAttrId::NODE_INFO);
+    }
     let mut port = UmadPort::open(&UmadConfig::default()).unwrap();
     assert!(
         !port.is_kernel_device(),
@@ -208,8 +220,8 @@ fn shim_child() {
     if ours {
         assert_eq!(
             port.mode(),
-            IoMode::Syscall,
-            "a real fd: the receive thread polls it"
+            IoMode::Inline,
+            "auto mode reads on the caller's thread under our shim: its engine thread queues"
         );
         assert_eq!(
             port.framing(),
