@@ -12,8 +12,11 @@
 //! Descriptors: `/dev/infiniband/umad0` is an eventfd in semaphore mode whose counter is the
 //! number of packets queued for the file, so `poll`/`select`/`epoll` see readability and
 //! `O_NONBLOCK` works without interposing them. A reader first takes one count from the
-//! eventfd (blocking or not, as the descriptor is), then the packet from the core. Every
-//! eventfd is signalled and closed under the core's lock, so a descriptor number can never be
+//! eventfd (blocking or not, as the descriptor is), then the packet from the core. Readers are
+//! signalled after the core's lock is released (a reader woken under it would only block on
+//! it: a futex wait and one more wake-up per MAD), under a lock of their own that `close` also
+//! takes; if a descriptor was closed since the readers were collected, the signals go out
+//! under the core's lock instead, to the files still open — a descriptor number is never
 //! signalled after its reuse.
 //!
 //! The engine thread waits on the data socket, a wake-up eventfd and the core's next timer;
@@ -26,7 +29,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -37,7 +40,7 @@ use ibmad::{DrPath, Method, Smp, SmpAttrId, Time};
 use umad::abi::{RegReq, RegReq2};
 
 use crate::client::{ClientConfig, SimClient};
-use crate::core::{Config, Core, Faults, FileId, ReadResult, RegError, RegRequest};
+use crate::core::{Config, Core, Faults, FileId, ReadResult, Readable, RegError, RegRequest};
 use crate::sys;
 use crate::sysfs::{self, attr_of, Attr, NodeAttrs, PortAttr, PortAttrs, Target};
 
@@ -63,6 +66,16 @@ pub enum OpenAction {
     Fd(RawFd),
     /// Fail with this errno.
     Fail(i32),
+}
+
+/// What [`Runtime::drain`] collected under the core's lock.
+struct Drained {
+    /// Frames to send.
+    tx: Vec<SimRequest>,
+    /// Files that became readable.
+    ready: Vec<Readable>,
+    /// [`Runtime::closes`] when they were collected.
+    closes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +110,11 @@ pub struct Runtime {
     /// engine just to shorten its sleep.
     timer: RawFd,
     outbox: Mutex<VecDeque<SimRequest>>,
+    /// Held while readers' eventfds are signalled outside the core's lock, and by `close`
+    /// around closing one.
+    signal_lock: Mutex<()>,
+    /// Umad descriptors closed so far (changed under both locks).
+    closes: AtomicU64,
     lost_sim: AtomicBool,
     trace: bool,
 }
@@ -345,6 +363,8 @@ impl Runtime {
             kick,
             timer,
             outbox: Mutex::new(VecDeque::new()),
+            signal_lock: Mutex::new(()),
+            closes: AtomicU64::new(0),
             lost_sim: AtomicBool::new(false),
             trace,
         })
@@ -398,18 +418,15 @@ impl Runtime {
         }
     }
 
-    /// Signals readable files, re-arms the timer, prints traces and returns the frames to
-    /// send. Called with the lock held, so no eventfd is signalled after its close.
-    fn drain(&self, st: &mut State) -> Vec<SimRequest> {
+    /// Re-arms the timer, prints traces and returns the frames to send and the files that
+    /// became readable ([`Runtime::signal`] them once the lock is released).
+    fn drain(&self, st: &mut State) -> Drained {
         let next = st.core.poll_timeout();
         if next != st.armed {
             let after = next.map(|t| t.saturating_since(self.now()));
             if sys::timerfd_arm(self.timer, after).is_ok() {
                 st.armed = next;
             }
-        }
-        while let Some(ev) = st.core.poll_event() {
-            let _ = sys::write_all(ev.token, &1u64.to_ne_bytes());
         }
         if self.trace {
             while let Some(line) = st.core.poll_trace() {
@@ -420,7 +437,49 @@ impl Runtime {
         while let Some(f) = st.core.poll_transmit() {
             tx.push(f);
         }
-        tx
+        let mut ready = Vec::new();
+        while let Some(ev) = st.core.poll_event() {
+            ready.push(ev);
+        }
+        Drained {
+            tx,
+            ready,
+            closes: self.closes.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Signals the readers of [`Drained::ready`]; called without the core's lock.
+    fn signal(&self, ready: &[Readable], closes: u64) {
+        if ready.is_empty() {
+            return;
+        }
+        {
+            let _g = self
+                .signal_lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if self.closes.load(Ordering::SeqCst) == closes {
+                // No descriptor closed since `ready` was collected, and none can close
+                // while the signal lock is held: every token is still its file's eventfd.
+                for ev in ready {
+                    let _ = sys::write_all(ev.token, &1u64.to_ne_bytes());
+                }
+                return;
+            }
+        }
+        // A close raced: signal under the core's lock the files that are still open.
+        let st = self.lock();
+        for ev in ready {
+            if st.fds.get(&ev.token) == Some(&FdEntry::Umad(ev.file)) {
+                let _ = sys::write_all(ev.token, &1u64.to_ne_bytes());
+            }
+        }
+    }
+
+    /// Signals `d`'s readers and sends its frames (the core's lock released).
+    fn finish(&self, d: Drained) {
+        self.signal(&d.ready, d.closes);
+        self.send_frames(d.tx);
     }
 
     fn wake_engine(&self) {
@@ -517,6 +576,7 @@ impl Runtime {
                     let _ = sys::read_into(fds[i].fd, &mut b);
                 }
             }
+            let timer_fired = fds[2].revents & libc::POLLIN != 0;
             let mut frames = Vec::new();
             if fds[0].revents & (libc::POLLIN | libc::POLLERR) != 0 {
                 for _ in 0..512 {
@@ -538,25 +598,31 @@ impl Runtime {
                 }
             }
             let now = self.now();
-            let tx = {
+            let d = {
                 let mut st = self.lock();
                 for f in &frames {
                     st.core.handle_frame(now, f);
                 }
                 st.core.handle_timeout(now);
-                // Re-arm even if the deadline is unchanged: the timerfd may just have fired.
-                st.armed = None;
+                if timer_fired {
+                    // Re-arm even if the deadline is unchanged: the timerfd has just expired.
+                    // (Not on every wake: that was a timerfd_settime per received MAD.)
+                    st.armed = None;
+                }
                 self.drain(&mut st)
             };
-            self.send_frames(tx);
+            self.finish(d);
             self.flush_outbox();
         }
     }
 
     fn register(&self, file: FileId, req: &RegRequest) -> Result<u32, RegError> {
-        let mut st = self.lock();
-        let res = st.core.register(file, req);
-        let _ = self.drain(&mut st);
+        let (res, d) = {
+            let mut st = self.lock();
+            let res = st.core.register(file, req);
+            (res, self.drain(&mut st))
+        };
+        self.signal(&d.ready, d.closes);
         res
     }
 
@@ -765,11 +831,19 @@ pub fn close(fd: RawFd) -> Option<Result<(), i32>> {
     match entry {
         FdEntry::Umad(file) => {
             st.core.close_file(file);
-            let tx = rt.drain(&mut st);
-            // Closed under the lock: the engine cannot signal this number after its reuse.
-            sys::close_fd(fd);
+            let d = rt.drain(&mut st);
+            {
+                // Under both locks: a signal collected before this close is checked again
+                // ([`Runtime::signal`]), so this number is never signalled after its reuse.
+                let _g = rt
+                    .signal_lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                rt.closes.fetch_add(1, Ordering::SeqCst);
+                sys::close_fd(fd);
+            }
             drop(st);
-            rt.send_frames(tx);
+            rt.finish(d);
         }
         FdEntry::Issm => {
             st.issm_held = false;
@@ -787,11 +861,14 @@ pub fn close(fd: RawFd) -> Option<Result<(), i32>> {
 /// `read` on one of our descriptors.
 pub fn read(fd: RawFd, buf: &mut [u8]) -> Option<Result<usize, i32>> {
     let rt = running()?;
-    let file = match rt.entry(fd)? {
-        FdEntry::Issm => return Some(Err(libc::EINVAL)),
-        FdEntry::Umad(f) => f,
+    let (file, hl) = {
+        let st = rt.lock();
+        let file = match st.fds.get(&fd).copied()? {
+            FdEntry::Issm => return Some(Err(libc::EINVAL)),
+            FdEntry::Umad(f) => f,
+        };
+        (file, st.core.hdr_len(file).unwrap_or(56))
     };
-    let hl = rt.lock().core.hdr_len(file).unwrap_or(56);
     if buf.len() < hl {
         return Some(Err(libc::EINVAL));
     }
@@ -836,9 +913,9 @@ pub fn write(fd: RawFd, buf: &[u8]) -> Option<Result<usize, i32>> {
     };
     let now = rt.now();
     let r = st.core.handle_write(now, file, buf);
-    let tx = rt.drain(&mut st);
+    let d = rt.drain(&mut st);
     drop(st);
-    rt.send_frames(tx);
+    rt.finish(d);
     Some(r)
 }
 
@@ -930,9 +1007,12 @@ pub fn register_v2(fd: RawFd, r: &RegReq2) -> Result<u32, (i32, Option<u32>)> {
 /// errno.
 pub fn unregister(fd: RawFd, id: u32) -> Result<(), i32> {
     let (rt, f) = file_of(fd)?;
-    let mut st = rt.lock();
-    let r = st.core.unregister(f, id);
-    let _ = rt.drain(&mut st);
+    let (r, d) = {
+        let mut st = rt.lock();
+        let r = st.core.unregister(f, id);
+        (r, rt.drain(&mut st))
+    };
+    rt.signal(&d.ready, d.closes);
     r
 }
 
