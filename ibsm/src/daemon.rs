@@ -191,6 +191,9 @@ pub fn run_controlled(opts: &Options, control: &Control) -> ExitCode {
     }
 }
 
+/// How often the loop looks at the control socket at most.
+const CTL_POLL: Duration = Duration::from_millis(5);
+
 /// Counters the loop keeps, for `status`.
 #[derive(Clone, Copy, Debug, Default)]
 struct Counts {
@@ -346,6 +349,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         Some(a) => Some(MetricsServer::bind(a)?),
         None => None,
     };
+    let mut last_ctl = epoch;
     loop {
         let t = now();
         // Signals and the control socket, between two turns of the SM.
@@ -400,7 +404,11 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 metrics.render()
             });
         }
-        if let Some(c) = ctl.as_mut() {
+        // The control socket is looked at every CTL_POLL at most (an accept per turn was a
+        // syscall per SA query under load); a request waits no longer than that, or than the
+        // receive wait below when idle.
+        if let Some(c) = ctl.as_mut().filter(|_| last_ctl.elapsed() >= CTL_POLL) {
+            last_ctl = Instant::now();
             let counts = Counts { sent, received };
             c.poll(|req| match req {
                 Request::Status => Ok(status_text(&sm, &opts, counts)),
