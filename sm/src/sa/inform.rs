@@ -323,6 +323,12 @@ impl Subscriptions {
         self.reports.len()
     }
 
+    /// Forgets the Reports in flight (the SA stopped serving: a standby SM reports nothing);
+    /// the subscriptions stay.
+    pub fn drop_reports(&mut self) {
+        self.reports.clear();
+    }
+
     /// Queues a Report of `n` to every subscriber it matches and may reach (see the module
     /// docs); subscribers are looked up in `snap` (the current snapshot).
     pub fn report(

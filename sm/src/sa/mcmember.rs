@@ -417,6 +417,27 @@ impl McastDb {
         self.retire_ipoib_except(&keep);
     }
 
+    /// Forgets every membership, as OpenSM's SA does when its SM comes out of standby
+    /// (`state_mgr_sa_clean`: each port's memberships deleted): groups the SA did not create
+    /// go with their members (trap 67 each); the well-known (IPoIB broadcast) groups stay,
+    /// empty. The members join again when the new master asks them to re-register
+    /// (PortInfo.ClientReregister).
+    pub fn drop_members(&mut self) {
+        let gone: Vec<Gid> = self
+            .groups
+            .values()
+            .filter(|g| !g.well_known)
+            .map(|g| g.rec.mgid)
+            .collect();
+        for g in self.groups.values_mut().filter(|g| !g.members.is_empty()) {
+            g.members.clear();
+            self.changed = true;
+        }
+        for mgid in gone {
+            self.remove(mgid);
+        }
+    }
+
     /// Drops the well-known flag of every broadcast group whose partition is not in `keep`
     /// (a partition that went away); such a group is deleted once it has no full member.
     pub fn retire_ipoib_except(&mut self, keep: &[Gid]) {
@@ -1360,5 +1381,39 @@ mod tests {
         )
         .unwrap();
         assert!(db.lookup(bcast).is_none());
+    }
+
+    #[test]
+    fn dropping_members_keeps_the_broadcast_group_empty_and_deletes_the_rest() {
+        let mut db = McastDb::new();
+        db.ensure_ipoib_broadcast(PKey(0x7fff), &IpoibParams::default());
+        let bcast = ipoib_broadcast_mgid(PKey(0x7fff), scope::LINK_LOCAL);
+        let j = McMemberRepr {
+            mgid: bcast,
+            port_gid: gid(2),
+            join_state: join::FULL,
+            ..McMemberRepr::default()
+        };
+        db.join(&Fake, &req(&j, JOIN_COMP_MASK, 2)).unwrap();
+        let made = db
+            .join(&Fake, &req(&create_rec(mgid(1), 1, 1), CREATE_COMP_MASK, 1))
+            .unwrap();
+        while db.poll_notice().is_some() {}
+        let _ = db.take_changed();
+        db.drop_members();
+        assert!(db.lookup(mgid(1)).is_none());
+        assert_eq!(
+            db.poll_notice().map(|n| (n.trap, n.mgid)),
+            Some((67, mgid(1)))
+        );
+        let b = db.groups().find(|g| g.rec.mgid == bcast).unwrap();
+        assert!(b.well_known && b.members.is_empty());
+        assert!(db.take_changed(), "the SM re-routes multicast");
+        assert!(db.routing_groups().iter().all(|g| g.members.is_empty()));
+        // The deleted group's MLID is free again.
+        let again = db
+            .join(&Fake, &req(&create_rec(mgid(2), 1, 1), CREATE_COMP_MASK, 1))
+            .unwrap();
+        assert_eq!(again.mlid, made.mlid);
     }
 }

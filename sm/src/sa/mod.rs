@@ -308,6 +308,9 @@ pub struct Sa {
     out: VecDeque<SaReply>,
     /// Requests received and not yet answered, with their arrival time.
     pending: VecDeque<(Time, MadMeta, Vec<u8>)>,
+    /// The SM stopped being master since the SA last served: its stateful data is stale
+    /// when it is master again ([`Sa::set_serving`]).
+    stood_by: bool,
 }
 
 impl Sa {
@@ -514,8 +517,32 @@ impl Sa {
     }
 
     /// Tells the SA whether the SM is master and the subnet up.
+    ///
+    /// Leaving MASTER (a handover, a higher SM found): the SA stops at once — requests not
+    /// yet answered are dropped (C15-0.1.3: an SM that is not master answers nothing; the
+    /// clients time out and find the new master), and so are the RMPP transfers and Reports
+    /// in flight; the stateful data stays (OpenSM keeps it while standby). Becoming MASTER
+    /// again: the multicast memberships are dropped, as OpenSM's `state_mgr_sa_clean` does
+    /// when its SM comes out of standby — the groups the SA created stay, empty — because the
+    /// ports joined another master meanwhile; the new master's sweep sets
+    /// PortInfo.ClientReregister on them (their MasterSMLID changes), and they join again.
+    /// ServiceRecords and event subscriptions stay (OpenSM drops them too only with
+    /// `drop_event_subscriptions`, default FALSE).
     pub fn set_serving(&mut self, serving: Serving) {
+        let was = self.serving.master;
         self.serving = serving;
+        if was && !serving.master {
+            self.stats.dropped += self.pending.len() as u64;
+            self.pending.clear();
+            self.out.clear();
+            self.state.transfers.clear();
+            self.state.informs.drop_reports();
+            self.stood_by = true;
+        } else if !was && serving.master && self.stood_by {
+            self.stood_by = false;
+            self.state.mcast.drop_members();
+            self.report_mc_notices();
+        }
     }
 
     /// The next MAD to send, if any: an answer (requests are answered here, in arrival

@@ -77,6 +77,11 @@ impl Transfers {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+    /// Ends every transfer at once, sending nothing more (the SA stopped serving).
+    pub fn clear(&mut self) {
+        self.list.clear();
+        self.control.clear();
+    }
     /// True if another transfer may start.
     #[must_use]
     pub fn has_room(&self) -> bool {
