@@ -14,11 +14,18 @@
 #              median: a stalled SA shows as a spike.
 #
 # OpenSM runs first (until SUBNET UP, `-s 0`: no periodic sweeps of its own), then ibsm with
-# OpenSM's guid2lid, so both serve the same LIDs. One line per figure:
+# OpenSM's guid2lid, so both serve the same LIDs. Last, the floor of the path: `sa_echo` (umad's
+# example) on the SM's port answers every SA request at once with the request turned into its
+# response — no SA behind it — and `osmtest -f f -s4` runs against it (get-pr only): what the
+# client, the shim and the simulator cost per query whatever SM answers. One line per figure:
 #
 #   BENCH <topology> <server> <sm> <what> <value> <unit> [detail]
 #
-# usage: tests/sa-bench.sh [--server ibsim|ibsm] [--keep] [--only opensm|ibsm] [TOPOLOGY]
+# usage: tests/sa-bench.sh [--server ibsim|ibsm] [--keep] [--only opensm|ibsm|echo]
+#                          [--tests get-pr,table-pr,resweep] [--runs N] [TOPOLOGY]
+#
+#   --tests    which of the figures to measure (default all three; echo measures get-pr only)
+#   --runs N   repeat each get-pr N times (default 1), one BENCH line per run
 #
 #   TOPOLOGY   a .net file or a generator spec (default fat-tree:3,16: 1,024 CAs, 320
 #              switches — more than stock ibsim's 256 switches: use --server ibsm)
@@ -32,29 +39,42 @@ root=$PWD
 server=ibsim
 keep=0
 only=
+tests=get-pr,table-pr,resweep
+runs=1
 topo=fat-tree:3,16
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
         --keep) keep=1; shift ;;
         --only) only=${2:-}; shift 2 ;;
+        --tests) tests=${2:-}; shift 2 ;;
+        --runs) runs=${2:-}; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) topo=$1; shift ;;
     esac
 done
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
-case "$only" in ''|opensm|ibsm) ;; *) echo "--only: expected opensm or ibsm" >&2; exit 2 ;; esac
+case "$only" in ''|opensm|ibsm|echo) ;; *) echo "--only: expected opensm, ibsm or echo" >&2; exit 2 ;; esac
+case "$runs" in ''|*[!0-9]*|0) echo "--runs: expected a positive number" >&2; exit 2 ;; esac
+for t in ${tests//,/ }; do
+    case "$t" in get-pr|table-pr|resweep) ;; *) echo "--tests: unknown test $t (get-pr, table-pr, resweep)" >&2; exit 2 ;; esac
+done
+want() { case ",$tests," in *",$1,"*) return 0 ;; esac; return 1; }
 for prog in opensm osmtest saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }
 done
 [ "$server" = ibsm ] || command -v ibsim >/dev/null || { echo "ibsim not installed (apt-get install ibsim-utils)" >&2; exit 2; }
 shim=${IBSM_UMAD_SHIM:-}
 ibsm=${IBSM_BIN:-}
-if [ -z "$shim" ] || [ -z "$ibsm" ]; then
+echo_bin=${IBSM_SA_ECHO:-}
+if [ -z "$shim" ] || [ -z "$ibsm" ] || [ -z "$echo_bin" ]; then
     cargo build -q --release -p umad-shim -p ibsm || exit 2
-    shim=${shim:-$root/target/release/libibsm_umad.so}
-    ibsm=${ibsm:-$root/target/release/ibsm}
+    cargo build -q --release -p umad --example sa_echo || exit 2
+    target=$(cargo metadata --format-version 1 --no-deps | sed 's/.*"target_directory":"\([^"]*\)".*/\1/')
+    shim=${shim:-$target/release/libibsm_umad.so}
+    ibsm=${ibsm:-$target/release/ibsm}
+    echo_bin=${echo_bin:-$target/release/examples/sa_echo}
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sa-bench.XXXXXX")
@@ -98,19 +118,29 @@ intervals() {
         sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f %.3f %d\n", v[NR], v[int((NR + 1) / 2)], NR; else print "0 0 0" }'
 }
 
+getpr() { # sm run
+    local sm=$1 i=$2 t0 t1 rc n
+    t0=$(now)
+    client timeout 1800 osmtest -f f -s4 -t 2000 > "$work/$sm-getpr$i.out" 2>&1; rc=$?
+    t1=$(now)
+    n=$(awk '/path_rec queries took/ { n = $3 } END { print n + 0 }' "$work/$sm-getpr$i.out")
+    report "$sm" "$(printf 'get-pr %.2f s rc=%d queries=%d rate=%.0f/s per-query=%.1fus load=%s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)" "$(echo "($t1 - $t0) * 1000000 / ($n + ($n == 0))" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)")"
+}
+
 bench() { # sm resweep-command...
     local sm=$1; shift
-    local t0 t1 rc n
-    t0=$(now)
-    client timeout 1800 osmtest -f f -s4 -t 2000 > "$work/$sm-getpr.out" 2>&1; rc=$?
-    t1=$(now)
-    n=$(awk '/path_rec queries took/ { n = $3 } END { print n + 0 }' "$work/$sm-getpr.out")
-    report "$sm" "$(printf 'get-pr %.2f s rc=%d queries=%d rate=%.0f/s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)")"
-    t0=$(now)
-    client timeout 1800 saquery -p -t 60000 > "$work/$sm-pr.out" 2> "$work/$sm-pr.err"; rc=$?
-    t1=$(now)
-    n=$(grep -c '^PathRecord dump:' "$work/$sm-pr.out")
-    report "$sm" "$(printf 'table-pr %.2f s rc=%d records=%d rate=%.0f/s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)")"
+    local t0 t1 rc n i
+    if want get-pr; then
+        for i in $(seq "$runs"); do getpr "$sm" "$i"; done
+    fi
+    if want table-pr; then
+        t0=$(now)
+        client timeout 1800 saquery -p -t 60000 > "$work/$sm-pr.out" 2> "$work/$sm-pr.err"; rc=$?
+        t1=$(now)
+        n=$(grep -c '^PathRecord dump:' "$work/$sm-pr.out")
+        report "$sm" "$(printf 'table-pr %.2f s rc=%d records=%d rate=%.0f/s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)")"
+    fi
+    want resweep || return 0
     client timeout 1800 osmtest -f f -s4 -t 2000 > "$work/$sm-resweep.out" 2>&1 &
     local o=$!
     local sweeps=0
@@ -121,7 +151,7 @@ bench() { # sm resweep-command...
     done
     wait "$o"; rc=$?
     read -r max med cnt < <(intervals "$work/$sm-resweep.out")
-    read -r qmax qmed _ < <(intervals "$work/$sm-getpr.out")
+    read -r qmax qmed _ < <(intervals "$work/$sm-getpr1.out")
     report "$sm" "resweep max=${max}s median=${med}s intervals=$cnt sweeps=$sweeps rc=$rc (no sweeps: max=${qmax}s median=${qmed}s)"
 }
 
@@ -131,11 +161,22 @@ mkdir -p "$work/osm-cache" "$work/ibsm-cache"
 osm=$!
 pids+=($osm)
 wait_for "$work/opensm.log" "SUBNET UP" 600 || { echo "OpenSM: no SUBNET UP" >&2; exit 1; }
-[ "$only" = ibsm ] || bench opensm kill -HUP "$osm"
+[ -z "$only" ] || [ "$only" = opensm ] && bench opensm kill -HUP "$osm"
 stop "$osm"
 cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
-(cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
-    exec "$ibsm" run --ctl-socket "$work/ctl.sock" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
-pids+=($!)
-wait_for "$work/ibsm.log" "SUBNET UP" 600 || { echo "ibsm: no SUBNET UP" >&2; exit 1; }
-[ "$only" = opensm ] || bench ibsm "$ibsm" ctl --socket "$work/ctl.sock" sweep heavy
+if [ -z "$only" ] || [ "$only" = ibsm ]; then
+    (cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
+        exec "$ibsm" run --ctl-socket "$work/ctl.sock" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
+    ism=$!
+    pids+=($ism)
+    wait_for "$work/ibsm.log" "SUBNET UP" 600 || { echo "ibsm: no SUBNET UP" >&2; exit 1; }
+    bench ibsm "$ibsm" ctl --socket "$work/ctl.sock" sweep heavy
+    stop "$ism"
+fi
+if { [ -z "$only" ] || [ "$only" = echo ]; } && want get-pr; then
+    # The fabric stays as the SMs programmed it; the responder takes the SM's port.
+    (cd "$work" && SIM_HOST=$sm_host LD_PRELOAD=$shim exec "$echo_bin" > "$work/echo.out" 2>&1) &
+    pids+=($!)
+    wait_for "$work/echo.out" "answering" 60 || { echo "sa_echo did not start:" >&2; cat "$work/echo.out" >&2; exit 1; }
+    for i in $(seq "$runs"); do getpr echo "$i"; done
+fi
