@@ -14,7 +14,8 @@
 #              median: a stalled SA shows as a spike.
 #
 # OpenSM runs first (until SUBNET UP, `-s 0`: no periodic sweeps of its own), then ibsm with
-# OpenSM's guid2lid, so both serve the same LIDs. Last, the floor of the path: `sa_echo` (umad's
+# OpenSM's guid2lid, so both serve the same LIDs (also `-s 0`, and once it has read the QoS
+# tables it reads after SUBNET UP). Last, the floor of the path: `sa_echo` (umad's
 # example) on the SM's port answers every SA request at once with the request turned into its
 # response — no SA behind it — and `osmtest -f f -s4` runs against it (get-pr only): what the
 # client, the shim and the simulator cost per query whatever SM answers. One line per figure:
@@ -166,10 +167,13 @@ stop "$osm"
 cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
 if [ -z "$only" ] || [ "$only" = ibsm ]; then
     (cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
-        exec "$ibsm" run --ctl-socket "$work/ctl.sock" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
+        exec "$ibsm" run -s 0 --ctl-socket "$work/ctl.sock" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
     ism=$!
     pids+=($ism)
     wait_for "$work/ibsm.log" "SUBNET UP" 600 || { echo "ibsm: no SUBNET UP" >&2; exit 1; }
+    # After SUBNET UP ibsm reads the SL-to-VL and VLArbitration tables (a few seconds at k16):
+    # the queries start once it is idle, as OpenSM is at SUBNET UP.
+    wait_for "$work/ibsm.log" "QoS tables read" 60
     bench ibsm "$ibsm" ctl --socket "$work/ctl.sock" sweep heavy
     stop "$ism"
 fi
