@@ -41,6 +41,7 @@ fn perturbed_options_map_field_by_field_and_validate() {
     assert_eq!(c.ignore_other_sm, o.ignore_other_sm);
     assert_eq!(c.sweep_on_trap, o.sweep_on_trap);
     assert_eq!(c.force_heavy_sweep, o.force_heavy_sweep);
+    assert_eq!(c.use_ucast_cache, o.use_ucast_cache);
     assert_eq!(c.honor_guid2lid_file, o.honor_guid2lid_file);
     assert_eq!(c.sm_key, o.sm_key);
     assert_eq!(c.m_key, o.m_key.0);

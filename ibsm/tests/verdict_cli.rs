@@ -587,6 +587,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         err.contains("sweep_on_trap FALSE: not implemented by ibsm yet"),
         "{err}"
     );
+    // Implemented: no warning whatever its value.
+    let err = warnings_for("use_ucast_cache TRUE\n");
+    assert!(!err.contains("use_ucast_cache"), "{err}");
     let err = warnings_for("babbling_port_policy FALSE\nsweep_on_trap TRUE\n");
     assert!(!err.contains("sweep_on_trap"), "{err}");
     assert!(!err.contains("babbling_port_policy"), "{err}");

@@ -80,6 +80,10 @@ pub struct SmConfig {
     pub sweep_on_trap: bool,
     /// Every sweep is a heavy sweep (`force_heavy_sweep`, default false).
     pub force_heavy_sweep: bool,
+    /// Keep the switches' tables when the only change since routing was last computed is CAs
+    /// or leaf switches going away or coming back (`use_ucast_cache`, OpenSM `-A`, default
+    /// false as OpenSM): no recompute, no LFT Set (the `ucast_cache` module).
+    pub use_ucast_cache: bool,
     /// On coming out of standby, use the persisted GUID→LID map before the LIDs the ports hold
     /// (`honor_guid2lid_file`, default false: the ports' LIDs first, as OpenSM).
     pub honor_guid2lid_file: bool,
@@ -159,6 +163,7 @@ impl Default for SmConfig {
             ignore_other_sm: false,
             sweep_on_trap: true,
             force_heavy_sweep: false,
+            use_ucast_cache: false,
             honor_guid2lid_file: false,
             no_clients_rereg: false,
             sm_key: 1,

@@ -500,7 +500,7 @@ impl Sm {
                 let mut cx = ctx!(self);
                 self.sweep.request_sweep(now, &mut cx);
             }
-            Command::HeavySweep => self.sweep.request_heavy(),
+            Command::HeavySweep => self.sweep.request_full("operator request"),
             Command::Reroute => self.sweep.request_reroute(),
             Command::Guid2Lid(text) => {
                 let (map, warnings) = Guid2Lid::parse(&text);
@@ -745,7 +745,8 @@ impl Sm {
         }
         match crate::trap::classify(&notice, self.cfg.sweep_on_trap) {
             TrapAction::None => {}
-            TrapAction::HeavySweep { .. } => {
+            TrapAction::HeavySweep { issuer } => {
+                self.sweep.note_trap(issuer);
                 if self.timers.get(Timer::TrapSweep).is_none() {
                     self.timers.set(Timer::TrapSweep, now);
                 }

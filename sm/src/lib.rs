@@ -16,6 +16,7 @@ pub mod discovery;
 pub mod drive;
 pub mod dump;
 pub mod event;
+mod incremental;
 pub mod lid;
 pub mod mcast;
 pub mod partition;
@@ -30,6 +31,7 @@ pub mod sweep;
 pub mod timer;
 pub mod trap;
 mod txn;
+mod ucast_cache;
 pub mod verify;
 mod wire_window;
 

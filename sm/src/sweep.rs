@@ -23,6 +23,7 @@ use zerocopy::FromBytes;
 use crate::config::SmConfig;
 use crate::discovery::Discovery;
 use crate::event::{Event, Events, Level, Phase, PhaseStats, SweepFailure};
+use crate::incremental::{Cached, Replay, MAX_RESTARTS};
 use crate::lid::{assign_lids, Guid2Lid, LidConfig};
 use crate::mcast::program::MftProgrammer;
 use crate::mcast::{McastGroup, Mfts};
@@ -33,6 +34,7 @@ use crate::sa::snapshot::{ConfigFacts, SaSnapshot, SmEntry, SnapshotInput};
 use crate::subnet::Subnet;
 use crate::timer::{Timer, TimerTable};
 use crate::txn::{Engine, Failed, Purpose, Request};
+use crate::ucast_cache::RoutedBase;
 
 /// Where the sweep pipeline is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,6 +63,22 @@ pub enum Stage {
 
 /// Immediate re-sweeps after a heavy sweep with errors before waiting for the sweep timer.
 const MAX_RESWEEPS: u32 = 2;
+
+/// The end port of `s` holding `lid` (its PortInfo's LID, else the one assigned).
+fn port_by_lid_in(s: &Subnet, lid: Lid) -> Option<(crate::subnet::NodeId, PortNum)> {
+    if !lid.is_unicast() {
+        return None;
+    }
+    s.end_ports().find(|&(n, p)| {
+        s.port(n, p).is_some_and(|x| {
+            let base = x.info.map_or(x.lid, |i| i.lid());
+            let n_lids = 1u32 << x.lmc.min(7);
+            base.is_unicast()
+                && u32::from(lid.0) >= u32::from(base.0)
+                && u32::from(lid.0) < u32::from(base.0) + n_lids
+        })
+    })
+}
 
 /// What the pipeline works with but does not own (all owned by [`crate::Sm`]).
 pub(crate) struct Ctx<'a> {
@@ -147,6 +165,26 @@ pub(crate) struct Sweep {
     /// fabric's millions of Gets are never queued at once), and how many were handed out.
     qos_reads: std::collections::VecDeque<crate::qos::program::QosGet>,
     qos_reads_sent: usize,
+    /// The NodeInfo each node last answered (by NodeGUID): what an incremental walk answers a
+    /// probe through a clean port with ([`crate::incremental`]).
+    node_info: HashMap<Guid, NodeInfo>,
+    /// Nodes (by NodeGUID) seen to change since the last heavy sweep began: switches with
+    /// PortStateChange at a light sweep, trap issuers.
+    dirty: HashSet<Guid>,
+    /// The next heavy sweep discovers the whole fabric, and why (operator, role machine, a
+    /// trap from an unknown LID).
+    full_reason: Option<String>,
+    /// The dirty set comes from a light sweep that just ended (every switch's
+    /// PortStateChange was read).
+    psc_fresh: bool,
+    /// A light sweep runs before the requested heavy sweep to find the switches that changed.
+    heavy_after_light: bool,
+    /// Switches (by NodeGUID) the last light sweep could not read.
+    light_silent: HashSet<Guid>,
+    /// The current heavy sweep's walk replays the previous model (an incremental sweep).
+    replay: Option<Replay>,
+    /// The topology and tables of the last routing computed (`use_ucast_cache`).
+    ucast_base: Option<RoutedBase>,
 }
 
 /// The multicast side of the pipeline: the groups the SA reported, the tables computed from
@@ -192,6 +230,14 @@ impl Sweep {
             mcast: McastState::default(),
             qos_reads: std::collections::VecDeque::new(),
             qos_reads_sent: 0,
+            node_info: HashMap::new(),
+            dirty: HashSet::new(),
+            full_reason: None,
+            psc_fresh: false,
+            heavy_after_light: false,
+            light_silent: HashSet::new(),
+            replay: None,
+            ucast_base: None,
         }
     }
 
@@ -331,19 +377,7 @@ impl Sweep {
 
     /// The end port holding `lid` in the current model.
     fn port_by_lid(&self, lid: Lid) -> Option<(crate::subnet::NodeId, PortNum)> {
-        if !lid.is_unicast() {
-            return None;
-        }
-        let s = &self.disc.subnet;
-        s.end_ports().find(|&(n, p)| {
-            s.port(n, p).is_some_and(|x| {
-                let base = x.info.map_or(x.lid, |i| i.lid());
-                let n_lids = 1u32 << x.lmc.min(7);
-                base.is_unicast()
-                    && u32::from(lid.0) >= u32::from(base.0)
-                    && u32::from(lid.0) < u32::from(base.0) + n_lids
-            })
-        })
+        port_by_lid_in(&self.disc.subnet, lid)
     }
 
     // ----- requests from the SM --------------------------------------------------------
@@ -365,16 +399,46 @@ impl Sweep {
         }
     }
 
-    /// A heavy sweep as soon as the pipeline is idle (while DISCOVERING or MASTER).
+    /// A heavy sweep as soon as the pipeline is idle (while DISCOVERING or MASTER); an
+    /// incremental one when the model allows it ([`crate::incremental`]).
     pub fn request_heavy(&mut self) {
         self.heavy_requested = true;
     }
 
+    /// A heavy sweep that discovers the whole fabric (an operator's `sweep heavy`: the model
+    /// is not trusted).
+    pub fn request_full(&mut self, why: &str) {
+        self.full_reason.get_or_insert_with(|| why.to_string());
+        self.heavy_requested = true;
+    }
+
     /// A heavy sweep whose routing ignores the tables the switches hold (OpenSM's reroute:
-    /// every route chosen afresh, balance restored).
+    /// every route chosen afresh, balance restored), with a full discovery.
     pub fn request_reroute(&mut self) {
         self.reroute_requested = true;
-        self.heavy_requested = true;
+        self.request_full("reroute requested");
+    }
+
+    /// A trap (128, 144) from `issuer` asks for a heavy sweep: the node at that LID is
+    /// dirty; a LID the model does not hold makes the next heavy sweep a full one.
+    pub fn note_trap(&mut self, issuer: Lid) {
+        let found = self
+            .port_by_lid(issuer)
+            .map(|(id, _)| self.disc.subnet.node(id).guid);
+        let found = found.or_else(|| {
+            let old = &self.replay.as_ref()?.old;
+            port_by_lid_in(old, issuer).map(|(id, _)| old.node(id).guid)
+        });
+        match found {
+            Some(g) => {
+                self.dirty.insert(g);
+            }
+            None => {
+                self.full_reason.get_or_insert_with(|| {
+                    format!("a trap from LID {} the model does not hold", issuer.0)
+                });
+            }
+        }
     }
 
     /// The switch ports that have a link now, by switch GUID.
@@ -391,7 +455,7 @@ impl Sweep {
 
     /// The role machine's heavy sweep from scratch (failover, handover, DISCOVER).
     pub fn request_rediscover(&mut self) {
-        self.heavy_requested = true;
+        self.request_full("the role machine asked for a discovery");
     }
 
     /// Trap 144 reported a new NodeDescription at `lid`: read it again (when no sweep runs;
@@ -423,6 +487,21 @@ impl Sweep {
                     self.disc
                         .on_node_info(req.path, from, ni, &mut out, &mut evs);
                     cx.events.extend(evs);
+                    let guid = ni.node_guid();
+                    let s = &self.disc.subnet;
+                    if s.node_by_guid(guid).is_some_and(|id| {
+                        let n = s.node(id);
+                        n.node_type == ni.node_type() && n.num_ports == ni.num_ports
+                    }) {
+                        self.node_info.insert(guid, *ni);
+                        // A CA sets no PortStateChange: one reached by a real probe (behind a
+                        // port of a dirty switch) is read again.
+                        if let Some(r) = self.replay.as_mut() {
+                            if ni.node_type() != ibmad::NodeType::SWITCH {
+                                r.dirty.insert(guid);
+                            }
+                        }
+                    }
                 }
             }
             Purpose::NodeDesc(id) => {
@@ -433,6 +512,12 @@ impl Sweep {
             Purpose::SwitchInfo(id) => {
                 if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
                     self.disc.on_switch_info(id, si);
+                    if let Some(rep) = self.replay.as_mut().filter(|r| r.verifying) {
+                        rep.on_verified(
+                            self.disc.subnet.node(id).guid,
+                            si.port_state_change() != 0,
+                        );
+                    }
                 }
             }
             Purpose::PortInfo(id, p) => {
@@ -460,6 +545,7 @@ impl Sweep {
                 let was = self.disc.subnet.port(id, p).and_then(|x| x.info);
                 if let (Ok((pi, _)), Some(was)) = (PortInfo::ref_from_prefix(data), was) {
                     if (pi.port_state(), pi.phys_state()) != (was.port_state(), was.phys_state()) {
+                        self.dirty.insert(self.disc.subnet.node(id).guid);
                         cx.events.log(
                             Level::Info,
                             format!(
@@ -474,10 +560,11 @@ impl Sweep {
                     }
                 }
             }
-            Purpose::LightSwitchInfo(_) => {
+            Purpose::LightSwitchInfo(id) => {
                 if let Ok((si, _)) = SwitchInfo::ref_from_prefix(data) {
                     if si.port_state_change() != 0 {
                         self.light_changed = true;
+                        self.dirty.insert(self.disc.subnet.node(id).guid);
                     }
                 }
             }
@@ -523,7 +610,56 @@ impl Sweep {
             }
             Purpose::SmPoll(_) | Purpose::SmSet(_) => {}
         }
-        cx.submit_all(out);
+        self.dispatch(out, cx);
+    }
+
+    /// Hands the walk's requests to the transaction engine, except those an incremental
+    /// sweep answers from the previous model at once (breadth first, as the wire would).
+    fn dispatch(&mut self, reqs: Vec<Request>, cx: &mut Ctx<'_>) {
+        if self.replay.is_none() {
+            cx.submit_all(reqs);
+            return;
+        }
+        let mut queue: std::collections::VecDeque<Request> = reqs.into();
+        while let Some(r) = queue.pop_front() {
+            let Some(rep) = self.replay.as_mut() else {
+                cx.txn.submit(r);
+                continue;
+            };
+            let Some(ans) = rep.answer(&self.disc, &self.node_info, &r) else {
+                cx.txn.submit(r);
+                continue;
+            };
+            rep.cached += 1;
+            let mut out = Vec::new();
+            match (ans, r.purpose) {
+                (Cached::NodeInfo(ni), Purpose::Probe { from }) => {
+                    let mut evs = Vec::new();
+                    self.disc
+                        .on_node_info(r.path, from, &ni, &mut out, &mut evs);
+                    if !evs.is_empty() {
+                        // The model's answer contradicts what the walk found: the node it
+                        // came from is stale.
+                        if let (Some((id, _)), Some(rep)) = (from, self.replay.as_mut()) {
+                            rep.suspects.insert(self.disc.subnet.node(id).guid);
+                        }
+                    }
+                }
+                (Cached::Desc(d), Purpose::NodeDesc(id)) => {
+                    if let Some(n) = self.disc.subnet.nodes.get_mut(id.idx()) {
+                        n.desc = d;
+                    }
+                }
+                (Cached::SwitchInfo(si), Purpose::SwitchInfo(id)) => {
+                    self.disc.on_switch_info(id, &si);
+                }
+                (Cached::PortInfo(pi), Purpose::PortInfo(id, p)) => {
+                    self.disc.on_port_info(id, p, &pi, &mut out);
+                }
+                _ => {}
+            }
+            queue.extend(out);
+        }
     }
 
     /// An answer with an error status.
@@ -537,7 +673,10 @@ impl Sweep {
             | Purpose::SetPkeys(..) => {
                 self.errors.set_failures += 1;
             }
-            Purpose::LightSwitchInfo(_) => self.light_changed = true,
+            Purpose::LightSwitchInfo(id) => {
+                self.light_changed = true;
+                self.dirty.insert(self.disc.subnet.node(id).guid);
+            }
             _ => {}
         }
     }
@@ -561,6 +700,15 @@ impl Sweep {
         if let Purpose::Probe { from: Some(_) } = f.req.purpose {
             self.errors.probes.push(f);
             return;
+        }
+        if let Purpose::LightSwitchInfo(id) = f.req.purpose {
+            self.light_silent.insert(self.disc.subnet.node(id).guid);
+        }
+        if let (Purpose::SwitchInfo(id), Some(rep)) = (f.req.purpose, self.replay.as_mut()) {
+            if rep.verifying {
+                rep.on_silent(&self.disc.subnet, id);
+                return;
+            }
         }
         if let Purpose::LightSwitchInfo(_) | Purpose::LightPortInfo(..) = f.req.purpose {
             self.errors.light_lost.push(f.req.path);
@@ -602,7 +750,22 @@ impl Sweep {
             }
             match self.stage {
                 Stage::Idle => {
-                    if self.heavy_requested && cx.role.may_sweep() {
+                    if self.heavy_requested
+                        && cx.role.may_sweep()
+                        && !self.psc_fresh
+                        && self.full_discovery_reason(cx).is_none()
+                    {
+                        // Asked for by a trap, not a light sweep: read every switch's
+                        // PortStateChange first, so the incremental walk knows every switch
+                        // that changed, not only the one that sent the trap.
+                        self.heavy_requested = false;
+                        self.heavy_after_light = true;
+                        cx.events.log(
+                            Level::Verbose,
+                            "heavy sweep requested: a light sweep first finds the switches that changed".into(),
+                        );
+                        self.start_light(now, cx);
+                    } else if self.heavy_requested && cx.role.may_sweep() {
                         self.start_heavy(now, cx);
                     } else if self.mcast.dirty && self.up && cx.role.role() == Role::Master {
                         self.mcast_pass(cx);
@@ -642,12 +805,17 @@ impl Sweep {
                             ),
                         );
                     }
-                    if self.light_changed {
+                    if self.light_changed || self.heavy_after_light {
                         cx.events.log(
                             Level::Info,
-                            "light sweep found a change: starting heavy sweep".into(),
+                            format!(
+                                "light sweep found a change: starting heavy sweep ({} switches changed)",
+                                self.dirty.len()
+                            ),
                         );
+                        self.heavy_after_light = false;
                         self.heavy_requested = true;
+                        self.psc_fresh = true;
                     } else {
                         cx.arm_sweep(now);
                     }
@@ -698,6 +866,7 @@ impl Sweep {
     fn start_light(&mut self, now: Time, cx: &mut Ctx<'_>) {
         self.begin(now, Phase::LightSweep, Stage::LightSweep);
         self.light_changed = false;
+        self.light_silent.clear();
         let s = &self.disc.subnet;
         let reqs: Vec<Request> = s
             .switches()
@@ -709,6 +878,10 @@ impl Sweep {
                     Purpose::LightSwitchInfo(id),
                 );
                 r.dlid = self.lid_route(cx.cfg, id, PortNum(0));
+                // Before an incremental heavy sweep a switch that does not answer at once is
+                // read again on its new route by the walk ([`Replay::unverified`]): no resends
+                // down a route that is likely broken.
+                r.once = self.heavy_after_light;
                 r
             })
             .collect();
@@ -763,6 +936,11 @@ impl Sweep {
         self.heavy_stats = PhaseStats::default();
         self.errors = SweepErrors::default();
         self.lfts_programmed = false;
+        let full = self.full_discovery_reason(cx);
+        let dirty = std::mem::take(&mut self.dirty);
+        self.full_reason = None;
+        self.psc_fresh = false;
+        self.heavy_after_light = false;
         cx.role.begin_election(cx.timers);
         cx.events.log(
             Level::Info,
@@ -772,9 +950,156 @@ impl Sweep {
             ),
         );
         self.begin(now, Phase::Discovery, Stage::Discovering);
+        match full {
+            None => {
+                cx.events.log(
+                    Level::Info,
+                    format!(
+                        "incremental heavy sweep: {} nodes changed since the last sweep; the rest is answered from the model",
+                        dirty.len()
+                    ),
+                );
+                let old = std::mem::take(&mut self.disc.subnet);
+                let mut rep = Replay::new(old, dirty);
+                rep.unverified = std::mem::take(&mut self.light_silent);
+                self.replay = Some(rep);
+            }
+            Some(why) => {
+                cx.events.log(Level::Info, format!("full discovery: {why}"));
+                self.replay = None;
+            }
+        }
+        self.start_walk(cx);
+    }
+
+    /// A new discovery walk (replaying [`Sweep::replay`] if set).
+    fn start_walk(&mut self, cx: &mut Ctx<'_>) {
         let (disc, first) = Discovery::start(cx.cfg.port);
         self.disc = disc;
-        cx.txn.submit(first);
+        self.dispatch(vec![first], cx);
+    }
+
+    /// Why the next heavy sweep must discover the whole fabric, or `None`: it may be
+    /// incremental.
+    fn full_discovery_reason(&self, cx: &Ctx<'_>) -> Option<String> {
+        if let Some(r) = &self.full_reason {
+            return Some(r.clone());
+        }
+        if !self.up || self.disc.subnet.nodes.is_empty() {
+            return Some("no subnet model from a good sweep".into());
+        }
+        if cx.role.is_first_master_sweep() {
+            return Some("first heavy sweep as master".into());
+        }
+        if cx.cfg.force_heavy_sweep {
+            return Some("force_heavy_sweep".into());
+        }
+        None
+    }
+
+    /// Discovery is complete; judges an incremental walk: accepted (`true`), or walked again
+    /// with the nodes found stale marked dirty, or replaced by a full discovery (`false`:
+    /// a new walk is under way).
+    fn judge_replay(&mut self, cx: &mut Ctx<'_>) -> bool {
+        let Some(mut rep) = self.replay.take() else {
+            return true;
+        };
+        // Switches the light sweep could not read, now reached on another route: their
+        // PortStateChange first.
+        if !rep.verifying && !rep.unverified.is_empty() && self.errors.unreachable.is_empty() {
+            let s = &self.disc.subnet;
+            let reads: Vec<Request> = s
+                .switches()
+                .filter(|&id| {
+                    let g = s.node(id).guid;
+                    rep.unverified.contains(&g) && !rep.dirty.contains(&g)
+                })
+                .map(|id| {
+                    Request::get(
+                        s.node(id).dr_path,
+                        SmpAttrId::SWITCH_INFO,
+                        0,
+                        Purpose::SwitchInfo(id),
+                    )
+                })
+                .collect();
+            rep.verifying = true;
+            if !reads.is_empty() {
+                cx.events.log(
+                    Level::Info,
+                    format!(
+                        "incremental discovery: reading PortStateChange of {} switches the light sweep could not reach, on their new routes",
+                        reads.len()
+                    ),
+                );
+                self.replay = Some(rep);
+                cx.submit_all(reads);
+                return false;
+            }
+        }
+        let racing = rep.check_links(&self.disc.subnet);
+        let unreachable = self.errors.unreachable.len();
+        let suspects = rep.suspects.len();
+        let problem = if unreachable > 0 {
+            Some(format!("{unreachable} directed routes unreachable"))
+        } else if racing {
+            Some("a link changed during the walk".to_string())
+        } else if suspects == 0 && self.disc.duplicates > 0 {
+            Some(format!("{} duplicate GUID answers", self.disc.duplicates))
+        } else if suspects > 0 && rep.restarts >= MAX_RESTARTS {
+            Some(format!(
+                "{suspects} nodes still differ from the model after {} walks",
+                rep.restarts + 1
+            ))
+        } else {
+            None
+        };
+        self.errors = SweepErrors::default();
+        if let Some(why) = problem {
+            cx.events.log(
+                Level::Info,
+                format!("incremental discovery: {why}: falling back to a full discovery"),
+            );
+            self.start_walk(cx);
+            return false;
+        }
+        if suspects > 0 {
+            cx.events.log(
+                Level::Info,
+                format!(
+                    "incremental discovery: {suspects} nodes differ from the model: walking again with them re-read"
+                ),
+            );
+            let s = std::mem::take(&mut rep.suspects);
+            rep.dirty.extend(s);
+            rep.restarts += 1;
+            rep.cached = 0;
+            rep.verifying = false;
+            self.replay = Some(rep);
+            self.start_walk(cx);
+            return false;
+        }
+        let s = &self.disc.subnet;
+        let gone = rep
+            .old
+            .nodes
+            .iter()
+            .filter(|n| s.node_by_guid(n.guid).is_none())
+            .count();
+        let new = s
+            .nodes
+            .iter()
+            .filter(|n| rep.old.node_by_guid(n.guid).is_none())
+            .count();
+        cx.events.log(
+            Level::Info,
+            format!(
+                "incremental discovery: {} answers from the model, {} nodes re-read; {gone} nodes gone, {new} new",
+                rep.cached,
+                rep.dirty.len()
+            ),
+        );
+        true
     }
 
     /// The heavy sweep's own figures (not the daemon's totals), before its outcome.
@@ -850,6 +1175,9 @@ impl Sweep {
 
     fn finish_discovery(&mut self, now: Time, cx: &mut Ctx<'_>) {
         self.judge_probes(cx);
+        if !self.judge_replay(cx) {
+            return;
+        }
         let stats = self.end_phase(now, cx);
         let n_sw = self.disc.subnet.switches().count();
         let n = self.disc.subnet.nodes.len();
@@ -1010,6 +1338,28 @@ impl Sweep {
                 .existing_lfts(&self.disc.subnet)
                 .map(std::sync::Arc::new)
         };
+        if cx.cfg.use_ucast_cache && !self.reroute_requested {
+            if let Some(base) = &self.ucast_base {
+                match base.check(&self.disc.subnet) {
+                    Ok(lost) => {
+                        cx.events.log(
+                            Level::Info,
+                            format!(
+                                "use_ucast_cache: configuring switch tables using cached routing ({lost} links lost since routing was computed, all to CAs or leaf switches gone)"
+                            ),
+                        );
+                        self.routes = Some(std::sync::Arc::new(base.tables_for(&self.disc.subnet)));
+                        self.end_phase(now, cx);
+                        self.start_programming(now, cx);
+                        return;
+                    }
+                    Err(why) => cx.events.log(
+                        Level::Info,
+                        format!("use_ucast_cache: {why}: recomputing routes"),
+                    ),
+                }
+            }
+        }
         self.reroute_requested = false;
         self.routed_links = Some(links);
         let routed = route_chain_with(
@@ -1030,7 +1380,12 @@ impl Sweep {
                     cx.events.log(crate::routing::log_line_level(&l), l);
                 }
                 self.engine_used = outcome.engine;
-                self.routes = Some(std::sync::Arc::new(outcome.routes));
+                let routes = std::sync::Arc::new(outcome.routes);
+                self.ucast_base = cx
+                    .cfg
+                    .use_ucast_cache
+                    .then(|| RoutedBase::new(&self.disc.subnet, routes.clone()));
+                self.routes = Some(routes);
             }
             Err(e) => {
                 if let crate::routing::RouteError::AllEnginesFailed { log, .. } = &e {

@@ -79,6 +79,8 @@ pub(crate) struct Request {
     pub node: Option<NodeId>,
     /// Send LID-routed (class 0x01) to this LID instead of along `path`; 0 = directed route.
     pub dlid: Lid,
+    /// Give up after the first timeout (a read whose loss the caller recovers from anyway).
+    pub once: bool,
 }
 
 impl Request {
@@ -111,6 +113,7 @@ impl Request {
             purpose,
             node,
             dlid: Lid::UNASSIGNED,
+            once: false,
         }
     }
     pub fn set(
@@ -414,13 +417,13 @@ impl Engine {
                 continue;
             }
             txn.on_wire = false;
-            let (node, attempts) = (txn.req.node, txn.attempts);
+            let (node, attempts, once) = (txn.req.node, txn.attempts, txn.req.once);
             self.in_flight = self.in_flight.saturating_sub(1);
             if let Some(n) = node {
                 self.release_node(n);
             }
             let per_round = self.retries + 1;
-            if attempts >= per_round.saturating_mul(self.rounds) {
+            if attempts >= per_round.saturating_mul(self.rounds) || once {
                 if let Some(txn) = self.txns.remove(tid) {
                     self.stats.timed_out += 1;
                     failed.push(Failed {

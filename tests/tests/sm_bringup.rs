@@ -688,8 +688,10 @@ fn rebooted_switch_is_reprogrammed() {
     r.fabric.reboot(spine).unwrap();
     let now = r.now();
     r.drive(now + Duration::from_secs(25));
-    // Traps 128 from its neighbours: one sweep without it, one when it is back.
-    assert!(r.sm.heavy_sweeps() >= 3, "{}", r.sm.heavy_sweeps());
+    // Traps 128 from its neighbours start a sweep. The light sweep that comes first (for an
+    // incremental heavy sweep) waits out the rebooting spine's silence, so the heavy sweep may
+    // already find it back (one sweep), or sweep without it and again when it returns.
+    assert!(r.sm.heavy_sweeps() >= 2, "{}", r.sm.heavy_sweeps());
     // Back to exactly the tables of before, the spine's rewritten from scratch (it no longer
     // held what the SM had acknowledged) ...
     assert!(r.lfts(top) == before, "LFTs differ from before the reboot");

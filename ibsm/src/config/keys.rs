@@ -1254,7 +1254,6 @@ pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
     "m_key_protection_level",
     "force_heavy_sweep",
     "sweep_on_trap",
-    "use_ucast_cache",
     "connect_roots",
     "max_reverse_hops",
     "guid_routing_order_file",
