@@ -1015,12 +1015,17 @@ impl Sweep {
                     rep.unverified.contains(&g) && !rep.dirty.contains(&g)
                 })
                 .map(|id| {
-                    Request::get(
+                    let mut r = Request::get(
                         s.node(id).dr_path,
                         SmpAttrId::SWITCH_INFO,
                         0,
                         Purpose::SwitchInfo(id),
-                    )
+                    );
+                    // Not resent: a switch that does not answer makes its neighbours dirty
+                    // and the walk runs again, which costs less than the resends' timeouts
+                    // when the route is dead.
+                    r.once = true;
+                    r
                 })
                 .collect();
             rep.verifying = true;
