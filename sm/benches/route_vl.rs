@@ -97,7 +97,12 @@ fn main() {
                 ms(cpu)
             ),
             Err(e) => {
-                println!("{engine}: {e}");
+                println!(
+                    "{engine:<10} {threads} thread{} failed after {} wall (cpu {}): {e}",
+                    if threads == 1 { " " } else { "s" },
+                    ms(wall),
+                    ms(cpu)
+                );
                 for l in log {
                     println!("  {l}");
                 }
