@@ -33,6 +33,8 @@ const USAGE: &str = "\
 usage: ibsm bench opensm TOPOLOGY [--runs N] [--maxsmps N] [--routing ENGINE]
                                   [--only opensm|ibsm] [--keep DIR] [--timeout SECONDS]
        ibsm bench failover TOPOLOGY [--runs N] [--case opensm-ibsm|ibsm-ibsm] … (--help)
+       ibsm bench unlink TOPOLOGY [--runs N] [--link 'NODE'[PORT]] … (--help)
+       ibsm bench light TOPOLOGY [--runs N] [--sweeps N] [--interval S] … (--help)
 
 Brings the same ibsim fabric up with stock OpenSM and with `ibsm run -o`, alternately, each on a
 fresh ibsim, and reports time to SUBNET UP, SMPs sent, CPU of the SM and of ibsim.
@@ -168,6 +170,15 @@ pub fn main(args: &[String]) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Some((sub, rest)) if sub == "unlink" || sub == "light" => {
+            match crate::bench_unlink::main(sub == "unlink", rest) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("ibsm bench {sub}: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Some((sub, _)) if sub == "-h" || sub == "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS
@@ -179,7 +190,7 @@ pub fn main(args: &[String]) -> ExitCode {
     }
 }
 
-fn on_path(prog: &str) -> bool {
+pub(crate) fn on_path(prog: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
 }
@@ -349,7 +360,7 @@ fn proc_cpu(pid: u32) -> Result<f64, String> {
 
 /// Seconds of the day of an OpenSM (`Nov 29 18:39:56 812142 [...]`) or ibsm
 /// (`2026-11-29 18:39:22.645176 [ibsm]`) log line.
-fn log_time(line: &str) -> Option<f64> {
+pub(crate) fn log_time(line: &str) -> Option<f64> {
     let w: Vec<&str> = line.split_whitespace().take(4).collect();
     let (hms, micros) = if w.first()?.contains('-') {
         let (hms, us) = w.get(1)?.split_once('.')?;

@@ -221,7 +221,7 @@ fn run(a: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => f64::NAN,
@@ -253,7 +253,7 @@ fn summary(samples: &[Sample]) -> String {
 }
 
 /// Seconds of the UTC day now (the clock of ibsm's log timestamps).
-fn now_of_day() -> f64 {
+pub(crate) fn now_of_day() -> f64 {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -271,7 +271,7 @@ fn log_time(line: &str) -> Option<f64> {
 }
 
 /// `b - a` across midnight.
-fn since(a: f64, b: f64) -> f64 {
+pub(crate) fn since(a: f64, b: f64) -> f64 {
     let d = b - a;
     if d < -43_200.0 {
         d + 86_400.0
@@ -281,7 +281,7 @@ fn since(a: f64, b: f64) -> f64 {
 }
 
 /// A child process killed (SIGKILL) and reaped when dropped.
-struct Proc(Child);
+pub(crate) struct Proc(pub(crate) Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -291,7 +291,7 @@ impl Drop for Proc {
 }
 
 /// Polls `log` until `done(text)` holds; an error after `limit` or if `proc` exits.
-fn wait_log(
+pub(crate) fn wait_log(
     log: &Path,
     proc: &mut Proc,
     what: &str,
@@ -317,7 +317,7 @@ fn wait_log(
     }
 }
 
-fn spawn(mut cmd: Command, dir: &Path, name: &str) -> Result<Proc, String> {
+pub(crate) fn spawn(mut cmd: Command, dir: &Path, name: &str) -> Result<Proc, String> {
     let out = std::fs::File::create(dir.join(format!("{name}.stdout")))
         .map_err(|e| format!("{}: {e}", dir.display()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
@@ -462,7 +462,7 @@ fn one_run(
 }
 
 /// SMPs and the Sets text of `… heavy sweep N done in X s: S SMPs (…); Sets: …`.
-fn parse_sweep_line(l: &str) -> Option<(u64, String)> {
+pub(crate) fn parse_sweep_line(l: &str) -> Option<(u64, String)> {
     let (_, rest) = l.split_once(" s: ")?;
     let smps = rest.split_whitespace().next()?.parse().ok()?;
     let (_, sets) = rest.split_once("Sets: ")?;

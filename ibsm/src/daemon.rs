@@ -478,7 +478,23 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 log.line(level, &line);
             }
             match ev {
-                Event::PhaseDone { phase, stats } => metrics.phase_done(phase, &stats),
+                Event::PhaseDone { phase, stats } => {
+                    if phase == sm::Phase::LightSweep {
+                        // OpenSM's "LIGHT SWEEP COMPLETE" is verbose too; this one counts.
+                        log.line(
+                            Level::Verbose,
+                            &format!(
+                                "light sweep done in {:.3} s: {} SMPs ({} retried, {} timed out); Sets: {}",
+                                stats.elapsed.as_secs_f64(),
+                                stats.smps,
+                                stats.retried,
+                                stats.timed_out,
+                                stats.sets
+                            ),
+                        );
+                    }
+                    metrics.phase_done(phase, &stats);
+                }
                 Event::Guid2LidUpdated(text) => {
                     let _ = std::fs::create_dir_all(&opts.cache_dir);
                     if let Err(e) = write_atomic(&g2l_path, text.as_bytes()) {

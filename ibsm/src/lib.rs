@@ -12,6 +12,7 @@
 pub mod asic_cmd;
 pub mod bench_cmd;
 pub mod bench_failover;
+pub mod bench_unlink;
 pub mod config;
 pub mod ctl;
 pub mod daemon;

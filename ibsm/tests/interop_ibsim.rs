@@ -796,6 +796,88 @@ fn bench_failover_small() {
     }
 }
 
+/// `ibsm bench unlink` and `ibsm bench light` end to end on fat-tree:3,4 (20 switches): each SM
+/// re-sweeps after the console's Unlink and ReLink of a spine link, ibsm's log and ibsim's port
+/// counter agree on its SMPs, the cut changes LFT entries, and a light sweep of the unchanged
+/// fabric sends SMPs but no Set.
+#[test]
+fn bench_unlink_and_light_small() {
+    let test = "interop bench_unlink_and_light_small";
+    if !peers(test) {
+        return;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if !std::env::split_paths(&path).any(|p| p.join("opensm").is_file()) {
+        let why = "opensm not installed (apt-get install opensm)";
+        assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
+        report_skip(test, why);
+        return;
+    }
+    let dir = TempDir::new("bench-unlink").unwrap();
+    let bench = |args: &[&str]| -> String {
+        let child = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+            .arg("bench")
+            .args(args)
+            .args(["--runs", "1", "--keep"])
+            .arg(dir.path().join(args[0]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(180));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            in_time && out.status.success(),
+            "{args:?}: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let row = |out: &str, sm: &str, what: &str| -> Vec<String> {
+        out.lines()
+            .find(|l| l.split_whitespace().take(3).eq(["1", sm, what]))
+            .unwrap_or_else(|| panic!("no {sm} {what} row:\n{out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let num = |r: &[String], i: usize| -> f64 { r[i].trim_end_matches('%').parse().unwrap() };
+    let out = bench(&["unlink", "fat-tree:3,4", "--link", "\"core-0-0\"[1]"]);
+    for what in ["Unlink", "ReLink"] {
+        for sm in ["opensm", "ibsm"] {
+            let r = row(&out, sm, what);
+            assert!((0.0..30.0).contains(&num(&r, 3)), "{r:?}");
+            assert!(num(&r, 4) >= 1.0, "at least one heavy sweep: {r:?}");
+            assert!(num(&r, 6) > 0.0, "SMPs on the wire: {r:?}");
+        }
+        let r = row(&out, "ibsm", what);
+        let (log, wire) = (num(&r, 5), num(&r, 6));
+        assert!(
+            (wire - log).abs() <= 0.1 * log + 10.0,
+            "log and counter agree: {r:?}"
+        );
+        assert!(r[8..].join(" ").contains("LFT "), "routes moved: {r:?}");
+    }
+    assert!(out.contains("Unlink  OpenSM / ibsm: "), "{out}");
+    let out = bench(&["light", "fat-tree:3,4", "--sweeps", "2", "--interval", "1"]);
+    for sm in ["opensm", "ibsm"] {
+        let r = row(&out, sm, "light");
+        assert_eq!(r[4], "2", "two light sweeps counted: {r:?}");
+        assert!(
+            num(&r, 6) >= 20.0,
+            "a SwitchInfo per switch at least: {r:?}"
+        );
+    }
+    let r = row(&out, "ibsm", "light");
+    assert_eq!(
+        r[8], "none",
+        "a light sweep of an unchanged fabric sets nothing: {r:?}"
+    );
+    assert!(num(&r, 5) >= 20.0, "{r:?}");
+}
+
 both_shims! {
     /// A line of 46 switches with the SM at one end: directed routes of up to 46 hops, beyond the
     /// 40 return-path bytes umad2sim delivers intact (it truncates received MADs at byte 232), so

@@ -268,9 +268,21 @@ impl IbsimGuard {
     /// # Errors
     /// As [`IbsimGuard::start`].
     pub fn start_with_console(topology: &Path) -> Result<IbsimGuard, IbsimError> {
+        Self::start_with_console_and(topology, &[])
+    }
+
+    /// [`IbsimGuard::start_with_console`] with extra ibsim options (e.g. `["-N", "30000"]`)
+    /// before the file.
+    ///
+    /// # Errors
+    /// As [`IbsimGuard::start`].
+    pub fn start_with_console_and(
+        topology: &Path,
+        extra: &[&str],
+    ) -> Result<IbsimGuard, IbsimError> {
         let sockname = Self::fresh_sockname();
         let mut cmd = Command::new("ibsim");
-        cmd.arg("-s").arg(topology);
+        cmd.arg("-s").args(extra).arg(topology);
         Self::spawn(cmd, "ibsim", sockname, true)
     }
 
