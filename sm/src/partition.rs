@@ -15,6 +15,10 @@
 //!   optionally `=full|limited|both` (abbreviations such as `limi` accepted, as OpenSM).
 //!   Definitions with the same P_Key merge (the first name stays); a definition without a
 //!   P_Key gets the next free one from 1 (or the P_Key of an earlier one with its name).
+//! - **`sl=` and QoS.** As OpenSM's (`osm_prtn_config.c`), a partition's `sl=` is overridden to
+//!   0 unless `qos` is on ([`PartitionConfig::parse_with_qos`]): the SL of the PathRecords of
+//!   its P_Key ([`Partition::sl`]), of its broadcast group and of the `mgid=` groups that
+//!   inherit it; an `mgid=` line's own `sl=` stays.
 //! - **Errors.** OpenSM logs most mistakes and skips them (an unknown flag, a bad value, an
 //!   unknown membership) and falls back to the default configuration on the rest; we reject
 //!   every one with `file:line: what` ([`PartitionError`]), so a typo never silently changes
@@ -189,6 +193,9 @@ pub struct Partition {
     pub groups: Vec<McGroupDef>,
     /// Line of its first definition (0: built in).
     pub line: usize,
+    /// The SL of PathRecords with this P_Key when neither the request nor a QoS level gives
+    /// one: the `sl=` of its last definition, 0 without `qos` (OpenSM's `p_prtn->sl`).
+    pub sl: u8,
 }
 
 /// `part_enforce`: where switch ports facing end ports check P_Keys.
@@ -293,6 +300,7 @@ fn default_partition(no_file: bool) -> Partition {
         members,
         groups: Vec::new(),
         line: 0,
+        sl: 0,
     }
 }
 
@@ -398,6 +406,8 @@ struct Def {
 struct Parser<'a> {
     file: &'a str,
     line: usize,
+    /// `qos` is on: a partition's `sl=` counts (else it is overridden to 0).
+    qos: bool,
 }
 
 impl Parser<'_> {
@@ -518,6 +528,11 @@ impl Parser<'_> {
                 }
             }
         }
+        if !self.qos {
+            // OpenSM: "Overriding SL %d to default SL %d on partition %s as QoS is not
+            // enabled" — before the broadcast group and the mgid= lines inherit it.
+            d.flags.sl = 0;
+        }
         Ok(d)
     }
 
@@ -604,7 +619,20 @@ impl PartitionConfig {
     /// flag, an unknown membership, a bad PortGUID, an mgid that is not multicast, an IP group
     /// whose P_Key, MTU or rate disagree with its partition.
     pub fn parse(text: &str, file: &str) -> Result<PartitionConfig, PartitionError> {
-        let mut p = Parser { file, line: 0 };
+        PartitionConfig::parse_with_qos(text, file, false)
+    }
+
+    /// [`PartitionConfig::parse`] with OpenSM's `qos` option: off, every partition's `sl=`
+    /// is overridden to 0 (an `mgid=` line's own `sl=` is not), as OpenSM does.
+    ///
+    /// # Errors
+    /// As [`PartitionConfig::parse`].
+    pub fn parse_with_qos(
+        text: &str,
+        file: &str,
+        qos: bool,
+    ) -> Result<PartitionConfig, PartitionError> {
+        let mut p = Parser { file, line: 0, qos };
         let mut defs: Vec<Def> = Vec::new();
         let mut cur: Option<Def> = None;
         for (i, raw) in text.lines().enumerate() {
@@ -684,20 +712,26 @@ impl PartitionConfig {
                     members: Vec::new(),
                     groups: Vec::new(),
                     line: d.line,
+                    sl: 0,
                 });
                 self.partitions.len() - 1
             }
         };
         let part = &mut self.partitions[idx];
         part.members.extend(d.members);
+        // OpenSM sets p_prtn->sl at every definition: the last one's counts.
+        part.sl = d.flags.sl;
         if d.ipoib && !part.ipoib {
             part.ipoib = true;
             part.flags = d.flags;
-            for s in scopes(d.flags.scope_mask) {
-                let g = broadcast_group(pkey, &d.flags, s);
-                if part.groups.iter().all(|x| x.mgid != g.mgid) {
-                    part.groups.insert(0, g);
-                }
+            // One broadcast group, link-local, whatever `scope=` says: OpenSM's
+            // partition_create builds it with its own flags' scope mask left 0 (its
+            // doc/partition-config.txt promises a group per scope; 3.3.23 creates only
+            // ff12:401b:…, as measured with saquery -g). The partition's `scope=` still
+            // applies to its `mgid=` lines.
+            let g = broadcast_group(pkey, &d.flags, DEFAULT_SCOPE);
+            if part.groups.iter().all(|x| x.mgid != g.mgid) {
+                part.groups.insert(0, g);
             }
         }
         for (line, mut mgid, f) in d.groups {

@@ -257,7 +257,7 @@ impl Options {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(base),
             Err(e) => return Err(format!("partition_config_file (-P) {}: {e}", p.display())),
         };
-        let parsed = PartitionConfig::parse(&text, &p.display().to_string())
+        let parsed = PartitionConfig::parse_with_qos(&text, &p.display().to_string(), self.qos)
             .map_err(|e| format!("partition_config_file (-P) {e}"))?;
         Ok(PartitionConfig {
             enforce: base.enforce,

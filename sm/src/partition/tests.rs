@@ -97,22 +97,52 @@ fn opensm_doc_examples_parse() {
 #[test]
 fn flags_and_scopes() {
     let c = parse(
-        "storage=0x8001, ipoib, mtu=5, rate=7, scope=2, scope=5, Q_Key=0x1234 : ALL_CAS=full;",
+        "storage=0x8001, ipoib, mtu=5, rate=7, scope=2, scope=5, Q_Key=0x1234 : ALL_CAS=full,\n\
+         mgid=ff12:401b::0707 ;",
     );
     let p = &c.partitions[1];
     assert_eq!(p.pkey, 1, "the membership bit of 0x8001 is dropped");
     assert_eq!((p.flags.mtu, p.flags.rate), (5, 7));
-    let g: Vec<(u8, u8, u8)> = p
+    let g: Vec<(u8, u8, u8, bool)> = p
         .groups
         .iter()
-        .map(|g| (g.mgid[1], g.scope, g.hop_limit))
+        .map(|g| (g.mgid[1], g.scope, g.hop_limit, g.broadcast))
         .collect();
-    assert_eq!(g.len(), 2);
-    assert!(g.contains(&(0x12, 2, 0)) && g.contains(&(0x15, 5, 0xff)));
+    // The broadcast group: link-local only, as OpenSM builds it; the mgid= line inherits
+    // both scopes.
+    assert_eq!(
+        g,
+        [
+            (0x12, 2, 0, true),
+            (0x12, 2, 0, false),
+            (0x15, 5, 0xff, false)
+        ]
+    );
     assert!(p
         .groups
         .iter()
         .all(|g| g.q_key == 0x1234 && g.mgid[4..6] == [0x80, 0x01]));
+}
+
+#[test]
+fn a_partitions_sl_counts_only_with_qos_and_the_last_definition_wins() {
+    let text = "storage=0x8001, ipoib, sl=3 : ALL_CAS=full,\n\
+                mgid=ff12::1\n\
+                , mgid=ff12::2,sl=1 ;\n\
+                storage=0x8001, sl=4 : ALL_SWITCHES=limited ;";
+    let sls = |c: &PartitionConfig| {
+        let p = &c.partitions[1];
+        let g: Vec<u8> = p.groups.iter().map(|g| g.sl).collect();
+        (p.sl, g)
+    };
+    // OpenSM overrides a partition's sl= to 0 without QoS; an mgid line's own sl= stays.
+    let off = PartitionConfig::parse_with_qos(text, "p.conf", false).unwrap();
+    assert_eq!(sls(&off), (0, vec![0, 0, 1]));
+    assert_eq!(sls(&parse(text)), (0, vec![0, 0, 1]), "parse: QoS off");
+    // With QoS: the broadcast group and the inheriting group take it, PathRecords the last
+    // definition's.
+    let on = PartitionConfig::parse_with_qos(text, "p.conf", true).unwrap();
+    assert_eq!(sls(&on), (4, vec![3, 3, 1]));
 }
 
 #[test]
