@@ -313,6 +313,14 @@ impl Sweep {
             .iter()
             .flat_map(|p| p.groups.iter().copied())
             .collect();
+        // Their PathRecord SLs (partitions.conf `sl=`; 0 without qos, as OpenSM's).
+        snap.partition_sls = cx
+            .cfg
+            .partitions
+            .partitions
+            .iter()
+            .map(|p| (p.pkey, p.sl))
+            .collect();
         snap
     }
 

@@ -1292,19 +1292,23 @@ fn multicast(ctx: &PathCtx<'_>, req: &PathRequest, requester: u32, out: &mut Vec
 /// Bytes of one PathRecord in an answer.
 pub const RECORD_LEN: usize = PATH_RECORD_LEN;
 
-/// The snapshot's P_Key tables as a [`PKeyView`] (a port without a table: default partition).
-struct SnapPKeys<'a>(&'a super::snapshot::PKeyTables);
+/// The snapshot's P_Key tables as a [`PKeyView`] (a port without a table: default partition),
+/// with its partitions' SLs.
+struct SnapPKeys<'a>(&'a super::snapshot::PKeyTables, &'a [(u16, u8)]);
 
 impl PKeyView for SnapPKeys<'_> {
     fn pkeys(&self, node: NodeId, port: PortNum) -> Option<&[PKey]> {
         self.0.get(&(node, port)).map(Vec::as_slice)
+    }
+    fn partition_sl(&self, base: u16) -> Option<u8> {
+        self.1.iter().find(|&&(k, _)| k == base).map(|&(_, sl)| sl)
     }
 }
 
 /// Runs `f` with the query context of `snap`; `None` if the snapshot has no routes (no paths).
 fn with_ctx<R>(snap: &super::SaSnapshot, f: impl FnOnce(&PathCtx<'_>) -> R) -> Option<R> {
     let routes = snap.routes.as_ref()?;
-    let pkeys = SnapPKeys(&snap.pkeys);
+    let pkeys = SnapPKeys(&snap.pkeys, &snap.partition_sls);
     let sl2vl = |n: NodeId, i: PortNum, o: PortNum| snap.known_qos(n)?.sl2vl(i, o);
     let ctx = PathCtx {
         config: PathConfig {

@@ -127,6 +127,9 @@ pub struct SaSnapshot {
     /// The multicast groups the partitions pre-create (filled by the SM from its partition
     /// configuration).
     pub mcast_groups: Vec<crate::partition::McGroupDef>,
+    /// Each partition's P_Key (15 bits) and PathRecord SL ([`crate::partition::Partition::sl`],
+    /// filled by the SM from its partition configuration).
+    pub partition_sls: Vec<(u16, u8)>,
     /// The SMs: this one first.
     pub sms: Vec<SmEntry>,
     /// Configuration facts.
@@ -187,6 +190,7 @@ impl SaSnapshot {
             qos,
             pkeys: PKeyTables::new(),
             mcast_groups: Vec::new(),
+            partition_sls: Vec::new(),
             sms,
             facts: inp.facts,
             path: OnceLock::new(),
