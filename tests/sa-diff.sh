@@ -10,7 +10,13 @@
 # and the exit status is 1 if any record type differs. With --keep the work directory (both
 # dumps, logs) is kept and its path printed.
 #
-# usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] TOPOLOGY.net
+# usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] TOPOLOGY.net
+#
+#   --partitions FILE   both SMs read this partitions.conf (-P FILE): P_Key tables, the groups
+#                       the partitions pre-create (MCG, MCMR: mtu=, rate=, sl=, scope=, Q_Key=
+#                       of `ipoib` partitions) and PathRecords between partitions (PR)
+#   --qos               both SMs with QoS on (-Q): a partition's sl= then counts (OpenSM
+#                       overrides it to 0 without QoS), in its groups and its PathRecords
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #
@@ -54,16 +60,26 @@ root=$PWD
 server=ibsim
 keep=0
 net=
+parts=
+qos=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
         --keep) keep=1; shift ;;
+        --partitions) parts=${2:-}; shift 2 ;;
+        --qos) qos=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) net=$1; shift ;;
     esac
 done
-[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] TOPOLOGY.net" >&2; exit 2; }
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] TOPOLOGY.net" >&2; exit 2; }
+sm_args=()
+if [ -n "$parts" ]; then
+    [ -r "$parts" ] || { echo "--partitions: cannot read $parts" >&2; exit 2; }
+    sm_args+=(-P "$(cd "$(dirname "$parts")" && pwd)/$(basename "$parts")")
+fi
+[ $qos = 0 ] || sm_args+=(-Q)
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
 for prog in opensm saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }
@@ -127,7 +143,7 @@ wait_for() { # file pattern seconds
 
 mkdir -p "$work/osm-cache" "$work/ibsm-cache"
 (cd "$work" && OSM_CACHE_DIR=$work/osm-cache OSM_TMP_DIR=$work/osm-cache SIM_HOST=$sm_host \
-    LD_PRELOAD=$shim exec opensm -e -s 0 -d 2 -f "$work/opensm.log" > "$work/opensm.out" 2>&1) &
+    LD_PRELOAD=$shim exec opensm -e -s 0 -d 2 "${sm_args[@]}" -f "$work/opensm.log" > "$work/opensm.out" 2>&1) &
 osm=$!
 pids+=($osm)
 wait_for "$work/opensm.log" "SUBNET UP" 60 || { echo "OpenSM: no SUBNET UP" >&2; exit 1; }
@@ -135,7 +151,7 @@ dump "$work/opensm"
 stop "$osm"
 cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
 (cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
-    exec "$ibsm" run -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
+    exec "$ibsm" run "${sm_args[@]}" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
 pids+=($!)
 wait_for "$work/ibsm.log" "SUBNET UP" 60 || { echo "ibsm: no SUBNET UP" >&2; exit 1; }
 # The SL-to-VL / VLArbitration tables ibsm does not program are read right after SUBNET UP.

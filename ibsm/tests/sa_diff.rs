@@ -32,17 +32,23 @@ fn have(prog: &str) -> bool {
 }
 
 fn run(server: &str) {
-    let test = format!("sa_diff on {server}");
+    run_with(server, &[]);
+}
+
+/// Runs tests/sa-diff.sh on `server` with `extra` options; checks every record type PASSes
+/// (non-empty where every fabric has records) and returns its standard output.
+fn run_with(server: &str, extra: &[&str]) -> String {
+    let test = format!("sa_diff on {server} {extra:?}");
     set_current_shim(Shim::Ibsm);
     if !peers_or_skip(&test) {
-        return;
+        return String::new();
     }
     for prog in ["opensm", "saquery", "bash", "awk"] {
         if !have(prog) {
             let why = format!("{prog} not installed (apt-get install opensm infiniband-diags)");
             assert!(!require_peers(), "IBSM_REQUIRE_PEERS=1 but {why}");
             report_skip(&test, &why);
-            return;
+            return String::new();
         }
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -50,6 +56,7 @@ fn run(server: &str) {
     let child = Command::new("bash")
         .arg(root.join("tests/sa-diff.sh"))
         .args(["--server", server])
+        .args(extra)
         .arg(&net)
         .env("IBSM_UMAD_SHIM", Shim::Ibsm.path().unwrap())
         .env("IBSM_BIN", env!("CARGO_BIN_EXE_ibsm"))
@@ -86,6 +93,7 @@ fn run(server: &str) {
         "{test}: {:?}\n{stdout}\n{stderr}",
         out.status
     );
+    stdout.into_owned()
 }
 
 #[test]
@@ -96,4 +104,79 @@ fn every_served_record_type_matches_opensm_on_ibsim() {
 #[test]
 fn every_served_record_type_matches_opensm_on_ibsm_sim_serve() {
     run("ibsm");
+}
+
+/// partitions.conf's IPoIB options end to end, against OpenSM on the same file: two `ipoib`
+/// partitions with mtu=, rate=, sl=, scope=, Q_Key=, TClass=, FlowLabel=, an IPv4 group and a
+/// group with its own flags. With QoS on, a partition's sl= reaches its broadcast group and the
+/// PathRecords of its P_Key (OpenSM overrides it to 0 without QoS: the plain run checks that).
+fn partitions(server: &str) {
+    let dir = umad::testutil::TempDir::new("sa-diff-parts").unwrap();
+    let conf = dir.path().join("partitions.conf");
+    std::fs::write(
+        &conf,
+        "Default=0x7fff, ipoib, mtu=5, rate=7, sl=2, scope=2, scope=5, Q_Key=0x1234, \
+         TClass=8, FlowLabel=0x123 : ALL=full ;\n\
+         storage=0x8001, ipoib, mtu=4, rate=6, sl=3 : ALL_CAS=full ;\n\
+         storage=0x8001 : mgid=ff12:401b::0707\n\
+         \t, mgid=ff15::1,sl=1,Q_Key=0xBEEF,rate=3,mtu=2 ;\n",
+    )
+    .unwrap();
+    let conf = conf.to_str().unwrap();
+    for qos in [false, true] {
+        let mut args = vec!["--partitions", conf, "--keep"];
+        if qos {
+            args.push("--qos");
+        }
+        let out = run_with(server, &args);
+        if out.is_empty() {
+            return; // skipped
+        }
+        // Both SMs read the file: four pre-created groups (the default partition alone has one).
+        assert!(
+            out.lines().any(|l| l.contains(" MCG opensm=4 ibsm=4 PASS")),
+            "{out}"
+        );
+        let work = out
+            .lines()
+            .find_map(|l| l.strip_prefix("work directory: "))
+            .expect("the kept work directory");
+        let work = Path::new(work);
+        let mcg = std::fs::read_to_string(work.join("ibsm/MCG.out")).unwrap();
+        let pr = std::fs::read_to_string(work.join("ibsm/PR.out")).unwrap();
+        std::fs::remove_dir_all(work).unwrap();
+        // The default partition's broadcast group as the options say (and OpenSM built it).
+        let bcast = mcg
+            .split("MCMemberRecord group dump:")
+            .find(|r| r.contains("ff12:401b:ffff::ffff:ffff"))
+            .unwrap_or_else(|| panic!("no default broadcast group:\n{mcg}"));
+        for want in [
+            "Mtu.....................0x85",
+            "Rate....................0x87",
+        ] {
+            assert!(bcast.contains(want), "{want}:\n{bcast}");
+        }
+        let sl = if qos { "0x2" } else { "0x0" };
+        assert!(
+            bcast.contains(&format!("SL......................{sl}")),
+            "qos {qos}: broadcast SL {sl}:\n{bcast}"
+        );
+        // PathRecords of the default P_Key carry its SL (with QoS).
+        let default_paths: Vec<&str> = pr
+            .split("PathRecord dump:")
+            .filter(|r| r.contains("pkey....................0xFFFF"))
+            .collect();
+        assert!(!default_paths.is_empty(), "{pr}");
+        assert!(
+            default_paths
+                .iter()
+                .all(|r| r.contains(&format!("sl......................{sl}"))),
+            "qos {qos}: PathRecord SL {sl}:\n{pr}"
+        );
+    }
+}
+
+#[test]
+fn partitions_conf_ipoib_options_match_opensm_on_ibsm_sim_serve() {
+    partitions("ibsm");
 }
