@@ -285,6 +285,30 @@ impl Bed {
             .collect()
     }
 
+    /// The `i`th CA of the topology.
+    fn ca(&self, i: usize) -> NodeId {
+        self.f
+            .topology()
+            .nodes_of_type(NodeType::CA)
+            .nth(i)
+            .unwrap()
+    }
+
+    /// True if the SM's model holds node `n`.
+    fn in_model(&self, n: NodeId) -> bool {
+        let g = self.f.topology().node(n).unwrap().guid();
+        self.sm.subnet().node_by_guid(g).is_some()
+    }
+
+    /// Every end port but those of `gone` holds the LID it held in `lids`.
+    fn assert_lids_kept(&self, lids: &HashMap<(NodeId, u8), u16>, gone: NodeId) {
+        let mut now = self.lids();
+        now.retain(|&(n, _), _| n != gone);
+        let mut expect = lids.clone();
+        expect.retain(|&(n, _), _| n != gone);
+        assert_eq!(now, expect, "LIDs unchanged");
+    }
+
     /// The change was handled by an incremental sweep, not a full discovery.
     fn assert_incremental(&self) {
         assert!(
@@ -370,12 +394,7 @@ fn ca_down_changes_only_its_own_entries() {
     let (mut bed, cold) = Bed::k8(false);
     let lids = bed.lids();
     let before = bed.lfts();
-    let ca = bed
-        .f
-        .topology()
-        .nodes_of_type(NodeType::CA)
-        .nth(37)
-        .unwrap();
+    let ca = bed.ca(37);
     let gone = bed.lids_of(ca, &lids);
     bed.f.set_link(ca, PortNum(1), false).unwrap();
     bed.run_for(Duration::from_secs(10));
@@ -390,16 +409,8 @@ fn ca_down_changes_only_its_own_entries() {
         !moved.is_empty(),
         "without the cache the lost LID's entries go to no path"
     );
-    assert!(bed
-        .sm
-        .subnet()
-        .node_by_guid(bed.f.topology().node(ca).unwrap().guid())
-        .is_none());
-    let mut lids_now = bed.lids();
-    lids_now.retain(|&(n, _), _| n != ca);
-    let mut expect = lids.clone();
-    expect.retain(|&(n, _), _| n != ca);
-    assert_eq!(lids_now, expect, "LIDs unchanged");
+    assert!(!bed.in_model(ca));
+    bed.assert_lids_kept(&lids, ca);
     bed.assert_all_pairs();
 }
 
@@ -408,12 +419,7 @@ fn with_the_cache_a_lost_ca_sends_no_lft_set_and_gets_its_lid_back() {
     let (mut bed, cold) = Bed::k8(true);
     let lids = bed.lids();
     let before = bed.lfts();
-    let ca = bed
-        .f
-        .topology()
-        .nodes_of_type(NodeType::CA)
-        .nth(37)
-        .unwrap();
+    let ca = bed.ca(37);
     bed.f.set_link(ca, PortNum(1), false).unwrap();
     bed.run_for(Duration::from_secs(10));
     report("CA down with the cache", &bed, cold);
@@ -433,11 +439,7 @@ fn with_the_cache_a_lost_ca_sends_no_lft_set_and_gets_its_lid_back() {
     bed.assert_incremental();
     assert_local(&bed, cold);
     assert_eq!(bed.lft_sets(), 0);
-    assert!(bed
-        .sm
-        .subnet()
-        .node_by_guid(bed.f.topology().node(ca).unwrap().guid())
-        .is_some());
+    assert!(bed.in_model(ca));
     assert_eq!(bed.lids(), lids, "the same LIDs");
     assert_eq!(bed.lfts(), before);
     bed.assert_all_pairs();
@@ -450,14 +452,7 @@ fn with_the_cache_a_lost_leaf_sends_no_lft_set_and_comes_back_with_its_lids() {
     let before = bed.lfts();
     let lv = bed.levels();
     // A leaf that is not the SM's own.
-    let sm_leaf = bed
-        .f
-        .peer(
-            bed.f.topology().nodes_of_type(NodeType::CA).next().unwrap(),
-            PortNum(1),
-        )
-        .unwrap()
-        .node;
+    let sm_leaf = bed.f.peer(bed.ca(0), PortNum(1)).unwrap().node;
     let leaf = lv
         .iter()
         .filter(|&(&n, &l)| l == 0 && n != sm_leaf)
@@ -471,11 +466,7 @@ fn with_the_cache_a_lost_leaf_sends_no_lft_set_and_comes_back_with_its_lids() {
     assert!(bed.logged("cached routing"), "{:#?}", bed.log_lines());
     assert_local(&bed, cold);
     assert_eq!(bed.lft_sets(), 0);
-    let g = bed.f.topology().node(leaf).unwrap().guid();
-    assert!(
-        bed.sm.subnet().node_by_guid(g).is_none(),
-        "the leaf is gone from the model"
-    );
+    assert!(!bed.in_model(leaf), "the leaf is gone from the model");
     bed.assert_all_pairs();
     bed.reset();
     bed.set_node(leaf, true);
@@ -539,11 +530,7 @@ fn with_the_cache_a_lost_spine_switch_still_recomputes() {
             "spine {sw:?} LID {lid} moved"
         );
     }
-    let mut expect = lids.clone();
-    expect.retain(|&(n, _), _| n != spine);
-    let mut now = bed.lids();
-    now.retain(|&(n, _), _| n != spine);
-    assert_eq!(now, expect, "LIDs unchanged");
+    bed.assert_lids_kept(&lids, spine);
     bed.assert_all_pairs();
 }
 
@@ -551,12 +538,7 @@ fn with_the_cache_a_lost_spine_switch_still_recomputes() {
 fn a_returning_ca_without_the_cache_gets_its_lid_back() {
     let (mut bed, cold) = Bed::k8(false);
     let lids = bed.lids();
-    let ca = bed
-        .f
-        .topology()
-        .nodes_of_type(NodeType::CA)
-        .nth(90)
-        .unwrap();
+    let ca = bed.ca(90);
     bed.f.set_link(ca, PortNum(1), false).unwrap();
     bed.run_for(Duration::from_secs(10));
     bed.reset();
@@ -575,12 +557,7 @@ fn a_heavy_sweep_with_no_change_sends_no_lft_set() {
     let before = bed.lfts();
     // A link that flaps between two sweeps: its switches report a change, the walk finds the
     // same fabric.
-    let ca = bed
-        .f
-        .topology()
-        .nodes_of_type(NodeType::CA)
-        .nth(50)
-        .unwrap();
+    let ca = bed.ca(50);
     bed.f.set_link(ca, PortNum(1), false).unwrap();
     bed.f.set_link(ca, PortNum(1), true).unwrap();
     bed.run_for(Duration::from_secs(10));
@@ -731,7 +708,6 @@ fn an_unexplained_difference_falls_back_to_a_full_discovery() {
     bed.sm.handle_command(now, sm::Command::Sweep);
     bed.run_for(Duration::from_secs(20));
     assert!(bed.sm.is_up(), "{:#?}", bed.log_lines());
-    let g = topo.node(ca).unwrap().guid();
-    assert!(bed.sm.subnet().node_by_guid(g).is_none());
+    assert!(!bed.in_model(ca));
     bed.assert_all_pairs();
 }
