@@ -26,7 +26,11 @@
 #                          [--tests get-pr,table-pr,resweep] [--runs N] [TOPOLOGY]
 #
 #   --tests    which of the figures to measure (default all three; echo measures get-pr only)
-#   --runs N   repeat each get-pr N times (default 1), one BENCH line per run
+#   --runs N   rounds of get-pr (default 1): after round 1 (every figure of OpenSM, then of
+#              ibsm, then the floor), rounds 2..N run get-pr against OpenSM, ibsm and the
+#              floor one after the other, each SM started afresh, so that the machine's load
+#              changing between rounds hits all three alike; a last line gives each one's
+#              median microseconds per Get over the rounds
 #
 #   TOPOLOGY   a .net file or a generator spec (default fat-tree:3,16: 1,024 CAs, 320
 #              switches — more than stock ibsim's 256 switches: use --server ibsm)
@@ -101,7 +105,8 @@ if [ "$server" = ibsim ]; then
 else
     "$ibsm" sim serve "$net" --socket-name "$IBSIM_SOCKNAME" > "$work/sim.log" 2>&1 &
 fi
-pids+=($!)
+srv=$!
+pids+=($srv)
 for _ in $(seq 600); do grep -q ready "$work/sim.log" && break; sleep 0.1; done
 grep -q ready "$work/sim.log" || { echo "the simulator did not start:" >&2; cat "$work/sim.log" >&2; exit 1; }
 
@@ -111,7 +116,7 @@ wait_for() { # file pattern seconds
 }
 client() { (cd "$work" && SIM_HOST=$cl_host LD_PRELOAD=$shim "$@"); }
 now() { date +%s.%N; }
-report() { printf 'BENCH %s %s %s %s\n' "$name" "$server" "$1" "$2"; }
+report() { printf 'BENCH %s %s %s %s\n' "$name" "$server" "$1" "$2" | tee -a "$work/bench.out"; }
 
 # The 5,000-Get intervals of an osmtest -s4 log: "max median count" in seconds.
 intervals() {
@@ -119,21 +124,38 @@ intervals() {
         sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.3f %.3f %d\n", v[NR], v[int((NR + 1) / 2)], NR; else print "0 0 0" }'
 }
 
-getpr() { # sm run
-    local sm=$1 i=$2 t0 t1 rc n
+# CPU time (user + system, all threads) of a live process, in clock ticks.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+hz=$(getconf CLK_TCK)
+
+getpr() { # sm run sm-pid|file:FILE (the SM's "user system" seconds, written when it exits)
+    local sm=$1 i=$2 pid=$3 t0 t1 rc n c0 c1 s0 s1
+    c0=$(ticks "$pid"); s0=$(ticks "$srv")
     t0=$(now)
-    client timeout 1800 osmtest -f f -s4 -t 2000 > "$work/$sm-getpr$i.out" 2>&1; rc=$?
+    client timeout 1800 /usr/bin/time -f '%U %S' -o "$work/$sm-getpr$i.time" \
+        osmtest -f f -s4 -t 2000 > "$work/$sm-getpr$i.out" 2>&1; rc=$?
     t1=$(now)
+    c1=$(ticks "$pid"); s1=$(ticks "$srv")
+    case "$pid" in file:*)
+        wait_for "${pid#file:}" . 10
+        c0=0; c1=$(awk -v hz="$hz" '{ print ($1 + $2) * hz }' "${pid#file:}" 2>/dev/null) ;;
+    esac
     n=$(awk '/path_rec queries took/ { n = $3 } END { print n + 0 }' "$work/$sm-getpr$i.out")
-    report "$sm" "$(printf 'get-pr %.2f s rc=%d queries=%d rate=%.0f/s per-query=%.1fus load=%s' "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)" "$(echo "($t1 - $t0) * 1000000 / ($n + ($n == 0))" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)")"
+    # Where the time goes: CPU microseconds per Get of the SM (or responder), of the
+    # simulator and of osmtest (the client, with libibsm_umad.so in it).
+    local per="1000000 / ($n + ($n == 0))"
+    local cl
+    cl=$(awk '{ print $1 + $2 }' "$work/$sm-getpr$i.time" 2>/dev/null)
+    report "$sm" "$(printf 'get-pr %.2f s rc=%d queries=%d rate=%.0f/s per-query=%.1fus load=%s cpu-us/query: sm=%.1f sim=%.1f osmtest=%.1f' \
+        "$(echo "$t1 - $t0" | bc)" "$rc" "$n" "$(echo "$n / ($t1 - $t0)" | bc -l)" \
+        "$(echo "($t1 - $t0) * $per" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)" \
+        "$(echo "($c1 - $c0) / $hz * $per" | bc -l)" "$(echo "($s1 - $s0) / $hz * $per" | bc -l)" \
+        "$(echo "${cl:-0} * $per" | bc -l)")"
 }
 
-bench() { # sm resweep-command...
+others() { # sm resweep-command...: table-pr and resweep
     local sm=$1; shift
-    local t0 t1 rc n i
-    if want get-pr; then
-        for i in $(seq "$runs"); do getpr "$sm" "$i"; done
-    fi
+    local t0 t1 rc n
     if want table-pr; then
         t0=$(now)
         client timeout 1800 saquery -p -t 60000 > "$work/$sm-pr.out" 2> "$work/$sm-pr.err"; rc=$?
@@ -156,16 +178,17 @@ bench() { # sm resweep-command...
     report "$sm" "resweep max=${max}s median=${med}s intervals=$cnt sweeps=$sweeps rc=$rc (no sweeps: max=${qmax}s median=${qmed}s)"
 }
 
-mkdir -p "$work/osm-cache" "$work/ibsm-cache"
-(cd "$work" && OSM_CACHE_DIR=$work/osm-cache OSM_TMP_DIR=$work/osm-cache SIM_HOST=$sm_host \
-    LD_PRELOAD=$shim exec opensm -e -s 0 -d 2 -f "$work/opensm.log" > "$work/opensm.out" 2>&1) &
-osm=$!
-pids+=($osm)
-wait_for "$work/opensm.log" "SUBNET UP" 600 || { echo "OpenSM: no SUBNET UP" >&2; exit 1; }
-[ -z "$only" ] || [ "$only" = opensm ] && bench opensm kill -HUP "$osm"
-stop "$osm"
-cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
-if [ -z "$only" ] || [ "$only" = ibsm ]; then
+runs_of() { case "$only" in ''|"$1") return 0 ;; esac; return 1; }
+start_opensm() {
+    rm -f "$work/opensm.log"
+    (cd "$work" && OSM_CACHE_DIR=$work/osm-cache OSM_TMP_DIR=$work/osm-cache SIM_HOST=$sm_host \
+        LD_PRELOAD=$shim exec opensm -e -s 0 -d 2 -f "$work/opensm.log" > "$work/opensm.out" 2>&1) &
+    osm=$!
+    pids+=($osm)
+    wait_for "$work/opensm.log" "SUBNET UP" 600 || { echo "OpenSM: no SUBNET UP" >&2; exit 1; }
+}
+start_ibsm() {
+    rm -f "$work/ibsm.log"
     (cd "$work" && OSM_CACHE_DIR=$work/ibsm-cache SIM_HOST=$sm_host LD_PRELOAD=$shim \
         exec "$ibsm" run -s 0 --ctl-socket "$work/ctl.sock" -f "$work/ibsm.log" > "$work/ibsm.out" 2>&1) &
     ism=$!
@@ -174,13 +197,46 @@ if [ -z "$only" ] || [ "$only" = ibsm ]; then
     # After SUBNET UP ibsm reads the SL-to-VL and VLArbitration tables (a few seconds at k16):
     # the queries start once it is idle, as OpenSM is at SUBNET UP.
     wait_for "$work/ibsm.log" "QoS tables read" 60
-    bench ibsm "$ibsm" ctl --socket "$work/ctl.sock" sweep heavy
+}
+echo_round() { # run: the responder answers one osmtest (ClassPortInfo + 100,000 Gets), exits
+    # The fabric stays as the SMs programmed it; the responder takes the SM's port and leaves
+    # it (IsSM cleared) when it has answered them all.
+    rm -f "$work/echo$1.time"
+    (cd "$work" && SIM_HOST=$sm_host LD_PRELOAD=$shim exec /usr/bin/time -f '%U %S' -o "$work/echo$1.time" \
+        "$echo_bin" --count 100001 > "$work/echo.out" 2>&1) &
+    local e=$!
+    pids+=($e)
+    wait_for "$work/echo.out" "answering" 60 || { echo "sa_echo did not start:" >&2; cat "$work/echo.out" >&2; exit 1; }
+    getpr echo "$1" "file:$work/echo$1.time"
+    stop "$e"
+}
+
+# Round 1: every figure of OpenSM, then of ibsm, then the floor; rounds 2..N (--runs): get-pr
+# again, the three one after the other, so that a change of the machine's load between rounds
+# hits all three alike.
+mkdir -p "$work/osm-cache" "$work/ibsm-cache"
+start_opensm
+if runs_of opensm; then
+    ! want get-pr || getpr opensm 1 "$osm"
+    others opensm kill -HUP "$osm"
+fi
+stop "$osm"
+cp "$work/osm-cache/guid2lid" "$work/ibsm-cache/guid2lid" 2>/dev/null
+if runs_of ibsm; then
+    start_ibsm
+    ! want get-pr || getpr ibsm 1 "$ism"
+    others ibsm "$ibsm" ctl --socket "$work/ctl.sock" sweep heavy
     stop "$ism"
 fi
-if { [ -z "$only" ] || [ "$only" = echo ]; } && want get-pr; then
-    # The fabric stays as the SMs programmed it; the responder takes the SM's port.
-    (cd "$work" && SIM_HOST=$sm_host LD_PRELOAD=$shim exec "$echo_bin" > "$work/echo.out" 2>&1) &
-    pids+=($!)
-    wait_for "$work/echo.out" "answering" 60 || { echo "sa_echo did not start:" >&2; cat "$work/echo.out" >&2; exit 1; }
-    for i in $(seq "$runs"); do getpr echo "$i"; done
+! want get-pr || ! runs_of echo || echo_round 1
+if want get-pr; then
+    for i in $(seq 2 "$runs"); do
+        if runs_of opensm; then start_opensm; getpr opensm "$i" "$osm"; stop "$osm"; fi
+        if runs_of ibsm; then start_ibsm; getpr ibsm "$i" "$ism"; stop "$ism"; fi
+        ! runs_of echo || echo_round "$i"
+    done
+    # Medians of the rounds, microseconds per Get.
+    med() { grep -h "^BENCH .* $1 get-pr " "$work/bench.out" | sed 's/.*per-query=\([0-9.]*\)us.*/\1/' | sort -g |
+        awk '{ v[NR] = $1 } END { if (NR) printf "%.1f", v[int((NR + 1) / 2)]; else print "-" }'; }
+    report summary "get-pr median per-query: opensm=$(med opensm)us ibsm=$(med ibsm)us echo=$(med echo)us ($runs rounds)"
 fi
