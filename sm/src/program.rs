@@ -61,11 +61,32 @@ struct KnownLft {
     blocks: Vec<Option<[u8; 64]>>,
 }
 
+/// The configuration the SM last set on a port and what the port answered to its latest Set
+/// ([`Programmer::on_port_info_set_ack`]).
+#[derive(Clone, Copy, Debug)]
+struct KnownPortInfo {
+    /// The configuration asked for ([`settle_key`] of the Set's payload).
+    asked: PortInfo,
+    /// The port's answer (GetResp) to the SM's latest PortInfo Set.
+    answer: PortInfo,
+}
+
+/// A PortInfo with the fields a configuration Set does not set (states, LinkDownDefault,
+/// ClientReregister) cleared: what two configurations are compared by.
+fn settle_key(pi: &PortInfo) -> PortInfo {
+    let mut k = *pi;
+    no_state_change(&mut k);
+    k.set_client_reregister(0);
+    k
+}
+
 /// The known state that outlives one sweep's subnet model (the LFT blocks each switch holds),
 /// and the diff of desired against known state as Set requests.
 #[derive(Debug, Default)]
 pub(crate) struct Programmer {
     known_lft: HashMap<Guid, KnownLft>,
+    /// By (NodeGUID, port).
+    known_pi: HashMap<(Guid, u8), KnownPortInfo>,
     known_qos: HashMap<Guid, KnownQos>,
     known_pkeys: KnownPkeys,
     /// This sweep's partitions resolved against the subnet (and, once planned, laid out).
@@ -251,6 +272,9 @@ impl Programmer {
                 else {
                     continue;
                 };
+                if self.settled(s.node(id).guid, p, &cur, &want) {
+                    continue;
+                }
                 if let Some(mut set) = config_set(&cur, &want) {
                     if client_reregister(cfg, s, id, p, &cur, &want) {
                         set.set_client_reregister(1);
@@ -389,6 +413,51 @@ impl Programmer {
     /// What the SM knows node `guid` to hold (acknowledged QoS Sets), if anything.
     pub fn known_qos(&self, guid: Guid) -> Option<&KnownQos> {
         self.known_qos.get(&guid)
+    }
+
+    /// A PortInfo Set of port `p` of node `id` (payload `sent`) was answered with `answer`
+    /// (status 0). A configuration Set (PortState NoChange) records what was asked and the
+    /// answer; a state Set only the answer.
+    pub fn on_port_info_set_ack(
+        &mut self,
+        s: &Subnet,
+        id: NodeId,
+        p: PortNum,
+        sent: &[u8; 64],
+        answer: &[u8; 64],
+    ) {
+        let (Ok((sent, _)), Ok((answer, _))) = (
+            PortInfo::ref_from_prefix(sent),
+            PortInfo::ref_from_prefix(answer),
+        ) else {
+            return;
+        };
+        let Some(node) = s.nodes.get(id.idx()) else {
+            return;
+        };
+        let key = (node.guid, p.0);
+        if sent.port_state() == PortState::NO_CHANGE {
+            self.known_pi.insert(
+                key,
+                KnownPortInfo {
+                    asked: settle_key(sent),
+                    answer: *answer,
+                },
+            );
+        } else if let Some(k) = self.known_pi.get_mut(&key) {
+            k.answer = *answer;
+        }
+    }
+
+    /// True if port `p` of the node `guid` was already asked for the configuration `want`
+    /// and has not changed since it answered (`cur` is that answer): no Set again. A port
+    /// that accepts a Set but keeps reporting its own value for a field it does not implement
+    /// (ibsim: LinkWidthEnabled after "set to supported", SubnetTimeout) is not written at
+    /// every sweep; one that was reset or reconfigured by someone else answers differently.
+    fn settled(&self, guid: Guid, p: PortNum, cur: &PortInfo, want: &PortInfo) -> bool {
+        self.known_pi
+            .get(&(guid, p.0))
+            .is_some_and(|k| k.answer == *cur && k.asked == settle_key(want))
     }
 
     /// A programming Set was acknowledged, or an LFT block read (GetResp with status 0): what
@@ -1045,6 +1114,50 @@ mod tests {
         assert_eq!(s.port_state(), PortState::ARMED);
         assert_eq!(s.phys_state(), PhysState::NO_CHANGE);
         assert_eq!(s.mtu_cap(), 5);
+    }
+
+    /// A port that accepts a configuration Set but keeps reporting its own value for a field
+    /// (ibsim: SubnetTimeout, LinkWidthEnabled after 255) is not written again while it
+    /// answers as it did; once it answers differently (reset), it is.
+    #[test]
+    fn a_port_that_answered_the_same_configuration_is_not_set_again() {
+        let (s, _, ca) = two_nodes();
+        let cfg = SmConfig::default();
+        let mut disc = Discovery::start(PortNum(1)).0;
+        disc.subnet = s;
+        let pi_sets = |prog: &mut Programmer, disc: &Discovery| {
+            prog.plan(&cfg, disc, None, Lid(7), Lid(1))
+                .into_iter()
+                .filter(|r| r.purpose == Purpose::SetPortInfo(ca, PortNum(1)))
+                .collect::<Vec<_>>()
+        };
+        let mut prog = Programmer::default();
+        let first = pi_sets(&mut prog, &disc);
+        assert_eq!(first.len(), 1, "a new port is configured");
+        // The port answers with everything but SubnetTimeout, which it does not implement.
+        let mut answer = *PortInfo::ref_from_prefix(&first[0].data).unwrap().0;
+        answer.set_port_state(PortState::INIT);
+        answer.set_phys_state(PhysState::LINK_UP);
+        answer.set_subnet_timeout(31);
+        prog.on_port_info_set_ack(
+            &disc.subnet,
+            ca,
+            PortNum(1),
+            &first[0].data,
+            &data_of(&answer),
+        );
+        prog.on_ack(&mut disc, first[0].purpose, &data_of(&answer));
+        assert!(
+            pi_sets(&mut prog, &disc).is_empty(),
+            "answered as before: settled"
+        );
+        // Without that memory the field would differ at every sweep.
+        assert!(pi_sets(&mut Programmer::default(), &disc).len() == 1);
+        // The port was reset: it answers a Get differently and is configured again.
+        let mut reset = answer;
+        reset.lid.set(0);
+        disc.subnet.port_mut(ca, PortNum(1)).unwrap().info = Some(reset);
+        assert_eq!(pi_sets(&mut prog, &disc).len(), 1);
     }
 
     #[test]

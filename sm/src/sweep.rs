@@ -537,6 +537,10 @@ impl Sweep {
             | Purpose::SetLft(..)
             | Purpose::GetLft(..)
             | Purpose::SetPortInfo(..) => {
+                if let Purpose::SetPortInfo(id, p) = req.purpose {
+                    self.program
+                        .on_port_info_set_ack(&self.disc.subnet, id, p, &req.data, data);
+                }
                 self.program.on_ack(&mut self.disc, req.purpose, data);
             }
             Purpose::SetQos(id, p) | Purpose::GetQos(id, p) => {
