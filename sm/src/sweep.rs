@@ -181,6 +181,9 @@ pub(crate) struct Sweep {
     heavy_after_light: bool,
     /// Switches (by NodeGUID) the last light sweep could not read.
     light_silent: HashSet<Guid>,
+    /// The light sweep run before the requested heavy sweep: when it began and its figures,
+    /// added to the heavy sweep's.
+    pre_pass: Option<(Time, PhaseStats)>,
     /// The current heavy sweep's walk replays the previous model (an incremental sweep).
     replay: Option<Replay>,
     /// The topology and tables of the last routing computed (`use_ucast_cache`).
@@ -236,6 +239,7 @@ impl Sweep {
             psc_fresh: false,
             heavy_after_light: false,
             light_silent: HashSet::new(),
+            pre_pass: None,
             replay: None,
             ucast_base: None,
         }
@@ -804,7 +808,12 @@ impl Sweep {
                 }
                 Stage::ReadingQos => self.finish_qos_reads(now, cx),
                 Stage::LightSweep => {
-                    self.end_phase(now, cx);
+                    let began = self.phase_start;
+                    let stats = self.end_phase(now, cx);
+                    if self.heavy_after_light {
+                        // The heavy sweep's own first step: its figures count it.
+                        self.pre_pass = Some((began, stats));
+                    }
                     self.stage = Stage::Idle;
                     let lost = std::mem::take(&mut self.errors.light_lost);
                     if let Some(first) = lost.iter().min_by_key(|p| (p.len(), p.ports())) {
@@ -879,6 +888,7 @@ impl Sweep {
         self.begin(now, Phase::LightSweep, Stage::LightSweep);
         self.light_changed = false;
         self.light_silent.clear();
+        self.pre_pass = None;
         let s = &self.disc.subnet;
         let reqs: Vec<Request> = s
             .switches()
@@ -944,8 +954,10 @@ impl Sweep {
         cx.timers.stop(Timer::TrapSweep);
         cx.timers.stop(Timer::Compute);
         self.heavy_sweeps += 1;
-        self.heavy_began = now;
-        self.heavy_stats = PhaseStats::default();
+        // A light sweep run for this heavy sweep (see `heavy_after_light`) is part of it.
+        let (began, stats) = self.pre_pass.take().unwrap_or((now, PhaseStats::default()));
+        self.heavy_began = began;
+        self.heavy_stats = stats;
         self.errors = SweepErrors::default();
         self.lfts_programmed = false;
         let full = self.full_discovery_reason(cx);

@@ -371,6 +371,23 @@ fn spine_link_down_rereads_only_its_two_switches_and_moves_only_the_routes_over_
     bed.f.set_link(spine, PortNum(p), false).unwrap();
     bed.run_for(Duration::from_secs(10));
     report("spine link down", &bed, cold);
+    // The heavy sweeps' own figures count every SMP of the change, the light sweep run
+    // first included (all but the TrapRepresses).
+    let reported: u64 = bed
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HeavySweepDone { stats, .. } => Some(stats.smps),
+            _ => None,
+        })
+        .sum();
+    let repress = bed
+        .sent
+        .iter()
+        .filter(|(&(m, _), _)| m == Method::TRAP_REPRESS.0)
+        .map(|(_, &n)| n)
+        .sum::<u64>();
+    assert_eq!(reported, bed.smps() - repress, "{:?}", bed.sent);
     assert!(bed.sm.is_up());
     bed.assert_incremental();
     assert_local(&bed, cold);
