@@ -14,8 +14,9 @@
 //! `Unlink "NODE"[PORT]` (default: the first core switch's port 1, a spine link) at ibsim's
 //! console, waits for the SM to settle, then `ReLink` the same. For each change: time from the
 //! console write to the next `SUBNET UP` line in the SM's log, heavy sweeps it ran, SMPs (and for
-//! ibsm the Sets, from its `heavy sweep N done … Sets:` lines), and the SMPs as a share of
-//! ibsm's cold bring-up (its first heavy sweep).
+//! ibsm the Sets, from its `heavy sweep N done … Sets:` lines, plus the SL-to-VL reads of its
+//! `QoS tables read: … SMPs` lines after SUBNET UP), and the SMPs as a share of ibsm's cold
+//! bring-up (its first heavy sweep).
 //!
 //! **light** (a light sweep every `--interval` seconds, log flags 0x07 so both SMs log their
 //! light sweeps: OpenSM's `INITIATING LIGHT SWEEP` / `LIGHT SWEEP COMPLETE`, ibsm's
@@ -393,6 +394,22 @@ fn heavy_sweeps_after(text: &str, t0: f64) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// The SMPs of ibsm's `QoS tables read: G Gets, N SMPs in …` lines at or after `t0` (the
+/// SL-to-VL tables of ports the change brought, read after SUBNET UP).
+fn qos_read_smps_after(text: &str, t0: f64) -> u64 {
+    lines_after(text, t0, "QoS tables read: ")
+        .filter_map(|(_, l)| {
+            let rest = l.split("QoS tables read: ").nth(1)?;
+            rest.split(", ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
 /// Sums Sets texts (`PortInfo 3, LFT 2`) by attribute, in first-seen order.
 fn sum_sets<'s>(texts: impl Iterator<Item = &'s str>) -> String {
     let mut by: Vec<(String, u64)> = Vec::new();
@@ -577,7 +594,9 @@ impl RunCtx<'_> {
             let (log_smps, sets) = match self.which {
                 Which::OpenSm => (None, "-".to_string()),
                 Which::Ibsm => (
-                    Some(sweeps.iter().map(|(n, _)| n).sum()),
+                    Some(
+                        sweeps.iter().map(|(n, _)| n).sum::<u64>() + qos_read_smps_after(&text, t0),
+                    ),
                     sum_sets(sweeps.iter().map(|(_, s)| s.as_str())),
                 ),
             };
@@ -748,6 +767,9 @@ mod tests {
         );
         assert_eq!(sum_sets(["none"].into_iter()), "none");
         assert_eq!(heavy_sweeps_after(log, 0.0).len(), 3);
+        let qos = "2026-12-06 12:00:05.200000 [ibsm] 0x02 -> QoS tables read: 16 Gets, 17 SMPs in 1.2ms\n";
+        assert_eq!(qos_read_smps_after(qos, t0), 17);
+        assert_eq!(qos_read_smps_after(qos, t0 + 5.0), 0);
         let light = lines_after(log, t0, "light sweep done in ").count();
         assert_eq!(light, 1);
         let osm = "Dec 06 12:29:31 444580 [7503F6C0] 0x04 -> state_mgr_light_sweep_start:\n\n\
