@@ -358,8 +358,12 @@ fn spine_link_down_rereads_only_its_two_switches_and_moves_only_the_routes_over_
     let lids = bed.lids();
     let before = bed.lfts();
     let lv = bed.levels();
-    let (spine, _) = lv.iter().find(|&(_, &l)| l == 2).unwrap();
-    let spine = *spine;
+    let spine = lv
+        .iter()
+        .filter(|&(_, &l)| l == 2)
+        .map(|(&n, _)| n)
+        .min()
+        .unwrap();
     let (p, agg) = bed.neighbours(spine)[0];
     let pa = bed
         .neighbours(agg)
