@@ -14,8 +14,11 @@
 //! dependencies) instead of hash maps or per-pair lists. [`DynTopo`] keeps such a graph
 //! acyclic while edges are added one at a time (Pearce and Kelly's dynamic topological order,
 //! ACM JEA 11, 2006): an edge that respects the current order is accepted in O(1), otherwise
-//! only the nodes between its ends in the order are searched and reordered. Removing an edge
-//! never invalidates the order, so engines roll back a rejected path by just decrementing.
+//! only the nodes between its ends in the order are searched — from both ends at once, so a
+//! cycle is found where the two searches meet — and reordered. Removing an edge never
+//! invalidates the order, so engines roll back a rejected path by removing its new edges.
+//! The live edges are bitsets in two numberings (successors of a channel contiguous, and
+//! predecessors), so a search step reads a word instead of a counter per possible dependency.
 
 use super::graph::SwitchGraph;
 
@@ -246,34 +249,120 @@ impl ChannelGraph {
         let a = self.arriving(u, q)?;
         Some((a, self.chan_start[u] + j))
     }
+
+    /// The bits of the dependencies `c → *` in the dependency-id numbering: `(first id,
+    /// count, first channel)`; id `first + j` leads to channel `first channel + j`.
+    #[inline]
+    fn succ_run(&self, c: u32) -> (usize, usize, u32) {
+        let (u, q) = self.to[c as usize];
+        let u = u as usize;
+        let (s, e) = (self.chan_start[u], self.chan_start[u + 1]);
+        if q == 0 {
+            return (0, 0, s);
+        }
+        let deg = e - s;
+        (
+            (self.dep_base[u] + (u32::from(q) - 1) * deg) as usize,
+            deg as usize,
+            s,
+        )
+    }
+
+    /// The bits of the dependencies `* → c` in the transposed numbering (per switch: leaving
+    /// index major, arrival port minor): `(first id, count, port base)`; id `first + i` comes
+    /// from the channel arriving on port `i + 1`, `arrive[port base + i + 1]`.
+    #[inline]
+    fn pred_run(&self, c: u32) -> (usize, usize, usize) {
+        let u = self.from[c as usize] as usize;
+        let j = c - self.first[c as usize];
+        let mp = u32::from(self.max_port[u]);
+        (
+            (self.dep_base[u] + j * mp) as usize,
+            mp as usize,
+            self.port_base[u] as usize,
+        )
+    }
+
+    /// The ids of dependency `a → b` in both numberings (`b` must leave where `a` arrives).
+    #[inline]
+    fn dep_ids(&self, a: u32, b: u32) -> Option<(usize, usize)> {
+        let d = self.dep(a, b)?;
+        let u = self.from[b as usize] as usize;
+        let q = u32::from(self.to[a as usize].1);
+        let j = b - self.first[b as usize];
+        let t = self.dep_base[u] + j * u32::from(self.max_port[u]) + (q - 1);
+        Some((d, t as usize))
+    }
 }
 
-/// An acyclic dependency graph kept in topological order while edges are added (see the module
-/// docs). Which dependencies exist is the caller's (a counter array per layer); this keeps only
-/// the order and search scratch.
+/// Calls `f(i)` for every set bit `start + i` of `words` with `i < len`, in order, until `f`
+/// returns false; returns whether it ran to the end.
+#[inline]
+fn each_bit(words: &[u64], start: usize, len: usize, mut f: impl FnMut(usize) -> bool) -> bool {
+    let end = start + len;
+    let mut w = start / 64;
+    while w * 64 < end {
+        let lo = w * 64;
+        let mut bits = words[w];
+        if lo < start {
+            bits &= !0u64 << (start - lo);
+        }
+        if end < lo + 64 {
+            bits &= (1u64 << (end - lo)) - 1;
+        }
+        while bits != 0 {
+            let i = lo + bits.trailing_zeros() as usize - start;
+            if !f(i) {
+                return false;
+            }
+            bits &= bits - 1;
+        }
+        w += 1;
+    }
+    true
+}
+
+/// An acyclic dependency graph over the channels of a [`ChannelGraph`], kept in topological
+/// order while edges are added (see the module docs). It holds which edges are live as two
+/// bitsets — by dependency id, where a channel's successors are one contiguous run, and
+/// transposed, where its predecessors are — so a search step reads a word or two instead of
+/// a counter per possible dependency. Callers keep their own multiplicities and tell it when
+/// an edge comes ([`DynTopo::try_add`]) and goes ([`DynTopo::remove`]).
 #[derive(Clone, Debug)]
 pub struct DynTopo {
     ord: Vec<u32>,
     mark: Vec<u32>,
     stamp: u32,
     stack: Vec<u32>,
+    stack2: Vec<u32>,
     fwd: Vec<u32>,
     bwd: Vec<u32>,
     slots: Vec<u32>,
+    keys: Vec<u64>,
+    /// Live edges, bit = dependency id.
+    succ: Vec<u64>,
+    /// Live edges, bit = transposed id (see `ChannelGraph::pred_run`).
+    pred: Vec<u64>,
 }
 
 impl DynTopo {
-    /// An order over `n` channels (any order is topological for an empty graph).
+    /// An empty graph over the channels of `cg` (any order is topological for it).
     #[must_use]
-    pub fn new(n: usize) -> DynTopo {
+    pub fn new(cg: &ChannelGraph) -> DynTopo {
+        let n = cg.num_channels();
+        let words = cg.num_deps().div_ceil(64);
         DynTopo {
             ord: (0..n as u32).collect(),
             mark: vec![0; n],
             stamp: 0,
             stack: Vec::new(),
+            stack2: Vec::new(),
             fwd: Vec::new(),
             bwd: Vec::new(),
             slots: Vec::new(),
+            keys: Vec::new(),
+            succ: vec![0; words],
+            pred: vec![0; words],
         }
     }
 
@@ -286,77 +375,156 @@ impl DynTopo {
         self.stamp
     }
 
-    /// Whether the edge `a → b` can be added to the graph `present` describes without closing
-    /// a cycle; if so the order is updated so that it stays topological once the caller adds
-    /// the edge. `present` must not yet contain `a → b`. `a == b` is a cycle.
-    pub fn try_add(
-        &mut self,
-        cg: &ChannelGraph,
-        present: &(impl Fn(usize) -> bool + ?Sized),
-        a: u32,
-        b: u32,
-    ) -> bool {
+    /// Whether the edge `a → b` is in the graph.
+    #[must_use]
+    pub fn contains(&self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
+        cg.dep(a, b)
+            .is_some_and(|d| self.succ[d / 64] & (1 << (d % 64)) != 0)
+    }
+
+    /// Adds the edge `a → b` if that closes no cycle, updating the order so that it stays
+    /// topological, and says whether it did (an edge already there: true). `a == b`, or a
+    /// pair that is no dependency (`b` does not leave where `a` arrives), is refused.
+    pub fn try_add(&mut self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
         if a == b {
             return false;
         }
+        let Some((d, t)) = cg.dep_ids(a, b) else {
+            return false;
+        };
+        if self.succ[d / 64] & (1 << (d % 64)) != 0 {
+            return true;
+        }
+        if !self.reorder(cg, a, b) {
+            return false;
+        }
+        self.succ[d / 64] |= 1 << (d % 64);
+        self.pred[t / 64] |= 1 << (t % 64);
+        true
+    }
+
+    /// Removes the edge `a → b` (nothing if absent). The order stays topological.
+    pub fn remove(&mut self, cg: &ChannelGraph, a: u32, b: u32) {
+        if let Some((d, t)) = cg.dep_ids(a, b) {
+            self.succ[d / 64] &= !(1 << (d % 64));
+            self.pred[t / 64] &= !(1 << (t % 64));
+        }
+    }
+
+    /// Removes the edge with dependency id `d` (see [`ChannelGraph::dep`]).
+    pub fn remove_dep(&mut self, cg: &ChannelGraph, d: usize) {
+        if let Some((a, b)) = cg.dep_channels(d) {
+            self.remove(cg, a, b);
+        }
+    }
+
+    /// Pearce–Kelly: makes the order admit `a → b` unless `b` reaches `a`.
+    fn reorder(&mut self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
         let ub = self.ord[a as usize];
         let lb = self.ord[b as usize];
         if lb > ub {
             return true;
         }
-        // Forward from b over nodes ordered before a: reaching a is a cycle.
-        let s = self.next_stamp();
-        self.fwd.clear();
-        self.stack.clear();
-        self.stack.push(b);
-        self.mark[b as usize] = s;
-        while let Some(x) = self.stack.pop() {
-            self.fwd.push(x);
-            for y in cg.successors(x, present) {
-                if y == a {
+        // Forward from b over nodes ordered before a and backward from a over nodes ordered
+        // after b, a step of each in turn: a node both reach closes a cycle (a itself is the
+        // backward search's start). Either side alone would decide, but a cycle is usually
+        // found sooner from both ends; without one, both sets are needed to reorder.
+        let sf = self.next_stamp();
+        let sb = self.next_stamp();
+        let (ord, mark) = (&self.ord, &mut self.mark);
+        let (fs, bs) = (&mut self.stack, &mut self.stack2);
+        let (fwd, bwd) = (&mut self.fwd, &mut self.bwd);
+        fwd.clear();
+        bwd.clear();
+        fs.clear();
+        bs.clear();
+        fs.push(b);
+        mark[b as usize] = sf;
+        bs.push(a);
+        mark[a as usize] = sb;
+        loop {
+            let mut more = false;
+            if let Some(x) = fs.pop() {
+                more = true;
+                fwd.push(x);
+                let (start, len, first) = cg.succ_run(x);
+                let open = each_bit(&self.succ, start, len, |j| {
+                    let y = (first + j as u32) as usize;
+                    let m = mark[y];
+                    if m == sb {
+                        return false;
+                    }
+                    if m != sf && ord[y] < ub {
+                        mark[y] = sf;
+                        fs.push(y as u32);
+                    }
+                    true
+                });
+                if !open {
                     return false;
                 }
-                let oy = self.ord[y as usize];
-                if self.mark[y as usize] != s && oy < ub {
-                    self.mark[y as usize] = s;
-                    self.stack.push(y);
+            }
+            if let Some(x) = bs.pop() {
+                more = true;
+                bwd.push(x);
+                let (start, len, pb) = cg.pred_run(x);
+                let open = each_bit(&self.pred, start, len, |i| {
+                    let y = cg.arrive[pb + i + 1];
+                    if y == NONE {
+                        return true;
+                    }
+                    let y = y as usize;
+                    let m = mark[y];
+                    if m == sf {
+                        return false;
+                    }
+                    if m != sb && ord[y] > lb {
+                        mark[y] = sb;
+                        bs.push(y as u32);
+                    }
+                    true
+                });
+                if !open {
+                    return false;
                 }
             }
-        }
-        // Backward from a over nodes ordered after b.
-        let s2 = self.next_stamp();
-        self.bwd.clear();
-        self.stack.push(a);
-        self.mark[a as usize] = s2;
-        while let Some(x) = self.stack.pop() {
-            self.bwd.push(x);
-            for y in cg.predecessors(x, present) {
-                let oy = self.ord[y as usize];
-                if self.mark[y as usize] != s2 && oy > lb {
-                    self.mark[y as usize] = s2;
-                    self.stack.push(y);
-                }
+            if !more {
+                break;
             }
         }
-        // Reorder: everything that reaches a, then everything b reaches, into the same slots.
+        // Reorder: everything that reaches a, then everything b reaches, into the same slots
+        // (both sets sorted by their current position; the slots are the merge of the two).
         let ord = &mut self.ord;
-        self.bwd.sort_unstable_by_key(|&x| ord[x as usize]);
-        self.fwd.sort_unstable_by_key(|&x| ord[x as usize]);
-        self.slots.clear();
-        self.slots.extend(
+        let keys = &mut self.keys;
+        keys.clear();
+        keys.extend(
             self.bwd
                 .iter()
-                .chain(self.fwd.iter())
-                .map(|&x| ord[x as usize]),
+                .map(|&x| u64::from(ord[x as usize]) << 32 | u64::from(x)),
         );
-        self.slots.sort_unstable();
-        for (x, &o) in self
-            .bwd
-            .iter()
-            .chain(self.fwd.iter())
-            .zip(self.slots.iter())
-        {
-            ord[*x as usize] = o;
+        let nb = keys.len();
+        keys.extend(
+            self.fwd
+                .iter()
+                .map(|&x| u64::from(ord[x as usize]) << 32 | u64::from(x)),
+        );
+        let (kb, kf) = keys.split_at_mut(nb);
+        kb.sort_unstable();
+        kf.sort_unstable();
+        let slots = &mut self.slots;
+        slots.clear();
+        let (mut i, mut j) = (0, 0);
+        while i < kb.len() || j < kf.len() {
+            if j == kf.len() || (i < kb.len() && kb[i] < kf[j]) {
+                slots.push((kb[i] >> 32) as u32);
+                i += 1;
+            } else {
+                slots.push((kf[j] >> 32) as u32);
+                j += 1;
+            }
+        }
+        for (&k, &o) in keys.iter().zip(slots.iter()) {
+            ord[(k & 0xffff_ffff) as usize] = o;
         }
         true
     }
@@ -610,31 +778,69 @@ mod tests {
         let g = SwitchGraph::build(&s);
         let cg = ChannelGraph::new(&g);
         let mut count = vec![0u32; cg.num_deps()];
-        let mut topo = DynTopo::new(cg.num_channels());
+        let mut topo = DynTopo::new(&cg);
         let chans: Vec<u32> = (0..5).map(|a| cg.leaving(a, 1).unwrap()).collect();
         // Clockwise dependencies 0→1→2→3→4 are fine; 4→0 closes the ring.
         for i in 0..5 {
             let (a, b) = (chans[i], chans[(i + 1) % 5]);
             let d = cg.dep(a, b).unwrap();
-            let present = |x: usize| count[x] > 0;
-            let ok = topo.try_add(&cg, &present, a, b);
+            let ok = topo.try_add(&cg, a, b);
             assert_eq!(ok, i < 4, "edge {i}");
+            assert_eq!(topo.contains(&cg, a, b), ok);
             if ok {
                 count[d] += 1;
             }
         }
         assert!(find_cycle(&cg, &|x: usize| count[x] > 0).is_none());
+        // Without 1→2 the ring is open again.
+        topo.remove(&cg, chans[1], chans[2]);
+        assert!(!topo.contains(&cg, chans[1], chans[2]));
+        assert!(topo.try_add(&cg, chans[4], chans[0]));
+        assert!(!topo.try_add(&cg, chans[1], chans[2]));
         let d = cg.dep(chans[4], chans[0]).unwrap();
         count[d] += 1;
         let cyc = find_cycle(&cg, &|x: usize| count[x] > 0).unwrap();
         assert_eq!(cyc.len(), 5);
     }
 
+    #[test]
+    fn each_bit_reads_runs_across_words() {
+        let mut w = vec![0u64; 4];
+        let set = [3usize, 63, 64, 65, 127, 128, 200];
+        for &b in &set {
+            w[b / 64] |= 1 << (b % 64);
+        }
+        for start in [0usize, 3, 4, 60, 63, 64, 100, 127] {
+            for len in [0usize, 1, 2, 5, 64, 65, 129] {
+                if start + len > 256 {
+                    continue;
+                }
+                let mut got = Vec::new();
+                assert!(each_bit(&w, start, len, |i| {
+                    got.push(start + i);
+                    true
+                }));
+                let want: Vec<usize> = set
+                    .iter()
+                    .copied()
+                    .filter(|&b| b >= start && b < start + len)
+                    .collect();
+                assert_eq!(got, want, "start {start} len {len}");
+            }
+        }
+        let mut n = 0;
+        assert!(!each_bit(&w, 0, 256, |_| {
+            n += 1;
+            n < 3
+        }));
+        assert_eq!(n, 3);
+    }
+
     proptest::proptest! {
         /// DynTopo accepts an edge exactly when it closes no cycle, and its order stays a
-        /// topological order of the accepted edges.
+        /// topological order of the edges present, as edges come and go.
         #[test]
-        fn dyntopo_matches_cycle_search(edges in proptest::collection::vec((0u32..12, 0u32..4), 1..80)) {
+        fn dyntopo_matches_cycle_search(edges in proptest::collection::vec((0u32..12, 0u32..4, 0u8..4), 1..120)) {
             // Complete-ish graph: 4 switches all linked; channels from the switch graph.
             let mut s = Subnet::new();
             let ids: Vec<NodeId> = (0..4)
@@ -651,17 +857,31 @@ mod tests {
             let g = SwitchGraph::build(&s);
             let cg = ChannelGraph::new(&g);
             let mut count = vec![0u32; cg.num_deps()];
-            let mut topo = DynTopo::new(cg.num_channels());
-            for (a, k) in edges {
+            let mut topo = DynTopo::new(&cg);
+            for (a, k, op) in edges {
                 let a = a % cg.num_channels() as u32;
                 let (u, _) = cg.to_slot(a);
                 let outs: Vec<u32> = (g.first_channel(u) as u32..g.first_channel(u + 1) as u32).collect();
                 let b = outs[k as usize % outs.len()];
-                let Some(d) = cg.dep(a, b) else { continue };
+                let Some(d) = cg.dep(a, b) else {
+                    proptest::prop_assert!(!topo.try_add(&cg, a, b));
+                    continue;
+                };
                 if count[d] > 0 {
+                    if op == 0 {
+                        // Sometimes by id, sometimes by channels.
+                        if k % 2 == 0 {
+                            topo.remove(&cg, a, b);
+                        } else {
+                            topo.remove_dep(&cg, d);
+                        }
+                        count[d] = 0;
+                        proptest::prop_assert!(!topo.contains(&cg, a, b));
+                    }
                     continue;
                 }
-                let ok = topo.try_add(&cg, &|x: usize| count[x] > 0, a, b);
+                let ok = topo.try_add(&cg, a, b);
+                proptest::prop_assert_eq!(topo.contains(&cg, a, b), ok);
                 count[d] += 1;
                 let cyclic = find_cycle(&cg, &|x: usize| count[x] > 0).is_some();
                 proptest::prop_assert_eq!(ok, !cyclic);
@@ -669,9 +889,11 @@ mod tests {
                     count[d] -= 1;
                 }
                 for (dd, &k) in count.iter().enumerate().take(cg.num_deps()) {
-                    if k > 0 {
-                        let (x, y) = cg.dep_channels(dd).unwrap();
-                        proptest::prop_assert!(topo.ord[x as usize] < topo.ord[y as usize]);
+                    if let Some((x, y)) = cg.dep_channels(dd) {
+                        proptest::prop_assert_eq!(topo.contains(&cg, x, y), k > 0);
+                        if k > 0 {
+                            proptest::prop_assert!(topo.ord[x as usize] < topo.ord[y as usize]);
+                        }
                     }
                 }
             }

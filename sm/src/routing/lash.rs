@@ -377,7 +377,7 @@ impl<'a> Lanes<'a> {
 
     fn open(&mut self) {
         self.counts.push(vec![0; self.cg.num_deps()]);
-        self.topo.push(DynTopo::new(self.cg.num_channels()));
+        self.topo.push(DynTopo::new(self.cg));
         self.pairs.push(0);
     }
 
@@ -420,8 +420,7 @@ impl<'a> Lanes<'a> {
                     ok = false;
                     break;
                 };
-                let present = |e: usize| counts[e] > 0;
-                if !self.topo[v].try_add(self.cg, &present, x, y) {
+                if !self.topo[v].try_add(self.cg, x, y) {
                     ok = false;
                     break;
                 }
@@ -432,6 +431,9 @@ impl<'a> Lanes<'a> {
         if !ok {
             for &d in &deps[..done] {
                 self.counts[v][d] -= 1;
+                if self.counts[v][d] == 0 {
+                    self.topo[v].remove_dep(self.cg, d);
+                }
             }
         } else {
             self.pairs[v] += 1;
@@ -446,7 +448,12 @@ impl<'a> Lanes<'a> {
         self.path_deps(a, b, &mut deps);
         self.path_deps(b, a, &mut deps);
         for &d in &deps {
-            self.counts[v][d] = self.counts[v][d].saturating_sub(1);
+            if self.counts[v][d] > 0 {
+                self.counts[v][d] -= 1;
+                if self.counts[v][d] == 0 {
+                    self.topo[v].remove_dep(self.cg, d);
+                }
+            }
         }
         self.pairs[v] = self.pairs[v].saturating_sub(1);
         self.added = deps;

@@ -78,7 +78,7 @@ impl Layer {
         Layer {
             counts: vec![0; cg.num_deps()],
             blocked: vec![false; cg.num_deps()],
-            topo: DynTopo::new(cg.num_channels()),
+            topo: DynTopo::new(cg),
         }
     }
 
@@ -91,9 +91,7 @@ impl Layer {
         if self.blocked[d] {
             return false;
         }
-        let counts = &self.counts;
-        let present = |e: usize| counts[e] > 0;
-        if self.topo.try_add(cg, &present, a, b) {
+        if self.topo.try_add(cg, a, b) {
             self.counts[d] = 1;
             true
         } else {
@@ -102,9 +100,12 @@ impl Layer {
         }
     }
 
-    fn release(&mut self, d: usize) {
-        if self.counts[d] & ESC == 0 {
-            self.counts[d] = self.counts[d].saturating_sub(1);
+    fn release(&mut self, cg: &ChannelGraph, d: usize) {
+        if self.counts[d] & ESC == 0 && self.counts[d] > 0 {
+            self.counts[d] -= 1;
+            if self.counts[d] == 0 {
+                self.topo.remove_dep(cg, d);
+            }
         }
     }
 }
@@ -335,11 +336,8 @@ impl RoutingEngine for Nue {
             let mut bad = false;
             esc.deps(&cg, |a, b| {
                 if let Some(d) = cg.dep(a, b) {
-                    if layer.counts[d] == 0 {
-                        let counts = &layer.counts;
-                        if !layer.topo.try_add(&cg, &|e: usize| counts[e] > 0, a, b) {
-                            bad = true;
-                        }
+                    if layer.counts[d] == 0 && !layer.topo.try_add(&cg, a, b) {
+                        bad = true;
                     }
                     layer.counts[d] = ESC;
                 }
@@ -389,7 +387,7 @@ impl RoutingEngine for Nue {
                             dep = dd;
                         }
                         if tdep[v] != usize::MAX {
-                            layer.release(tdep[v]);
+                            layer.release(&cg, tdep[v]);
                         }
                         tdep[v] = dep;
                         dist[v] = nd;
@@ -400,7 +398,7 @@ impl RoutingEngine for Nue {
                 if reached < n {
                     // Impasse: the whole destination takes the escape tree.
                     for &x in tdep.iter().filter(|&&x| x != usize::MAX) {
-                        layer.release(x);
+                        layer.release(&cg, x);
                     }
                     esc.routes_to(&cg, t, &mut next);
                     fallbacks += 1;
