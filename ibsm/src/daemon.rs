@@ -337,8 +337,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         // user_mad without RMPP is ibsim's shim: its clients can not reassemble either, so a
         // table is cut to one MAD there (the kernel and libibsm_umad.so do RMPP).
         segment: false,
+        // A re-sweep's snapshot answers once its PathRecord index is built (below, off the
+        // loop); the previous one answers meanwhile.
+        swap_when_warm: true,
         ..sm::sa::SaConfig::default()
     });
+    // The snapshot whose index is being built.
+    let mut warming: Option<std::sync::Arc<sm::sa::SaSnapshot>> = None;
     let mut pm = PerfMgr::new(opts.perfmgr_config());
     pm.set_enabled(opts.perfmgr);
     let (mut sent, mut received) = (0u64, 0u64);
@@ -554,18 +559,24 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 _ => {}
             }
         }
+        // The PathRecord index of every new snapshot is built off this loop (the SM reached
+        // SUBNET UP without it); the SA takes the snapshot once it is built, and answers from
+        // the previous one meanwhile (the first one at once: a PathRecord query then waits
+        // for its index).
+        if let Some(snap) = sm.sa_snapshot().filter(|s| {
+            !warming
+                .as_ref()
+                .is_some_and(|w| std::sync::Arc::ptr_eq(w, s))
+        }) {
+            warming = Some(snap.clone());
+            let s = snap.clone();
+            let _ = std::thread::Builder::new()
+                .name("sa-index".into())
+                .spawn(move || s.warm());
+        }
         // The SA answers from the last subnet brought up, while this SM is master; the
         // multicast groups it holds go to the SM, which programs their MFTs.
-        if sa.follow(now(), &mut sm) {
-            if let Some(snap) = sa.snapshot() {
-                // The PathRecord index is built off this loop (the SM reached SUBNET UP without
-                // it); a PathRecord query arriving before it is done waits for it.
-                let s = snap.clone();
-                let _ = std::thread::Builder::new()
-                    .name("sa-index".into())
-                    .spawn(move || s.warm());
-            }
-        }
+        sa.follow(now(), &mut sm);
         // Lease expiry and Report retries; Reports (traps 64/65 of the new snapshot,
         // forwarded traps) go out here.
         let t = now();

@@ -105,6 +105,12 @@ pub struct SaConfig {
     /// Requests waiting to be answered at most: one more is answered BUSY (status 0x0001) at
     /// once, where OpenSM drops what waited 10 s without a word.
     pub max_pending: usize,
+    /// A new snapshot replaces the one queries are answered from only once its PathRecord
+    /// index is built ([`SaSnapshot::is_warm`]; the owner builds it off its loop with
+    /// [`SaSnapshot::warm`]): until then the previous sweep's snapshot answers, so a re-sweep
+    /// never makes PathRecord queries wait for an index. The first snapshot is taken at once.
+    /// False (the default): every new snapshot at once (an owner that warms nothing).
+    pub swap_when_warm: bool,
 }
 
 impl Default for SaConfig {
@@ -117,6 +123,7 @@ impl Default for SaConfig {
             resp_time: core::time::Duration::from_millis(200),
             report_retries: 3,
             max_pending: 1024,
+            swap_when_warm: false,
         }
     }
 }
@@ -372,6 +379,14 @@ impl Sa {
         true
     }
 
+    /// [`Sa::set_snapshot`] when `snap` may answer now: always, unless
+    /// [`SaConfig::swap_when_warm`] and a snapshot answers already while `snap`'s PathRecord
+    /// index is not built yet. True if the SA took it (another `Arc` than the current one).
+    pub fn offer_snapshot(&mut self, snap: &Arc<SaSnapshot>) -> bool {
+        let ready = !self.cfg.swap_when_warm || self.snapshot.is_none() || snap.is_warm();
+        ready && self.set_snapshot(snap.clone())
+    }
+
     /// Traps 64 (GID in service) for end ports `new` has and `old` had not, 65 (GID out of
     /// service) for those that left (OpenSM sends them from its state and drop managers at
     /// a sweep; here the sweep's snapshot is what tells).
@@ -488,7 +503,7 @@ impl Sa {
         });
         let new = sm
             .sa_snapshot()
-            .is_some_and(|snap| self.set_snapshot(snap.clone()));
+            .is_some_and(|snap| self.offer_snapshot(snap));
         if let Some(m) = sm.mfts().filter(|m| !Arc::ptr_eq(m, &self.mfts)) {
             self.mfts = m.clone();
         }

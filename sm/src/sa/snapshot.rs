@@ -220,6 +220,12 @@ impl SaSnapshot {
         let _ = self.path();
     }
 
+    /// True once the indexes built at first use are built ([`SaSnapshot::warm`]).
+    #[must_use]
+    pub fn is_warm(&self) -> bool {
+        self.path.get().is_some()
+    }
+
     /// The end port that owns `lid` (any LID of its LMC range).
     #[must_use]
     pub fn by_lid(&self, lid: Lid) -> Option<(NodeId, PortNum)> {

@@ -239,6 +239,30 @@ fn snapshot_swap_is_by_pointer() {
     assert!(sa.set_snapshot(snapshot()));
 }
 
+#[test]
+fn with_swap_when_warm_a_new_snapshot_answers_once_its_index_is_built() {
+    let mut sa = Sa::with_config(SaConfig {
+        swap_when_warm: true,
+        ..SaConfig::default()
+    });
+    // The first snapshot is taken at once (nothing else could answer).
+    let first = snapshot();
+    assert!(!first.is_warm());
+    assert!(sa.offer_snapshot(&first));
+    // A re-sweep's snapshot waits for its index; the first one answers meanwhile.
+    let second = snapshot();
+    assert!(!sa.offer_snapshot(&second));
+    assert!(Arc::ptr_eq(sa.snapshot().unwrap(), &first));
+    second.warm();
+    assert!(second.is_warm());
+    assert!(sa.offer_snapshot(&second));
+    assert!(Arc::ptr_eq(sa.snapshot().unwrap(), &second));
+    // Without the option every snapshot is taken at once.
+    let mut plain = Sa::new();
+    assert!(plain.offer_snapshot(&snapshot()));
+    assert!(plain.offer_snapshot(&snapshot()));
+}
+
 /// A serving SA on an RMPP transport that carries MADs up to `max_mad_len` bytes, and its
 /// answer to a GetTable of every NodeRecord.
 fn node_table_on_rmpp(max_mad_len: usize) -> (Sa, SaReply) {
