@@ -10,10 +10,11 @@
 //!   acknowledged by a Set response. A block counts as unknown until its SetResp arrives, so a
 //!   lost Set is resent on the next sweep; a switch whose LinearFDBTop changed behind the SM's
 //!   back (a reboot) has its blocks forgotten.
-//! - **The diff**: `Programmer::plan` (SwitchInfo first, then PortInfo configuration, then
-//!   LFT blocks block-major across switches, so the pipeline keeps every switch busy, then the
+//! - **The diff**: `Programmer::plan` (SwitchInfo first, then PortInfo configuration, then the
 //!   QoS tables — SL-to-VL and VLArbitration — that differ from what each node is known to hold,
-//!   [`crate::qos::program::plan`]) and `state_pass`; acknowledgements come back through
+//!   [`crate::qos::program::plan`]), `Programmer::lft_sets` (the LFT blocks, block-major across
+//!   switches so the pipeline keeps every switch busy, as a compact work list the pipeline
+//!   turns into Sets a few windows at a time) and `state_pass`; acknowledgements come back through
 //!   `Programmer::on_ack`. Known QoS tables are kept per NodeGUID across sweeps, like the LFT
 //!   blocks, and forgotten with them when a switch was reset.
 //!
@@ -78,6 +79,13 @@ fn settle_key(pi: &PortInfo) -> PortInfo {
     no_state_change(&mut k);
     k.set_client_reregister(0);
     k
+}
+
+/// One LFT block Set still to make ([`Programmer::lft_sets`]): the switch and the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LftSet {
+    pub node: NodeId,
+    pub block: u16,
 }
 
 /// The known state that outlives one sweep's subnet model (the LFT blocks each switch holds),
@@ -214,13 +222,12 @@ impl Programmer {
         &self.known_pkeys
     }
 
-    /// The programming Sets of a heavy sweep, in sending order: SwitchInfo (LinearFDBTop =
-    /// `top` before the blocks it covers), the P_KeyTable blocks that differ from what each
-    /// port holds ([`crate::partition`]), PortInfo configuration (unless it is folded into the
-    /// Armed pass; with the partition enforcement bits), then the LFT blocks of `lfts` that
-    /// differ from what the switch is known to hold, block-major across switches, then the QoS
-    /// Sets (SL-to-VL, VLArbitration) of `routes` and [`SmConfig::qos`] that differ from what
-    /// each node is known to hold.
+    /// The programming Sets of a heavy sweep but the LFT blocks, in sending order: SwitchInfo
+    /// (LinearFDBTop = `top` before the blocks it covers), the P_KeyTable blocks that differ
+    /// from what each port holds ([`crate::partition`]), PortInfo configuration (unless it is
+    /// folded into the Armed pass; with the partition enforcement bits), then the QoS Sets
+    /// (SL-to-VL, VLArbitration) of `routes` and [`SmConfig::qos`] that differ from what each
+    /// node is known to hold. The LFT blocks follow these: [`Programmer::lft_sets`].
     pub fn plan(
         &mut self,
         cfg: &SmConfig,
@@ -229,7 +236,6 @@ impl Programmer {
         top: Lid,
         sm_lid: Lid,
     ) -> Vec<Request> {
-        let lfts: Option<&Lfts> = routes.map(|r| &r.lfts);
         let mut reqs = Vec::new();
         let s = &disc.subnet;
         for id in s.switches() {
@@ -289,35 +295,58 @@ impl Programmer {
                 }
             }
         }
-        if let Some(lfts) = lfts {
-            let nblocks = lft_blocks(top);
-            let sws: Vec<NodeId> = s.switches().collect();
-            for b in 0..nblocks {
-                for &id in &sws {
-                    let Some(table) = lfts.table(id) else {
-                        continue;
-                    };
-                    let want = lft_block(table, b);
-                    let node = s.node(id);
-                    let known = self
-                        .known_lft
-                        .get(&node.guid)
-                        .and_then(|k| k.blocks.get(usize::from(b)).copied().flatten());
-                    if known == Some(want) {
-                        continue;
-                    }
-                    reqs.push(Request::set(
-                        node.dr_path,
-                        SmpAttrId::LINEAR_FT,
-                        b.into(),
-                        want,
-                        Purpose::SetLft(id, b),
-                    ));
-                }
-            }
-        }
         self.plan_qos(cfg, disc, routes, &mut reqs);
         reqs
+    }
+
+    /// The LFT blocks of `lfts` (LIDs `0..=top`) that differ from what each switch is known
+    /// to hold, block-major across switches (block 0 of every switch, then block 1, …), so
+    /// the pipeline keeps every switch busy. A compact work list, not requests: a large
+    /// fabric has millions of blocks (2.9 M at 3,920 switches × 47,824 LIDs), and
+    /// [`Programmer::lft_request`] makes each Set only when the pipeline has room for it.
+    pub fn lft_sets(&self, disc: &Discovery, lfts: Option<&Lfts>, top: Lid) -> Vec<LftSet> {
+        let Some(lfts) = lfts else {
+            return Vec::new();
+        };
+        let s = &disc.subnet;
+        // (switch, its table, the blocks it is known to hold)
+        type Row<'a> = (NodeId, &'a [u8], &'a [Option<[u8; 64]>]);
+        let sws: Vec<Row<'_>> = s
+            .switches()
+            .filter_map(|id| {
+                let table = lfts.table(id)?;
+                let known = self
+                    .known_lft
+                    .get(&s.node(id).guid)
+                    .map_or(&[][..], |k| &k.blocks[..]);
+                Some((id, table, known))
+            })
+            .collect();
+        let mut sets = Vec::new();
+        for b in 0..lft_blocks(top) {
+            for &(node, table, known) in &sws {
+                if let Some(Some(k)) = known.get(usize::from(b)) {
+                    if *k == lft_block(table, b) {
+                        continue;
+                    }
+                }
+                sets.push(LftSet { node, block: b });
+            }
+        }
+        sets
+    }
+
+    /// The Set of one block of [`Programmer::lft_sets`]' list (`None` if the switch has no
+    /// table in `lfts`).
+    pub fn lft_request(disc: &Discovery, lfts: &Lfts, set: LftSet) -> Option<Request> {
+        let table = lfts.table(set.node)?;
+        Some(Request::set(
+            disc.subnet.node(set.node).dr_path,
+            SmpAttrId::LINEAR_FT,
+            set.block.into(),
+            lft_block(table, set.block),
+            Purpose::SetLft(set.node, set.block),
+        ))
     }
 
     /// The QoS Sets (see [`crate::qos::program`]): only where `qos` is on or the engine set a
@@ -482,7 +511,10 @@ impl Programmer {
                 }
                 let i = usize::from(b);
                 if k.blocks.len() <= i {
-                    k.blocks.resize(i + 1, None);
+                    // Room for every block up to the top at once (blocks arrive block-major:
+                    // growing one at a time would copy each switch's list ~log2(blocks) times).
+                    let all = usize::from(lft_blocks(Lid(k.top)));
+                    k.blocks.resize((i + 1).max(all), None);
                 }
                 k.blocks[i] = Some(*data);
             }

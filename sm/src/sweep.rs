@@ -165,6 +165,10 @@ pub(crate) struct Sweep {
     /// fabric's millions of Gets are never queued at once), and how many were handed out.
     qos_reads: std::collections::VecDeque<crate::qos::program::QosGet>,
     qos_reads_sent: usize,
+    /// The LFT block Sets of this sweep's programming not yet handed to the transaction
+    /// engine ([`Programmer::lft_sets`]): fed a few windows at a time, as the QoS reads, so
+    /// a fabric's millions of blocks are never all requests at once.
+    lft_sets: std::collections::VecDeque<crate::program::LftSet>,
     /// The NodeInfo each node last answered (by NodeGUID): what an incremental walk answers a
     /// probe through a clean port with ([`crate::incremental`]).
     node_info: HashMap<Guid, NodeInfo>,
@@ -233,6 +237,7 @@ impl Sweep {
             mcast: McastState::default(),
             qos_reads: std::collections::VecDeque::new(),
             qos_reads_sent: 0,
+            lft_sets: std::collections::VecDeque::new(),
             node_info: HashMap::new(),
             dirty: HashSet::new(),
             full_reason: None,
@@ -761,6 +766,9 @@ impl Sweep {
             if self.stage == Stage::ReadingQos {
                 self.feed_qos_reads(cx);
             }
+            if !self.lft_sets.is_empty() {
+                self.feed_lft_sets(cx);
+            }
             if !cx.txn.is_idle() {
                 return;
             }
@@ -960,6 +968,7 @@ impl Sweep {
         self.heavy_stats = stats;
         self.errors = SweepErrors::default();
         self.lfts_programmed = false;
+        self.lft_sets.clear();
         let full = self.full_discovery_reason(cx);
         let dirty = std::mem::take(&mut self.dirty);
         self.full_reason = None;
@@ -1464,7 +1473,27 @@ impl Sweep {
             );
         }
         cx.submit_all(reqs);
+        self.lft_sets = self
+            .program
+            .lft_sets(&self.disc, self.routes.as_deref().map(|r| &r.lfts), top)
+            .into();
+        self.feed_lft_sets(cx);
         self.mcast_pass(cx);
+    }
+
+    /// Keeps about two windows of LFT block Sets queued (the rest stay compact in
+    /// `lft_sets`).
+    fn feed_lft_sets(&mut self, cx: &mut Ctx<'_>) {
+        let Some(routes) = self.routes.as_deref() else {
+            self.lft_sets.clear();
+            return;
+        };
+        let room = (2 * cx.cfg.max_wire_smps.max(64)).saturating_sub(cx.txn.pending());
+        for set in self.lft_sets.drain(..room.min(self.lft_sets.len())) {
+            if let Some(req) = Programmer::lft_request(&self.disc, &routes.lfts, set) {
+                cx.txn.submit(req);
+            }
+        }
     }
 
     // ----- multicast -------------------------------------------------------------------------
