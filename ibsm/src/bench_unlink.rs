@@ -20,7 +20,8 @@
 //!
 //! **light** (a light sweep every `--interval` seconds, log flags 0x07 so both SMs log their
 //! light sweeps: OpenSM's `INITIATING LIGHT SWEEP` / `LIGHT SWEEP COMPLETE`, ibsm's
-//! `light sweep done in …`): after the first light sweep that follows the settle, counts
+//! `light sweep done in …`; ibsm with `read_qos_tables FALSE`, as its SL-to-VL reads after
+//! SUBNET UP hold light sweeps back): after the first light sweep that follows the settle, counts
 //! `--sweeps` more; time per sweep from the log, SMPs per sweep from PortXmitPkts (and ibsm's
 //! log), and any LFT Set (there must be none: nothing changed).
 
@@ -441,8 +442,13 @@ impl RunCtx<'_> {
         let cache = dir.join("cache");
         std::fs::create_dir_all(&cache).map_err(|e| format!("{}: {e}", cache.display()))?;
         let conf = dir.join("sm.conf");
-        std::fs::write(&conf, "force_log_flush TRUE\n")
-            .map_err(|e| format!("{}: {e}", conf.display()))?;
+        // ibsm reads every SL-to-VL table once after SUBNET UP (2.4 M Gets at k36, minutes
+        // through the shim); no light sweep runs until they are in, so `light` turns them off.
+        let text = match (self.a.mode, self.which) {
+            (Mode::Light, Which::Ibsm) => "force_log_flush TRUE\nread_qos_tables FALSE\n",
+            _ => "force_log_flush TRUE\n",
+        };
+        std::fs::write(&conf, text).map_err(|e| format!("{}: {e}", conf.display()))?;
         let name = self.which.name();
         let log = dir.join(format!("{name}.log"));
         let (sweep, flags) = (sweep.to_string(), format!("{flags:#04x}"));
