@@ -235,6 +235,7 @@ impl Programmer {
         routes: Option<&Routes>,
         top: Lid,
         sm_lid: Lid,
+        new_master: bool,
     ) -> Vec<Request> {
         let mut reqs = Vec::new();
         let s = &disc.subnet;
@@ -278,13 +279,11 @@ impl Programmer {
                 else {
                     continue;
                 };
-                if self.settled(s.node(id).guid, p, &cur, &want) {
+                let rereg = client_reregister(cfg, s, id, p, &cur, &want, new_master);
+                if !rereg && self.settled(s.node(id).guid, p, &cur, &want) {
                     continue;
                 }
-                if let Some(mut set) = config_set(&cur, &want) {
-                    if client_reregister(cfg, s, id, p, &cur, &want) {
-                        set.set_client_reregister(1);
-                    }
+                if let Some(set) = configure(&cur, &want, rereg) {
                     reqs.push(Request::set(
                         disc.port_path(id, p),
                         SmpAttrId::PORT_INFO,
@@ -544,6 +543,7 @@ pub(crate) fn state_pass(
     from: PortState,
     to: PortState,
     with_config: bool,
+    new_master: bool,
     lid_route: impl Fn(NodeId, PortNum) -> Lid,
 ) -> Vec<Request> {
     let s = &disc.subnet;
@@ -560,19 +560,23 @@ pub(crate) fn state_pass(
                 None
             };
             let in_pass = in_state_pass(s, id, p) && info.port_state() == from;
-            let mut set = match (in_pass, want) {
-                (true, Some(w)) => state_set(&w, to),
+            let rereg =
+                want.is_some_and(|w| client_reregister(cfg, s, id, p, &info, &w, new_master));
+            let set = match (in_pass, want) {
+                (true, Some(w)) => {
+                    let mut set = state_set(&w, to);
+                    set.set_client_reregister(u8::from(rereg));
+                    set
+                }
                 (true, None) => state_set(&info, to),
-                // Not armed (Down, or its neighbour is unknown) but still configured.
-                (false, Some(w)) => match config_set(&info, &w) {
+                // Not armed (Down, or its neighbour is unknown, or already Active under a new
+                // master) but still configured.
+                (false, Some(w)) => match configure(&info, &w, rereg) {
                     Some(c) => c,
                     None => continue,
                 },
                 (false, None) => continue,
             };
-            if want.is_some_and(|w| client_reregister(cfg, s, id, p, &info, &w)) {
-                set.set_client_reregister(1);
-            }
             let mut r = Request::set(
                 disc.port_path(id, p),
                 SmpAttrId::PORT_INFO,
@@ -800,18 +804,30 @@ pub const SM_SUPPORTS_EXT_SPEEDS: u32 = 1 << 31;
 /// The configuration Set for a port, or `None` if the port already holds `want`.
 #[must_use]
 pub fn config_set(cur: &PortInfo, want: &PortInfo) -> Option<PortInfo> {
-    if cur == want {
+    configure(cur, want, false)
+}
+
+/// The configuration Set for a port — `want`, changing no state, with ClientReregister if
+/// `rereg` ([`client_reregister`]) — or `None` if the port already holds `want` and need not
+/// be asked to re-register.
+#[must_use]
+pub fn configure(cur: &PortInfo, want: &PortInfo, rereg: bool) -> Option<PortInfo> {
+    if cur == want && !rereg {
         return None;
     }
     let mut s = *want;
     no_state_change(&mut s);
+    s.set_client_reregister(u8::from(rereg));
     Some(s)
 }
 
 /// True if the configuration Set of CA port `p` must ask it to re-register with the SA
-/// (PortInfo.ClientReregister, IBA vol1 §14.2.5.6; OpenSM `osm_lid_mgr.c`): its MasterSMLID
-/// changes — a new port, or a new master after a failover or handover — and the port supports
-/// it (CapabilityMask.IsClientReregistrationSupported), unless `no_clients_rereg`.
+/// (PortInfo.ClientReregister, IBA vol1 §14.2.5.6 and §14.4.11; OpenSM `osm_lid_mgr.c`): its
+/// MasterSMLID changes — a new port, or a new master on another port after a failover or
+/// handover — or this is the SM's first heavy sweep as master (`new_master`: a restarted SM on
+/// the same port holds none of the SA registrations the clients made with its predecessor),
+/// and the port supports it (CapabilityMask.IsClientReregistrationSupported), unless
+/// `no_clients_rereg`.
 #[must_use]
 pub fn client_reregister(
     cfg: &SmConfig,
@@ -820,11 +836,12 @@ pub fn client_reregister(
     p: PortNum,
     cur: &PortInfo,
     want: &PortInfo,
+    new_master: bool,
 ) -> bool {
     !cfg.no_clients_rereg
         && !subnet.node(id).is_switch()
         && p.0 >= 1
-        && cur.master_sm_lid.get() != want.master_sm_lid.get()
+        && (new_master || cur.master_sm_lid.get() != want.master_sm_lid.get())
         && cur.capability_mask.get() & ibmad::attr::port_info::cap::IS_CLIENT_REREG_SUP != 0
 }
 
@@ -1107,7 +1124,7 @@ mod tests {
     }
 
     #[test]
-    fn client_reregister_only_for_ca_ports_whose_master_changes() {
+    fn client_reregister_only_for_ca_ports_whose_master_changes_or_a_new_master() {
         use ibmad::attr::port_info::cap::IS_CLIENT_REREG_SUP;
         let (mut s, sw, ca) = two_nodes();
         let cfg = SmConfig::default();
@@ -1115,28 +1132,31 @@ mod tests {
         cur.capability_mask.set(IS_CLIENT_REREG_SUP);
         s.port_mut(ca, PortNum(1)).unwrap().info = Some(cur);
         let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
-        assert!(client_reregister(&cfg, &s, ca, PortNum(1), &cur, &want));
-        // Same master: no re-registration.
-        assert!(!client_reregister(&cfg, &s, ca, PortNum(1), &want, &want));
+        let rereg = |cfg: &SmConfig, id, p, cur: &PortInfo, want: &PortInfo, new_master| {
+            client_reregister(cfg, &s, id, PortNum(p), cur, want, new_master)
+        };
+        assert!(rereg(&cfg, ca, 1, &cur, &want, false));
+        // Same master LID: no re-registration, unless this SM has just become master (a
+        // restarted SM on the same port knows none of the clients' registrations).
+        assert!(!rereg(&cfg, ca, 1, &want, &want, false));
+        assert!(rereg(&cfg, ca, 1, &want, &want, true));
         // Not supported, a switch port, or no_clients_rereg: none.
         let mut unsup = cur;
         unsup.capability_mask.set(0);
-        assert!(!client_reregister(&cfg, &s, ca, PortNum(1), &unsup, &want));
+        assert!(!rereg(&cfg, ca, 1, &unsup, &want, true));
         let sw_cur = s.port(sw, PortNum(0)).unwrap().info.unwrap();
         let sw_want = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
-        assert!(!client_reregister(
-            &cfg,
-            &s,
-            sw,
-            PortNum(0),
-            &sw_cur,
-            &sw_want
-        ));
+        assert!(!rereg(&cfg, sw, 0, &sw_cur, &sw_want, true));
         let off = SmConfig {
             no_clients_rereg: true,
             ..SmConfig::default()
         };
-        assert!(!client_reregister(&off, &s, ca, PortNum(1), &cur, &want));
+        assert!(!rereg(&off, ca, 1, &cur, &want, true));
+        // A port that holds everything still gets a Set to re-register, changing no state.
+        let set = configure(&want, &want, true).unwrap();
+        assert_eq!(set.client_reregister(), 1);
+        assert_eq!(set.port_state(), PortState::NO_CHANGE);
+        assert!(configure(&want, &want, false).is_none());
     }
 
     #[test]
@@ -1158,7 +1178,7 @@ mod tests {
         let mut disc = Discovery::start(PortNum(1)).0;
         disc.subnet = s;
         let pi_sets = |prog: &mut Programmer, disc: &Discovery| {
-            prog.plan(&cfg, disc, None, Lid(7), Lid(1))
+            prog.plan(&cfg, disc, None, Lid(7), Lid(1), false)
                 .into_iter()
                 .filter(|r| r.purpose == Purpose::SetPortInfo(ca, PortNum(1)))
                 .collect::<Vec<_>>()

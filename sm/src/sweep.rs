@@ -1460,9 +1460,14 @@ impl Sweep {
     fn plan_programming(&mut self, cx: &mut Ctx<'_>) {
         self.reading_lfts = false;
         let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
-        let reqs = self
-            .program
-            .plan(cx.cfg, &self.disc, self.routes.as_deref(), top, self.sm_lid);
+        let reqs = self.program.plan(
+            cx.cfg,
+            &self.disc,
+            self.routes.as_deref(),
+            top,
+            self.sm_lid,
+            cx.role.is_first_master_sweep(),
+        );
         for o in self.program.pkey_plan().overflows() {
             cx.events.log(
                 Level::Error,
@@ -1627,6 +1632,7 @@ impl Sweep {
             PortState::INIT,
             PortState::ARMED,
             cx.cfg.fold_config_into_arm,
+            cx.role.is_first_master_sweep(),
             |id, p| self.lid_route(cx.cfg, id, p),
         );
         cx.submit_all(reqs);
@@ -1643,6 +1649,7 @@ impl Sweep {
             self.sm_lid,
             PortState::ARMED,
             PortState::ACTIVE,
+            false,
             false,
             |id, p| self.lid_route(cx.cfg, id, p),
         );

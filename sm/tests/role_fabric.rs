@@ -384,6 +384,58 @@ fn df_2_master_sm_priority_15_keeps_the_recovered_sm_standing_by() {
     assert_eq!(b.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
 }
 
+/// A restarted SM on the same port (the daemon restarted, the same LID) holds none of the SA
+/// registrations the clients made with its predecessor: its first heavy sweep as master asks
+/// every CA port to re-register (PortInfo.ClientReregister, IBA vol1 §14.4.11, as OpenSM does
+/// on its first master sweep) — and changes nothing else: no LFT Set, no port state change,
+/// the same LIDs. Its later sweeps ask nobody.
+#[test]
+fn a_restarted_sm_asks_every_ca_port_to_re_register_and_changes_nothing_else() {
+    let mut bed = Bed::new();
+    let first = bed.start(0, cfg(5));
+    bed.run_for(Duration::from_secs(5));
+    assert!(bed.procs[first].sm.is_up());
+    let lids = bed.lids();
+    bed.kill(first);
+    bed.run_for(Duration::from_secs(1));
+    let again = bed.start(0, cfg(5));
+    bed.run_for(Duration::from_secs(5));
+    let p = &bed.procs[again];
+    assert!(p.sm.is_up());
+    assert_eq!(bed.lids(), lids, "the same LIDs");
+    assert_eq!(p.sent(Method::SET, SmpAttrId::LINEAR_FT), 0);
+    let ca_ports: u64 = bed
+        .f
+        .topology()
+        .nodes_of_type(NodeType::CA)
+        .map(|id| u64::from(bed.f.agent(id).unwrap().num_ports()))
+        .sum();
+    assert_eq!(p.rereg, ca_ports, "every CA port is asked to re-register");
+    assert_eq!(
+        p.sent(Method::SET, SmpAttrId::PORT_INFO),
+        ca_ports,
+        "a PortInfo Set for re-registration only"
+    );
+    // Every port stayed Active.
+    for (id, _) in bed.f.topology().nodes() {
+        let a = bed.f.agent(id).unwrap();
+        for q in 1..=a.num_ports() {
+            if let Some(pi) = a.port_info(PortNum(q)) {
+                if bed.f.peer(id, PortNum(q)).is_some() {
+                    assert_eq!(pi.port_state(), ibmad::PortState::ACTIVE);
+                }
+            }
+        }
+    }
+    bed.procs[again].reset_counts();
+    let now = bed.f.now();
+    bed.procs[again]
+        .sm
+        .handle_command(now, sm::Command::HeavySweep);
+    bed.run_for(Duration::from_secs(5));
+    assert_eq!(bed.procs[again].rereg, 0, "later sweeps ask nobody");
+}
+
 /// Monitoring requirement 30 (seed 003 §3, DF-3): with `master_sm_priority` 15 on the master
 /// and every `sm_priority` at most 14, a newly started SM of a higher `sm_priority` than the
 /// master's own stands by — the master advertises 15 while MASTER — and no handover happens.
