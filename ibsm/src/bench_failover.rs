@@ -130,6 +130,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let a = parse_args(args)?;
+    stop_on_signals()?;
     run(&a)
 }
 
@@ -290,7 +291,28 @@ impl Drop for Proc {
     }
 }
 
-/// Polls `log` until `done(text)` holds; an error after `limit` or if `proc` exits.
+/// Set by SIGTERM or SIGINT once [`stop_on_signals`] ran: the bench's waits give up, so the
+/// processes it started (ibsim, the SMs) are stopped by their guards instead of being left
+/// running when the bench is killed.
+static STOP: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Makes SIGTERM and SIGINT end the bench's waits (an `Err`) instead of the process.
+pub(crate) fn stop_on_signals() -> Result<(), String> {
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(&STOP))
+            .map_err(|e| format!("signal handler: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A SIGTERM or SIGINT arrived (after [`stop_on_signals`]).
+pub(crate) fn stopped() -> bool {
+    STOP.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Polls `log` until `done(text)` holds; an error after `limit`, if `proc` exits, or on
+/// SIGTERM/SIGINT ([`stop_on_signals`]).
 pub(crate) fn wait_log(
     log: &Path,
     proc: &mut Proc,
@@ -306,6 +328,9 @@ pub(crate) fn wait_log(
         }
         if let Ok(Some(st)) = proc.0.try_wait() {
             return Err(format!("{what}: exited with {st}; see {}", log.display()));
+        }
+        if stopped() {
+            return Err(format!("{what}: interrupted by a signal"));
         }
         if t0.elapsed() > limit {
             return Err(format!(

@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 use umad::testutil::{missing_peers, IbsimGuard, TempDir, UMAD2SIM_LIB};
 
 use crate::bench_cmd::{log_time, on_path};
-use crate::bench_failover::{median, now_of_day, parse_sweep_line, since, spawn, wait_log, Proc};
+use crate::bench_failover::{
+    median, now_of_day, parse_sweep_line, since, spawn, stop_on_signals, stopped, wait_log, Proc,
+};
 
 const USAGE: &str = "\
 usage: ibsm bench unlink TOPOLOGY [--runs N] [--only opensm|ibsm] [--link \"NODE\"[PORT]]
@@ -170,6 +172,7 @@ pub fn main(unlink: bool, args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let a = parse_args(if unlink { Mode::Unlink } else { Mode::Light }, args)?;
+    stop_on_signals()?;
     run(&a)
 }
 
@@ -495,6 +498,9 @@ impl RunCtx<'_> {
             }
             if let Ok(Some(st)) = proc.0.try_wait() {
                 return Err(format!("{}: exited with {st}", self.which.name()));
+            }
+            if stopped() {
+                return Err("interrupted by a signal".into());
             }
             if t0.elapsed() > self.a.timeout {
                 return Err(format!(
