@@ -72,39 +72,20 @@ impl Bed {
 
     fn run_for(&mut self, d: Duration) {
         let until = self.f.now() + d;
-        for _ in 0..10_000_000 {
-            let now = self.f.now();
-            let (sent, events) = (&mut self.sent, &mut self.events);
-            let mut port = self.f.sm_port(self.h);
-            let mut tap = Tap::new(&mut port, |dir, _: &MadMeta, mad: &[u8]| {
-                if let (Direction::Send, Ok(smp)) = (dir, Smp::ref_from_bytes(mad)) {
-                    *sent.entry((smp.method, smp.attr().0)).or_default() += 1;
-                }
-                true
-            });
-            let _ = sm::drive::turn(&mut Agents::sm(&mut self.sm), &mut tap, now, &mut |_, e| {
-                events.push(e);
-                ControlFlow::Continue(())
-            })
-            .unwrap();
-            if self.f.sm_pending(self.h) > 0 {
-                continue;
+        let (sent, events) = (&mut self.sent, &mut self.events);
+        let mut port = self.f.sm_port(self.h);
+        let mut tap = Tap::new(&mut port, |dir, _: &MadMeta, mad: &[u8]| {
+            if let (Direction::Send, Ok(smp)) = (dir, Smp::ref_from_bytes(mad)) {
+                *sent.entry((smp.method, smp.attr().0)).or_default() += 1;
             }
-            let next = self
-                .sm
-                .poll_timeout()
-                .into_iter()
-                .chain(self.f.next_event_time())
-                .min();
-            match next {
-                Some(t) if t <= until => self.f.run_until(t.max(now)),
-                _ => {
-                    self.f.run_until(until);
-                    return;
-                }
-            }
-        }
-        panic!("the bed did not settle");
+            true
+        });
+        let _ = sm::drive::drive_agents(&mut Agents::sm(&mut self.sm), &mut tap, until, |_, e| {
+            events.push(e);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        self.f.run_until(until);
     }
 
     fn reset(&mut self) {
