@@ -217,21 +217,8 @@ fn run(a: &Args) -> Result<(), String> {
         .find(|(_, n)| !n.is_switch())
         .map(|(_, n)| n.name().to_string())
         .ok_or("the topology has no CA for the SMs to attach to")?;
-    let _tmp;
-    let work = match &a.keep {
-        Some(d) => d.clone(),
-        None => {
-            let t = TempDir::new("bench").map_err(|e| format!("temp dir: {e}"))?;
-            let p = t.path().to_path_buf();
-            _tmp = t;
-            p
-        }
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let net = work.join("topology.net");
-    topo.save_net(&net)
-        .map_err(|e| format!("{}: {e}", net.display()))?;
-    let self_exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+    let dir = BenchDir::new(a.keep.as_deref(), "bench", &topo)?;
+    let (work, net, self_exe) = (dir.work.clone(), dir.net.clone(), dir.self_exe.clone());
     println!(
         "# {}: {} switches, {} CAs, {} links; SMs attach at {host:?}; routing {}; ibsm {}",
         a.topology,
@@ -356,6 +343,44 @@ fn proc_cpu(pid: u32) -> Result<f64, String> {
             .ok_or(format!("/proc/{pid}/stat: no field {}", i + 3))
     };
     Ok(tick(11)? + tick(12)?)
+}
+
+/// Where a bench run works: `keep` if given (created, kept), else a temporary directory removed
+/// when the returned [`BenchDir`] is dropped; `topo` saved there as `topology.net` for ibsim,
+/// and the path of this executable (the ibsm the bench starts).
+pub(crate) struct BenchDir {
+    _tmp: Option<TempDir>,
+    pub work: PathBuf,
+    pub net: PathBuf,
+    pub self_exe: PathBuf,
+}
+
+impl BenchDir {
+    pub(crate) fn new(
+        keep: Option<&Path>,
+        tag: &str,
+        topo: &fabric_sim::topo::Topology,
+    ) -> Result<BenchDir, String> {
+        let (tmp, work) = match keep {
+            Some(d) => (None, d.to_path_buf()),
+            None => {
+                let t = TempDir::new(tag).map_err(|e| format!("temp dir: {e}"))?;
+                let p = t.path().to_path_buf();
+                (Some(t), p)
+            }
+        };
+        std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+        let net = work.join("topology.net");
+        topo.save_net(&net)
+            .map_err(|e| format!("{}: {e}", net.display()))?;
+        let self_exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+        Ok(BenchDir {
+            _tmp: tmp,
+            work,
+            net,
+            self_exe,
+        })
+    }
 }
 
 /// Seconds of the day of an OpenSM (`Nov 29 18:39:56 812142 [...]`) or ibsm

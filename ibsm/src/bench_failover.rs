@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use umad::testutil::{missing_peers, IbsimGuard, TempDir};
+use umad::testutil::{missing_peers, IbsimGuard};
+
+use crate::bench_cmd::BenchDir;
 
 const USAGE: &str = "\
 usage: ibsm bench failover TOPOLOGY [--runs N] [--case opensm-ibsm|ibsm-ibsm]
@@ -161,21 +163,8 @@ fn run(a: &Args) -> Result<(), String> {
     let [master_host, standby_host] = &cas[..] else {
         return Err("the topology needs two CAs for the two SMs".into());
     };
-    let _tmp;
-    let work = match &a.keep {
-        Some(d) => d.clone(),
-        None => {
-            let t = TempDir::new("failover").map_err(|e| format!("temp dir: {e}"))?;
-            let p = t.path().to_path_buf();
-            _tmp = t;
-            p
-        }
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let net = work.join("topology.net");
-    topo.save_net(&net)
-        .map_err(|e| format!("{}: {e}", net.display()))?;
-    let self_exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+    let dir = BenchDir::new(a.keep.as_deref(), "failover", &topo)?;
+    let (work, net, self_exe) = (dir.work.clone(), dir.net.clone(), dir.self_exe.clone());
     println!(
         "# {}: {} switches, {} CAs; master at {master_host:?} (priority 10), standby ibsm at \
          {standby_host:?} (priority 5); sminfo_polling_timeout {} ms, polling_retry_number {}; \

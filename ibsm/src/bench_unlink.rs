@@ -30,9 +30,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use umad::testutil::{missing_peers, IbsimGuard, TempDir, UMAD2SIM_LIB};
+use umad::testutil::{missing_peers, IbsimGuard, UMAD2SIM_LIB};
 
-use crate::bench_cmd::{log_time, on_path};
+use crate::bench_cmd::{log_time, on_path, BenchDir};
 use crate::bench_failover::{
     median, now_of_day, parse_sweep_line, since, spawn, stop_on_signals, stopped, wait_log, Proc,
 };
@@ -229,21 +229,8 @@ fn run(a: &Args) -> Result<(), String> {
             format!("\"{}\"[1]", sw.name())
         }
     };
-    let _tmp;
-    let work = match &a.keep {
-        Some(d) => d.clone(),
-        None => {
-            let t = TempDir::new("unlink").map_err(|e| format!("temp dir: {e}"))?;
-            let p = t.path().to_path_buf();
-            _tmp = t;
-            p
-        }
-    };
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let net = work.join("topology.net");
-    topo.save_net(&net)
-        .map_err(|e| format!("{}: {e}", net.display()))?;
-    let self_exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
+    let dir = BenchDir::new(a.keep.as_deref(), "unlink", &topo)?;
+    let (work, net, self_exe) = (dir.work.clone(), dir.net.clone(), dir.self_exe.clone());
     match a.mode {
         Mode::Unlink => println!(
             "# {}: {} switches, {} CAs, {} links; SM at {sm_host:?}, counters read from \
