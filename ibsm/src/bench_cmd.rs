@@ -41,17 +41,18 @@ fresh ibsim, and reports time to SUBNET UP, SMPs sent, CPU of the SM and of ibsi
 TOPOLOGY is an ibsim .net file, an ibnetdiscover file or a generator spec (fat-tree:3,24).
 ";
 
-const IBSIM_LIMITS: [&str; 6] = ["-N", "30000", "-S", "4000", "-P", "200000"];
+/// ibsim's size limits (nodes, switches, ports) large enough for k36 fabrics.
+pub(crate) const IBSIM_LIMITS: [&str; 6] = ["-N", "30000", "-S", "4000", "-P", "200000"];
 
 /// Which SM a run measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Which {
+pub(crate) enum Which {
     OpenSm,
     Ibsm,
 }
 
 impl Which {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Which::OpenSm => "opensm",
             Which::Ibsm => "ibsm",
@@ -343,6 +344,18 @@ fn proc_cpu(pid: u32) -> Result<f64, String> {
             .ok_or(format!("/proc/{pid}/stat: no field {}", i + 3))
     };
     Ok(tick(11)? + tick(12)?)
+}
+
+/// The names of the first `N` CAs of `topo` (where the bench's SMs and probes attach), or
+/// `None` if it has fewer.
+pub(crate) fn first_cas<const N: usize>(topo: &fabric_sim::topo::Topology) -> Option<[String; N]> {
+    let cas: Vec<String> = topo
+        .nodes()
+        .filter(|(_, n)| !n.is_switch())
+        .map(|(_, n)| n.name().to_string())
+        .take(N)
+        .collect();
+    cas.try_into().ok()
 }
 
 /// Where a bench run works: `keep` if given (created, kept), else a temporary directory removed

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use umad::testutil::{missing_peers, IbsimGuard};
 
-use crate::bench_cmd::BenchDir;
+use crate::bench_cmd::{first_cas, BenchDir, IBSIM_LIMITS};
 
 const USAGE: &str = "\
 usage: ibsm bench failover TOPOLOGY [--runs N] [--case opensm-ibsm|ibsm-ibsm]
@@ -39,8 +39,6 @@ On a fresh ibsim fabric brought up by a master SM (OpenSM or ibsm) with `ibsm ru
 kills the master and reports the time to SUBNET UP under ibsm (detection and take-over sweep)
 and the SMPs and LFT Sets ibsm's take-over sweep sent.
 ";
-
-const IBSIM_LIMITS: [&str; 6] = ["-N", "30000", "-S", "4000", "-P", "200000"];
 
 /// Who is master before the kill.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,15 +152,10 @@ fn run(a: &Args) -> Result<(), String> {
     let progress = crate::progress::Progress::new(true);
     let topo = crate::simrun::load_topology(&a.topology, &progress)
         .map_err(|e| format!("{}: {e}", a.topology))?;
-    let cas: Vec<String> = topo
-        .nodes()
-        .filter(|(_, n)| !n.is_switch())
-        .map(|(_, n)| n.name().to_string())
-        .take(2)
-        .collect();
-    let [master_host, standby_host] = &cas[..] else {
+    let Some([master_host, standby_host]) = first_cas::<2>(&topo) else {
         return Err("the topology needs two CAs for the two SMs".into());
     };
+    let (master_host, standby_host) = (master_host.as_str(), standby_host.as_str());
     let dir = BenchDir::new(a.keep.as_deref(), "failover", &topo)?;
     let (work, net, self_exe) = (dir.work.clone(), dir.net.clone(), dir.self_exe.clone());
     println!(

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use umad::testutil::{missing_peers, IbsimGuard, UMAD2SIM_LIB};
 
-use crate::bench_cmd::{log_time, on_path, BenchDir};
+use crate::bench_cmd::{first_cas, log_time, on_path, BenchDir, Which, IBSIM_LIMITS};
 use crate::bench_failover::{
     median, now_of_day, parse_sweep_line, since, spawn, stop_on_signals, stopped, wait_log, Proc,
 };
@@ -49,24 +49,6 @@ SM's next SUBNET UP and the SMPs (and ibsm's Sets) it sent for each change.
 light: the same fabric with a light sweep every S seconds (default 3); reports time and SMPs of
 N (default 5) light sweeps of the unchanged fabric.
 ";
-
-const IBSIM_LIMITS: [&str; 6] = ["-N", "30000", "-S", "4000", "-P", "200000"];
-
-/// Which SM a run measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Which {
-    OpenSm,
-    Ibsm,
-}
-
-impl Which {
-    fn name(self) -> &'static str {
-        match self {
-            Which::OpenSm => "opensm",
-            Which::Ibsm => "ibsm",
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -210,15 +192,10 @@ fn run(a: &Args) -> Result<(), String> {
     let progress = crate::progress::Progress::new(true);
     let topo = crate::simrun::load_topology(&a.topology, &progress)
         .map_err(|e| format!("{}: {e}", a.topology))?;
-    let cas: Vec<String> = topo
-        .nodes()
-        .filter(|(_, n)| !n.is_switch())
-        .map(|(_, n)| n.name().to_string())
-        .take(2)
-        .collect();
-    let [sm_host, probe_host] = &cas[..] else {
+    let Some([sm_host, probe_host]) = first_cas::<2>(&topo) else {
         return Err("the topology needs two CAs (the SM's and the counter reader's)".into());
     };
+    let (sm_host, probe_host) = (sm_host.as_str(), probe_host.as_str());
     let link = match &a.link {
         Some(l) => l.clone(),
         None => {
