@@ -581,6 +581,46 @@ fn light_sweeps_every_sweep_interval_and_none_with_zero() {
     }
 }
 
+/// Monitoring requirement 39 (seed 003 L305): the light sweep's SMP load is bounded — at a
+/// 10 s `sweep_interval` on a fabric of about a thousand ports, at most a few hundred Gets in
+/// any second. `fat-tree:2,24` has 36 switches and 288 CAs: 1,152 ports. Counted second by
+/// second of virtual time over two minutes after SUBNET UP.
+#[test]
+fn light_sweep_load_stays_bounded_on_a_thousand_port_fabric() {
+    let mut bed = Bed::with("fat-tree:2,24");
+    bed.start(0, cfg(5));
+    bed.run_for(Duration::from_secs(10));
+    assert!(bed.procs[0].sm.is_up());
+    let switches = bed.f.topology().nodes_of_type(NodeType::SWITCH).count() as u64;
+    let ports: u64 = bed
+        .f
+        .topology()
+        .nodes()
+        .map(|(id, _)| u64::from(bed.f.agent(id).unwrap().num_ports()))
+        .sum();
+    assert!((1_000..1_300).contains(&ports), "{ports} ports");
+    bed.procs[0].reset_counts();
+    let mut per_second = Vec::new();
+    for _ in 0..120 {
+        bed.run_for(Duration::from_secs(1));
+        per_second.push(bed.procs[0].sent.values().sum::<u64>());
+        bed.procs[0].reset_counts();
+    }
+    let total: u64 = per_second.iter().sum();
+    let busiest = per_second.iter().copied().max().unwrap();
+    // Twelve light sweeps of one SwitchInfo Get per switch, and nothing else.
+    assert_eq!(total, 12 * switches, "SMPs per second: {per_second:?}");
+    assert!(
+        busiest <= 300,
+        "{busiest} SMPs in one second: {per_second:?}"
+    );
+    assert_eq!(
+        per_second.iter().filter(|&&n| n > 0).count(),
+        12,
+        "one burst per sweep_interval: {per_second:?}"
+    );
+}
+
 /// LFT entries by (switch, LID), as [`Bed::lfts`] reads them.
 type LftMap = HashMap<(NodeId, u16), u8>;
 
