@@ -386,6 +386,60 @@ fn light_sweep_quiet_then_link_change_triggers_heavy() {
     assert!(ev.contains(&Event::SubnetUp));
 }
 
+/// Monitoring requirement 37 (004:S32): a switch port that is up but has no known remote is
+/// probed with a directed-route NodeInfo Get through it, and the node behind it is learned
+/// once it answers. Here E's management agent is silent, so A's port 3 is Active with nothing
+/// known behind it and the subnet is not up; as OpenSM does after initialization errors, every
+/// `sweep_interval` is then a heavy sweep, which probes the port again. When E answers, the
+/// next one learns it — no trap and no PortStateChange tells the SM (the link never went down).
+#[test]
+fn an_up_port_with_no_known_remote_is_probed_each_interval_and_its_node_learned() {
+    let (mut f, [_, _, a, _, _, e, _, _]) = f_disc();
+    f.nodes[e].mute = true;
+    let mut sm = Sm::new(SmConfig {
+        sweep_interval: core::time::Duration::from_secs(10),
+        ..SmConfig::default()
+    })
+    .unwrap();
+    let mut now = Time::ZERO;
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(20_000));
+    assert!(!ev.contains(&Event::SubnetUp), "{ev:#?}");
+    assert!(sm.subnet().node_by_guid(Guid(0xE)).is_none());
+    let aid = sm.subnet().node_by_guid(Guid(0xA)).unwrap();
+    assert_eq!(sm.subnet().port(aid, PortNum(3)).unwrap().remote, None);
+    assert_ne!(f.nodes[a].ports[3].info.port_state(), PortState::DOWN);
+    // While E stays silent, each interval (after the sweep before it ended) probes it again —
+    // one NodeUnreachable per sweep for its route — and nothing comes up.
+    let heavy = sm.heavy_sweeps();
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(50_000));
+    let probes = ev
+        .iter()
+        .filter(|e| {
+            matches!(e, Event::NodeUnreachable { dr_path, .. }
+                if *dr_path == DrPath::parse("0,1,4,3").unwrap())
+        })
+        .count();
+    let sweeps = sm.heavy_sweeps() - heavy;
+    assert!(sweeps >= 2, "{sweeps} heavy sweeps in 30 s: {ev:#?}");
+    // (the last of them may still be waiting for E when the drive stops)
+    assert!(
+        probes >= 2 && probes as u64 + 1 >= sweeps,
+        "{probes} probes: {ev:#?}"
+    );
+    assert!(!sm.is_up());
+    // E's agent comes alive: within one interval the SM knows it and the subnet is up.
+    f.nodes[e].mute = false;
+    let ev = drive(&mut sm, &mut f, &mut now, Time::from_millis(62_000));
+    assert!(ev.contains(&Event::SubnetUp), "{ev:#?}");
+    let eid = sm.subnet().node_by_guid(Guid(0xE)).unwrap();
+    assert_eq!(
+        sm.subnet().port(aid, PortNum(3)).unwrap().remote,
+        Some((eid, PortNum(1)))
+    );
+    assert!(sm.is_up());
+    assert_all_active(&f);
+}
+
 #[test]
 fn phase_stats_and_log_lines() {
     let (mut f, _) = f_disc();
