@@ -174,8 +174,12 @@ others() { # sm resweep-command...: table-pr and resweep
     done
     wait "$o"; rc=$?
     read -r max med cnt < <(intervals "$work/$sm-resweep.out")
-    read -r qmax qmed _ < <(intervals "$work/$sm-getpr1.out")
-    report "$sm" "resweep max=${max}s median=${med}s intervals=$cnt sweeps=$sweeps rc=$rc (no sweeps: max=${qmax}s median=${qmed}s)"
+    local base="no get-pr run to compare"
+    if [ -f "$work/$sm-getpr1.out" ]; then
+        read -r qmax qmed _ < <(intervals "$work/$sm-getpr1.out")
+        base="no sweeps: max=${qmax}s median=${qmed}s"
+    fi
+    report "$sm" "resweep max=${max}s median=${med}s intervals=$cnt sweeps=$sweeps rc=$rc ($base) load=$(cut -d' ' -f1 /proc/loadavg)"
 }
 
 runs_of() { case "$only" in ''|"$1") return 0 ;; esac; return 1; }
