@@ -53,9 +53,9 @@
 //!
 //! # For the record owners
 //!
-//! An arm calls `handler(&snapshot, [&mut part of SaState,] &query) -> Answer`. The arms of
-//! PathRecord/MultiPathRecord (B), MCMemberRecord (C), ServiceRecord/InformInfo/
-//! InformInfoRecord (D) start as [`Answer::unsupported`]; each owner replaces its own. The
+//! An arm calls `handler(&snapshot, [&mut part of SaState,] &query) -> Answer`: the records of
+//! [`records`], PathRecord/MultiPathRecord ([`path`]), MCMemberRecord ([`mcmember`]),
+//! ServiceRecord ([`service`]) and InformInfo/InformInfoRecord ([`inform`]). The
 //! snapshot's contents (and how to add a part) are in [`snapshot`]'s module docs. Records are
 //! built into [`Collector`], which applies the component mask ([`ibmad::sa_rec::matches`]) and
 //! stops early for a Get.
@@ -752,16 +752,13 @@ impl Sa {
             SaAttrId::GUID_INFO_RECORD => records::guid_info_records(snap, q),
             SaAttrId::P_KEY_TABLE_RECORD => records::pkey_table_records(snap, q),
             SaAttrId::VL_ARB_RECORD => records::vlarb_records(snap, q),
-            // Engineer B: PathRecord, MultiPathRecord.
             SaAttrId::PATH_RECORD => path::handle(snap, q),
             SaAttrId::MULTI_PATH_RECORD => path::handle_multi(snap, q),
-            // Engineer C: MCMemberRecord.
             SaAttrId::MC_MEMBER_RECORD => {
                 let a = mcmember::handle(snap, &mut self.state.mcast, q);
                 self.report_mc_notices();
                 a
             }
-            // Engineer D: ServiceRecord, InformInfo, InformInfoRecord.
             SaAttrId::SERVICE_RECORD => service::service_records(snap, &mut self.state.services, q),
             SaAttrId::INFORM_INFO => inform::inform_info(snap, &mut self.state.informs, q),
             SaAttrId::INFORM_INFO_RECORD => {
