@@ -208,6 +208,57 @@ impl Replay {
     }
 }
 
+/// Directed routes from the SM's node to the nodes of `s` that never pass *through* a node
+/// of `avoid` (those may only be a route's end), over links up at both ends in the model.
+///
+/// The light sweep run before an incremental heavy sweep reads every switch's
+/// PortStateChange along these routes, around the switches that sent the traps: a failed
+/// link has a trap issuer at one end at least, so a route that neither crosses nor ends at
+/// that issuer cannot cross the failed link, and the Gets are answered instead of timing out
+/// one by one along routes the change broke. The route back is the same (a DR SMP's response
+/// retraces its path, IBA vol1 §14.2.2), where a LID-routed Get would come back along the
+/// switches' old forwarding tables. Nodes reached only through an avoided node are absent.
+pub(crate) fn routes_around(
+    s: &Subnet,
+    avoid: &HashSet<Guid>,
+) -> HashMap<crate::subnet::NodeId, ibmad::DrPath> {
+    let mut out = HashMap::new();
+    let Some((root, sm_port)) = s.sm_port() else {
+        return out;
+    };
+    out.insert(root, ibmad::DrPath::local());
+    let mut queue = std::collections::VecDeque::from([root]);
+    while let Some(id) = queue.pop_front() {
+        let n = s.node(id);
+        if id != root && (!n.is_switch() || avoid.contains(&n.guid)) {
+            continue;
+        }
+        let Some(&path) = out.get(&id) else {
+            continue;
+        };
+        // A CA sends on the SM's port only; a switch forwards through any of its ports.
+        let ports: Vec<u8> = if n.is_switch() {
+            (1..=n.num_ports).collect()
+        } else {
+            vec![sm_port.0]
+        };
+        for p in ports {
+            let Some((rn, rp)) = s.port(id, PortNum(p)).and_then(|x| x.remote) else {
+                continue;
+            };
+            if out.contains_key(&rn) || !s.is_link_up(id, PortNum(p)) || !s.is_link_up(rn, rp) {
+                continue;
+            }
+            let Ok(next) = path.push(p) else {
+                continue;
+            };
+            out.insert(rn, next);
+            queue.push_back(rn);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +351,48 @@ mod tests {
             r.check_links(&s),
             "both ends read: the fabric changed meanwhile"
         );
+    }
+    #[test]
+    fn routes_around_pass_through_no_avoided_node_and_may_end_at_one() {
+        // The SM's CA 10 on switch 1; switch 1 ports 2, 3 to switches 2, 3; both to switch 4
+        // (ports 1, 2); switch 4 port 3 to switch 5, reachable only through switch 4.
+        let mut s = Subnet::new();
+        let ca = s.add_active_node(Node {
+            dr_path: DrPath::local(),
+            ..Node::new(Guid(10), NodeType::CA, 1, "sm")
+        });
+        let sw: Vec<NodeId> = (1..=5)
+            .map(|g| s.add_active_node(Node::new(Guid(g), NodeType::SWITCH, 4, "sw")))
+            .collect();
+        s.connect_active((ca, PortNum(1)), (sw[0], PortNum(1)));
+        s.connect_active((sw[0], PortNum(2)), (sw[1], PortNum(1)));
+        s.connect_active((sw[0], PortNum(3)), (sw[2], PortNum(1)));
+        s.connect_active((sw[1], PortNum(2)), (sw[3], PortNum(1)));
+        s.connect_active((sw[2], PortNum(2)), (sw[3], PortNum(2)));
+        s.connect_active((sw[3], PortNum(3)), (sw[4], PortNum(1)));
+        let path = |m: &HashMap<NodeId, DrPath>, n: NodeId| m.get(&n).map(|p| p.ports().to_vec());
+        let free = routes_around(&s, &HashSet::new());
+        assert_eq!(
+            path(&free, sw[3]),
+            Some(vec![1, 2, 2]),
+            "shortest, first port"
+        );
+        let m = routes_around(&s, &[Guid(2)].into());
+        assert_eq!(
+            path(&m, sw[1]),
+            Some(vec![1, 2]),
+            "an avoided node may be the end"
+        );
+        assert_eq!(path(&m, sw[3]), Some(vec![1, 3, 2]), "around switch 2");
+        assert_eq!(path(&m, sw[4]), Some(vec![1, 3, 2, 3]));
+        let m = routes_around(&s, &[Guid(4)].into());
+        assert_eq!(path(&m, sw[3]), Some(vec![1, 2, 2]));
+        assert_eq!(path(&m, sw[4]), None, "only through switch 4");
+        // A link Down at one end in the model is not used.
+        let mut down = s.port(sw[1], PortNum(2)).unwrap().info.unwrap();
+        down.set_port_state(PortState::DOWN);
+        s.port_mut(sw[1], PortNum(2)).unwrap().info = Some(down);
+        let m = routes_around(&s, &HashSet::new());
+        assert_eq!(path(&m, sw[3]), Some(vec![1, 3, 2]));
     }
 }

@@ -898,16 +898,27 @@ impl Sweep {
         self.light_silent.clear();
         self.pre_pass = None;
         let s = &self.disc.subnet;
+        // Before a heavy sweep asked for by traps, the switches known to have changed (the
+        // trap issuers: dirty) are read by the walk anyway, and every other switch is read
+        // by directed route around them ([`crate::incremental::routes_around`]): the link
+        // that failed has a trap issuer at one end, so no Get is lost on it.
+        let around = (self.heavy_after_light && !self.dirty.is_empty())
+            .then(|| crate::incremental::routes_around(s, &self.dirty));
+        let dirty = &self.dirty;
         let reqs: Vec<Request> = s
             .switches()
+            .filter(|&id| around.is_none() || !dirty.contains(&s.node(id).guid))
             .map(|id| {
+                let path = around.as_ref().and_then(|m| m.get(&id).copied());
                 let mut r = Request::get(
-                    s.node(id).dr_path,
+                    path.unwrap_or(s.node(id).dr_path),
                     SmpAttrId::SWITCH_INFO,
                     0,
                     Purpose::LightSwitchInfo(id),
                 );
-                r.dlid = self.lid_route(cx.cfg, id, PortNum(0));
+                if path.is_none() {
+                    r.dlid = self.lid_route(cx.cfg, id, PortNum(0));
+                }
                 // Before an incremental heavy sweep a switch that does not answer at once is
                 // read again on its new route by the walk ([`Replay::unverified`]): no resends
                 // down a route that is likely broken.
@@ -917,10 +928,16 @@ impl Sweep {
             .collect();
         cx.submit_all(reqs);
         // Ports up on one side only: re-read, since a change there sends no trap.
+        let around = &around;
         let half: Vec<Request> = s
             .switches()
+            .filter(|&id| around.is_none() || !dirty.contains(&s.node(id).guid))
             .flat_map(|id| {
                 let n = s.node(id);
+                let path = around
+                    .as_ref()
+                    .and_then(|m| m.get(&id).copied())
+                    .unwrap_or(n.dr_path);
                 (1..=n.num_ports).filter_map(move |p| {
                     let port = s.port(id, PortNum(p))?;
                     (port.remote.is_none()
@@ -928,7 +945,7 @@ impl Sweep {
                         && port.state() != PortState::DOWN)
                         .then(|| {
                             Request::get(
-                                n.dr_path,
+                                path,
                                 SmpAttrId::PORT_INFO,
                                 p.into(),
                                 Purpose::LightPortInfo(id, PortNum(p)),

@@ -713,3 +713,63 @@ fn an_unexplained_difference_falls_back_to_a_full_discovery() {
     assert!(!bed.in_model(ca));
     bed.assert_all_pairs();
 }
+
+/// After a spine link is cut, the light sweep that precedes the incremental heavy sweep (it
+/// reads every switch's PortStateChange) must not wait for SMPs lost on the dead link: its
+/// SwitchInfo Gets go around the switches that sent the traps, so the change is handled
+/// with no transaction timing out, well within one transaction timeout of the first trap.
+#[test]
+fn a_cut_spine_link_costs_no_timeout() {
+    let (mut bed, _) = Bed::k8(false);
+    let lv = bed.levels();
+    let sm_leaf = bed.f.peer(bed.ca(0), PortNum(1)).unwrap().node;
+    // Every spine link whose cut stays away from the SM's own leaf: try a few of them.
+    let spines: Vec<NodeId> = {
+        let mut v: Vec<_> = lv
+            .iter()
+            .filter(|&(_, &l)| l == 2)
+            .map(|(&n, _)| n)
+            .collect();
+        v.sort();
+        v
+    };
+    let timeout = SmConfig::default().transaction_timeout;
+    for &spine in spines.iter().take(4) {
+        let (p, agg) = bed.neighbours(spine)[0];
+        assert_ne!(agg, sm_leaf);
+        bed.reset();
+        bed.f.set_link(spine, PortNum(p), false).unwrap();
+        bed.run_for(Duration::from_secs(10));
+        assert!(bed.sm.is_up());
+        bed.assert_incremental();
+        let sweeps: Vec<_> = bed
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::HeavySweepDone { stats, .. } => Some(*stats),
+                _ => None,
+            })
+            .collect();
+        assert!(!sweeps.is_empty());
+        eprintln!(
+            "spine link {spine:?}[{p}] down: {} heavy sweep(s), the first in {:?}, {} SMPs",
+            sweeps.len(),
+            sweeps[0].elapsed,
+            bed.smps()
+        );
+        let timed_out: u64 = sweeps.iter().map(|s| s.timed_out + s.retried).sum();
+        assert_eq!(
+            timed_out,
+            0,
+            "spine {spine:?} port {p}: SMPs timed out or resent: {:#?}",
+            bed.log_lines()
+        );
+        assert!(!bed.logged("went unanswered"), "{:#?}", bed.log_lines());
+        assert!(
+            sweeps[0].elapsed < timeout,
+            "the first heavy sweep took {:?} (timeout {timeout:?})",
+            sweeps[0].elapsed
+        );
+        bed.assert_all_pairs();
+    }
+}
