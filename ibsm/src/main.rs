@@ -27,9 +27,9 @@ commands:
                            write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
   ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr … | dump
                            steer a running `ibsm run` (its control socket)
-  discover | query | route | dump-fts | links | trace | portstate | counters [--transport T]
+  discover | query | route | dump-fts | links | trace | portstate | counters | stat [--transport T]
                            the diags (ibnetdiscover, smpquery/sminfo, ibroute, dump_fts,
-                           iblinkinfo, ibtracert, ibportstate, perfquery) over umad[:CA[:PORT]],
+                           iblinkinfo, ibtracert, ibportstate, perfquery, ibstat) over umad[:CA[:PORT]],
                            vfio:BDF, vfio-user:SOCKET or sim:TOPOLOGY; `--help` on each
   help                     this text; `ibsm sim --help` and `ibsm run --help` list options
   --version, -V            the version
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
         "asic-model" => ibsm::asic_cmd::main(rest),
         "ctl" => ibsm::ctl::client_main(rest),
         "discover" | "query" | "route" | "dump-fts" | "links" | "trace" | "portstate"
-        | "counters" => ibsm::diag::main(cmd, rest),
+        | "counters" | "stat" => ibsm::diag::main(cmd, rest),
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             ExitCode::SUCCESS

@@ -1,4 +1,4 @@
-//! The diagnostics (`ibsm discover | query | route | dump-fts | links | trace | portstate`)
+//! The diagnostics (`ibsm discover | query | route | dump-fts | links | trace | portstate | stat`)
 //! against the stock infiniband-diags on the same ibsim fabric, and over the simulator.
 //!
 //! * `umad_matches_stock_diags`: on ibsim fabrics brought up by `ibsm run -o`, every command
@@ -11,6 +11,8 @@
 //!   the stock tools print on ibsim (the simulator's SM attaches where ibsim's shim does and
 //!   assigns the same LIDs); links differ only in iblinkinfo's "Could be" notes (the
 //!   simulator's ports support only their active width and speed);
+//! * `stat_matches_ibstat`: `ibsm stat` prints the fields the stock `ibstat` prints for the same
+//!   port (a switch and a CA);
 //! * `dot_renders_a_k8_fat_tree`: `discover --dot --routes` of `fat-tree:3,8` renders with
 //!   Graphviz' `dot -Tpng`, one edge per link, every switch link labelled with route counts.
 //!
@@ -325,6 +327,70 @@ fn umad_matches_stock_diags() {
             topo.num_nodes(),
             "{name}"
         );
+    }
+}
+
+/// The `Key: value` lines of ibstat's output (and ours), by key.
+fn stat_fields(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.trim().split_once(": "))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// `ibsm stat` (SMPs to the local SMA) against the stock `ibstat` (the shim's sysfs) on the
+/// same port: a switch's port 0 and a CA's port 1 of an ibsim fabric brought up by ibsm.
+#[test]
+fn stat_matches_ibstat() {
+    let test = "stat_matches_ibstat";
+    if !peers(test, &[("ibstat", "infiniband-diags")]) {
+        return;
+    }
+    let dir = TempDir::new("diag").unwrap();
+    let sim = fabric(&example("net.2sw2path4hca2port"), dir.path());
+    for host in ["Switch1", "Hca1"] {
+        let run_on = |prog: &str, args: &[&str]| {
+            let mut c = sim.client(prog, dir.path());
+            c.args(args).env("SIM_HOST", host);
+            let out = run(c);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(out.status.success(), "{prog} on {host}: {out:?}");
+            text
+        };
+        let stock = run_on("ibstat", &[]);
+        let ours = run_on(IBSM, &["stat"]);
+        let (s, o) = (stat_fields(&stock), stat_fields(&ours));
+        let keys = [
+            "State",
+            "Physical state",
+            "Rate",
+            "Base lid",
+            "LMC",
+            "SM lid",
+            "Capability mask",
+            "Port GUID",
+            "Node GUID",
+            "System image GUID",
+        ];
+        for k in keys {
+            assert!(s.contains_key(k), "ibstat on {host} has no {k:?}:\n{stock}");
+            assert_eq!(
+                o.get(k),
+                s.get(k),
+                "{k} on {host}\nibstat:\n{stock}\nours:\n{ours}"
+            );
+        }
+        assert_eq!(o["State"], "Active", "{ours}");
+        assert_ne!(o["Base lid"], "0", "{ours}");
+        let kind = if host.starts_with("Switch") {
+            "Switch"
+        } else {
+            "CA"
+        };
+        assert!(ours.starts_with(&format!("{kind} '")), "{ours}");
+        // -p: the port GUID alone, as ibstat -p.
+        let guids = run_on(IBSM, &["stat", "-p"]);
+        assert_eq!(guids.trim(), s["Port GUID"], "{guids}");
     }
 }
 

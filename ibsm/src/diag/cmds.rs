@@ -198,7 +198,7 @@ impl Session {
         self.port.as_mut()
     }
 
-    fn get(&mut self, addr: Addr, attr: SmpAttrId, am: u32) -> R<[u8; 64]> {
+    pub(crate) fn get(&mut self, addr: Addr, attr: SmpAttrId, am: u32) -> R<[u8; 64]> {
         self.client().get(addr, attr, am).map_err(|e| {
             DiagError(
                 format!("{attr:?} query via {} failed: {e}", addr.describe()),
@@ -208,11 +208,11 @@ impl Session {
     }
 }
 
-fn ni(d: &[u8; 64]) -> NodeInfo {
+pub(crate) fn ni(d: &[u8; 64]) -> NodeInfo {
     NodeInfo::read_from_bytes(&d[..size_of::<NodeInfo>()])
         .unwrap_or_else(|_| NodeInfo::new_zeroed())
 }
-fn pi(d: &[u8; 64]) -> PortInfo {
+pub(crate) fn pi(d: &[u8; 64]) -> PortInfo {
     PortInfo::read_from_bytes(&d[..]).unwrap_or_else(|_| PortInfo::new_zeroed())
 }
 fn si(d: &[u8; 64]) -> SwitchInfo {
@@ -237,12 +237,23 @@ pub(crate) fn parse_lid(text: &str) -> R<Lid> {
 
 pub(crate) fn print(common: &Common, text: &str, json: Value) {
     if common.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json).unwrap_or_else(|_| "null".into())
-        );
+        let mut t = serde_json::to_string_pretty(&json).unwrap_or_else(|_| "null".into());
+        t.push('\n');
+        out(&t);
     } else {
-        print!("{text}");
+        out(text);
+    }
+}
+
+/// Writes `text` to stdout. A reader that went away (`ibsm discover | head`) ends the output
+/// quietly, as the C diags end on SIGPIPE, instead of `print!`'s panic.
+pub(crate) fn out(text: &str) {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("ibsm: stdout: {e}");
+        }
     }
 }
 
@@ -260,6 +271,7 @@ pub fn main(cmd: &str, args: &[String]) -> ExitCode {
         "counters" => {
             parse::<super::counters::CountersArgs>(argv).map(|a| super::counters::counters(&a))
         }
+        "stat" => parse::<super::stat::StatArgs>(argv).map(|a| super::stat::stat(&a)),
         other => {
             eprintln!("ibsm: unknown diagnostic {other:?}");
             return ExitCode::from(2);
@@ -478,7 +490,7 @@ fn discover(a: &DiscoverArgs) -> R<()> {
     }
     if a.dot {
         let lfts = a.routes.then(|| read_lfts(&mut s.client(), &scan));
-        print!("{}", dot(&scan, lfts.as_ref()));
+        out(&dot(&scan, lfts.as_ref()));
         return Ok(());
     }
     let text = sm::dump::ibnetdiscover_with_header(&scan.to_subnet(), Some(&ctime_now()));

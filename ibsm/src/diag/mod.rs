@@ -1,8 +1,8 @@
 //! # Diagnostics over any transport
 //!
-//! `ibsm discover | query | route | dump-fts | links | trace | portstate | counters` do what
-//! infiniband-diags' `ibnetdiscover`, `smpquery`/`sminfo`, `ibroute`, `dump_fts`, `iblinkinfo`,
-//! `ibtracert`, `ibportstate` and `perfquery` do, with their output formats, over every transport ibsm has
+//! `ibsm discover | query | route | dump-fts | links | trace | portstate | counters | stat` do
+//! what infiniband-diags' `ibnetdiscover`, `smpquery`/`sminfo`, `ibroute`, `dump_fts`,
+//! `iblinkinfo`, `ibtracert`, `ibportstate`, `perfquery` and `ibstat` do, with their output formats, over every transport ibsm has
 //! (`--transport umad[:CA[:PORT]] | vfio:BDF | vfio-user:SOCKET | sim:TOPOLOGY`; umad by
 //! default, as the diags) — so a bench without OFED, or a switch ASIC reached only through
 //! VFIO, can still be looked at. `--json` prints the same fields as JSON.
@@ -19,5 +19,6 @@ pub mod fields;
 pub mod host;
 pub mod port;
 pub mod scan;
+pub mod stat;
 
 pub use cmds::main;

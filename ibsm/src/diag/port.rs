@@ -133,6 +133,10 @@ pub trait DiagPort {
     fn now(&self) -> Time;
     /// The local port number SMPs leave from (`MadMeta::port`): 0 on a switch.
     fn local_port(&self) -> PortNum;
+    /// The CA's name where the transport has one (umad: `mlx5_0`, `ibsim0`).
+    fn ca_name(&self) -> Option<String> {
+        None
+    }
     /// Whether a GMP to the local port reaches the local node's agents while the port has no
     /// LID (the diagnostic is the host of a switch ASIC: its PMA answers in this process).
     fn own_agents_need_no_lid(&self) -> bool {
@@ -187,6 +191,9 @@ impl DiagPort for UmadDiag {
     }
     fn local_port(&self) -> PortNum {
         self.port.device().port
+    }
+    fn ca_name(&self) -> Option<String> {
+        Some(self.port.device().ca.clone())
     }
 }
 
