@@ -923,6 +923,16 @@ fn vfio_user_transport_runs_every_diag() {
         ps.contains("Peer PortInfo:\n# Port info: DR path slid 65535; dlid 65535; 0,1,1 port 1"),
         "{ps}"
     );
+    // ibstat of the ASIC's management port, where there is no sysfs to read (its LID reads 0:
+    // the model restarted after the SM's sweep, as the counters' header below shows).
+    let st = diag(&["stat"]);
+    assert!(
+        st.starts_with(&format!("Switch '{spec}'\n")) && st.contains("\tPort 0:\n"),
+        "{st}"
+    );
+    assert!(st.contains("\t\tState: Active\n"), "{st}");
+    assert!(st.contains("\tNode GUID: 0x0002000000000000\n"), "{st}");
+    assert!(st.contains("\t\tBase lid: 0\n\t\tLMC: 0\n"), "{st}");
     // perfquery of the local port: the host's PMA over the model's counter registers answers
     // without a LID, in the format (and with the fields) of a switch's PMA in the simulator.
     let names = |text: &str| -> Vec<String> {
