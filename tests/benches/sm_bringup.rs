@@ -6,7 +6,9 @@
 //! OpenSM does under `opensm-on-ibsim.sh`. `--write-net SPEC PATH` writes the
 //! topology as an ibsim `.net` file (for running OpenSM on the same fabric) and exits.
 //! `--no-qos-read` sets `read_qos_tables` FALSE (no SL-to-VL / VLArbitration reads after
-//! SUBNET UP, the `qos-read` phase).
+//! SUBNET UP, the `qos-read` phase). `--lft-hash` prints a hash of every switch's LFT as the
+//! simulated agents hold it (LIDs 0..=LinearFDBTop), to check that a change kept the tables.
+//! Each phase's row shows the process's resident set (VmRSS) when it ended (Linux).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
@@ -32,6 +34,7 @@ fn main() {
     let fold = args.iter().any(|a| a == "--fold");
     let sm_first = args.iter().any(|a| a == "--sm-first");
     let qos_read = !args.iter().any(|a| a == "--no-qos-read");
+    let lft_hash = args.iter().any(|a| a == "--lft-hash");
     let faults = args
         .iter()
         .position(|a| a == "--faults")
@@ -52,11 +55,37 @@ fn main() {
             sm_first,
             qos_read,
             faults.unwrap_or(FaultConfig::NONE),
+            lft_hash,
         );
     }
 }
 
-fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConfig) {
+/// The process's resident set size in MiB (`VmRSS`, or `VmHWM` for the peak), if readable.
+fn rss_mib(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// FNV-1a over every switch's LFT entries 0..=LinearFDBTop (in node order) as the agents hold
+/// them, and the number of entries hashed.
+fn lft_hash(topo: &Topology, fabric: &Fabric) -> (u64, u64) {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut n = 0;
+    for (id, _) in topo.nodes() {
+        let a = fabric.agent(id).unwrap();
+        let Some(si) = a.switch_info() else { continue };
+        for lid in 0..=si.linear_fdb_top.get() {
+            let p = a.lft_port(ibmad::Lid(lid)).map_or(0xFF, |p| p.0);
+            h = (h ^ u64::from(p)).wrapping_mul(0x0000_0100_0000_01b3);
+            n += 1;
+        }
+    }
+    (h, n)
+}
+
+fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConfig, hash: bool) {
     let t0 = Instant::now();
     let topo = Topology::from_spec_or_file(spec).unwrap();
     let (node, port) = if sm_first {
@@ -98,6 +127,7 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
     let mut phase_wall = Vec::new();
     let mut last = Instant::now();
     let mut up = false;
+    let mut up_wall = Duration::ZERO;
     let mut ups = 0;
     // The longest single handle_mad: the one that ends discovery and runs LID assignment and
     // routing inside it.
@@ -122,10 +152,13 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
         while let Some(e) = sm.poll_event() {
             match e {
                 Event::PhaseDone { phase, .. } => {
-                    phase_wall.push((phase, last.elapsed()));
+                    phase_wall.push((phase, last.elapsed(), rss_mib("VmRSS:")));
                     last = Instant::now();
                 }
                 Event::SubnetUp => {
+                    if !up {
+                        up_wall = t1.elapsed();
+                    }
                     up = true;
                     ups += 1;
                 }
@@ -166,16 +199,32 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
         compute,
         Duration::from_nanos(fabric.now().as_nanos()),
     );
-    println!("heavy sweeps {}, SUBNET UP {ups} times", sm.heavy_sweeps());
-    println!("| phase | SMPs | retried | timed out | skipped | virtual time | wall |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "heavy sweeps {}, SUBNET UP {ups} times, first after {up_wall:.2?} wall",
+        sm.heavy_sweeps()
+    );
+    println!("| phase | SMPs | retried | timed out | skipped | virtual time | wall | RSS at end |");
+    println!("|---|---|---|---|---|---|---|---|");
     let mut total = 0;
-    for ((phase, s), (_, w)) in sm.phase_history().iter().zip(&phase_wall) {
+    for ((phase, s), (_, w, rss)) in sm.phase_history().iter().zip(&phase_wall) {
         total += s.smps;
         println!(
-            "| {phase} | {} | {} | {} | {} | {:.2?} | {:.2?} |",
-            s.smps, s.retried, s.timed_out, s.skipped, s.elapsed, w
+            "| {phase} | {} | {} | {} | {} | {:.2?} | {:.2?} | {} MiB |",
+            s.smps,
+            s.retried,
+            s.timed_out,
+            s.skipped,
+            s.elapsed,
+            w,
+            rss.unwrap_or(0)
         );
     }
-    println!("| **total** | **{total}** | | | | | **{wall:.2?}** |");
+    println!(
+        "| **total** | **{total}** | | | | | **{wall:.2?}** | peak {} MiB |",
+        rss_mib("VmHWM:").unwrap_or(0)
+    );
+    if hash {
+        let (h, n) = lft_hash(&topo, &fabric);
+        println!("LFT hash {h:016x} over {n} entries");
+    }
 }
