@@ -419,13 +419,13 @@ impl Programmer {
         cfg: &SmConfig,
         disc: &Discovery,
         routes: Option<&Routes>,
-    ) -> Vec<crate::qos::program::QosGet> {
+    ) -> crate::qos::program::QosReads {
         if !cfg.qos.read_tables {
-            return Vec::new();
+            return crate::qos::program::QosReads::default();
         }
         let s = &disc.subnet;
         let inp = plan_inputs(cfg, s, routes);
-        crate::qos::program::reads(&inp, |id| self.known_qos.get(&s.node(id).guid))
+        crate::qos::program::QosReads::new(&inp, |id| self.known_qos.get(&s.node(id).guid))
     }
 
     /// The request of one QoS Get.

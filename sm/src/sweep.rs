@@ -163,7 +163,7 @@ pub(crate) struct Sweep {
     mcast: McastState,
     /// The QoS Gets not yet handed to the transaction engine (fed as it drains, so a large
     /// fabric's millions of Gets are never queued at once), and how many were handed out.
-    qos_reads: std::collections::VecDeque<crate::qos::program::QosGet>,
+    qos_reads: crate::qos::program::QosReads,
     qos_reads_sent: usize,
     /// The LFT block Sets of this sweep's programming not yet handed to the transaction
     /// engine ([`Programmer::lft_sets`]): fed a few windows at a time, as the QoS reads, so
@@ -235,7 +235,7 @@ impl Sweep {
             snapshot: None,
             links_seen: HashMap::new(),
             mcast: McastState::default(),
-            qos_reads: std::collections::VecDeque::new(),
+            qos_reads: crate::qos::program::QosReads::default(),
             qos_reads_sent: 0,
             lft_sets: std::collections::VecDeque::new(),
             node_info: HashMap::new(),
@@ -1594,7 +1594,7 @@ impl Sweep {
             Level::Verbose,
             format!("reading {} SL-to-VL / VLArbitration tables", reads.len()),
         );
-        self.qos_reads = reads.into();
+        self.qos_reads = reads;
         self.qos_reads_sent = 0;
         self.begin(now, Phase::QosRead, Stage::ReadingQos);
         self.feed_qos_reads(cx);
@@ -1608,7 +1608,7 @@ impl Sweep {
             return;
         }
         let room = (2 * cx.cfg.max_wire_smps.max(64)).saturating_sub(cx.txn.pending());
-        for g in self.qos_reads.drain(..room.min(self.qos_reads.len())) {
+        for g in self.qos_reads.by_ref().take(room) {
             cx.txn.submit(Programmer::qos_read_request(&self.disc, &g));
             self.qos_reads_sent += 1;
         }

@@ -274,16 +274,69 @@ pub fn desired_high_limit(
 }
 
 /// What the SM knows one node's SL-to-VL and VLArbitration tables to hold (acknowledged by
-/// a Set response); `None` entries are unknown.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// a Set response); unknown entries read `None`.
+///
+/// Stored as palettes: each distinct table once, and per (input, output) pair or per port and
+/// block a 16-bit index into it (0 = unknown). A switch holds `(n+1)²` SL-to-VL tables, almost
+/// all equal, so a 57-port switch costs ≈ 7 KB instead of ≈ 44 KB — 3,920 of them at
+/// `fat-tree:3,56`, once in the SM and once in every SA snapshot.
+#[derive(Clone, Debug, Default)]
 pub struct KnownQos {
     switch: bool,
     num_ports: u8,
-    /// Switch: `(n+1)²`, index `in * (n+1) + out`; end node: `n+1`, index = port.
-    sl2vl: Vec<Option<SlToVl>>,
-    /// Per port, blocks 1..=4.
-    vlarb: Vec<[Option<[u8; 64]>; 4]>,
+    /// Switch: `(n+1)²`, index `in * (n+1) + out`; end node: `n+1`, index = port. Each entry
+    /// is 0 (unknown) or 1 + an index into `sl2vl_tables`.
+    sl2vl: Vec<u16>,
+    sl2vl_tables: Vec<SlToVl>,
+    /// Per port, blocks 1..=4: 0 (unknown) or 1 + an index into `vlarb_blocks`.
+    vlarb: Vec<[u16; 4]>,
+    vlarb_blocks: Vec<[u8; 64]>,
 }
+
+/// The palette index (1-based) of `v` in `palette`, added if new. When the palette outgrows
+/// the slots that refer to it (`refs`, stale tables after many changes), it is rebuilt with
+/// the referenced entries only, so it never holds more tables than there are slots.
+fn intern<T: Copy + PartialEq>(palette: &mut Vec<T>, refs: &mut [u16], v: T) -> u16 {
+    if let Some(i) = palette.iter().rposition(|t| *t == v) {
+        return u16::try_from(i + 1).unwrap_or(0);
+    }
+    if palette.len() >= refs.len().max(1) || palette.len() >= usize::from(u16::MAX - 1) {
+        let mut live: Vec<T> = Vec::new();
+        let mut remap = vec![0u16; palette.len() + 1];
+        for r in refs.iter_mut().filter(|r| **r != 0) {
+            let old = usize::from(*r);
+            if remap[old] == 0 {
+                live.push(palette[old - 1]);
+                remap[old] = u16::try_from(live.len()).unwrap_or(0);
+            }
+            *r = remap[old];
+        }
+        *palette = live;
+    }
+    palette.push(v);
+    u16::try_from(palette.len()).unwrap_or(0)
+}
+
+impl PartialEq for KnownQos {
+    /// Equal when every table reads the same (palettes may differ in order and content).
+    fn eq(&self, other: &Self) -> bool {
+        self.switch == other.switch
+            && self.num_ports == other.num_ports
+            && self.sl2vl.len() == other.sl2vl.len()
+            && self.vlarb.len() == other.vlarb.len()
+            && self
+                .sl2vl
+                .iter()
+                .zip(&other.sl2vl)
+                .all(|(&a, &b)| self.sl2vl_at(a) == other.sl2vl_at(b))
+            && self.vlarb.iter().zip(&other.vlarb).all(|(a, b)| {
+                a.iter()
+                    .zip(b)
+                    .all(|(&x, &y)| self.vlarb_at(x) == other.vlarb_at(y))
+            })
+    }
+}
+impl Eq for KnownQos {}
 
 impl KnownQos {
     /// Nothing known about a node with `num_ports` ports.
@@ -293,9 +346,23 @@ impl KnownQos {
         KnownQos {
             switch,
             num_ports,
-            sl2vl: vec![None; if switch { n * n } else { n }],
-            vlarb: vec![[None; 4]; n],
+            sl2vl: vec![0; if switch { n * n } else { n }],
+            sl2vl_tables: Vec::new(),
+            vlarb: vec![[0; 4]; n],
+            vlarb_blocks: Vec::new(),
         }
+    }
+
+    fn sl2vl_at(&self, k: u16) -> Option<SlToVl> {
+        self.sl2vl_tables
+            .get(usize::from(k.checked_sub(1)?))
+            .copied()
+    }
+
+    fn vlarb_at(&self, k: u16) -> Option<[u8; 64]> {
+        self.vlarb_blocks
+            .get(usize::from(k.checked_sub(1)?))
+            .copied()
     }
 
     fn idx(&self, i: u8, o: u8) -> Option<usize> {
@@ -312,29 +379,26 @@ impl KnownQos {
     /// The SL-to-VL table known for (`in_port`, `out_port`) (end node: port `out_port`).
     #[must_use]
     pub fn sl2vl(&self, in_port: PortNum, out_port: PortNum) -> Option<SlToVl> {
-        self.sl2vl
-            .get(self.idx(in_port.0, out_port.0)?)
-            .copied()
-            .flatten()
+        self.sl2vl_at(*self.sl2vl.get(self.idx(in_port.0, out_port.0)?)?)
     }
 
     /// The VLArbitration block (1..=4) known for port `p`.
     #[must_use]
     pub fn vlarb(&self, p: PortNum, block: u8) -> Option<[u8; 64]> {
         let b = usize::from(block.checked_sub(1)?);
-        self.vlarb.get(usize::from(p.0))?.get(b).copied().flatten()
+        self.vlarb_at(*self.vlarb.get(usize::from(p.0))?.get(b)?)
     }
 
     /// Forgets everything about port `p` (it was reset): its VLArbitration blocks and every
     /// SL-to-VL table it is the input or output of.
     pub fn forget_port(&mut self, p: PortNum) {
         if let Some(v) = self.vlarb.get_mut(usize::from(p.0)) {
-            *v = [None; 4];
+            *v = [0; 4];
         }
         for q in 0..=self.num_ports {
             for (i, o) in [(p.0, q), (q, p.0)] {
                 if let Some(k) = self.idx(i, o) {
-                    self.sl2vl[k] = None;
+                    self.sl2vl[k] = 0;
                 }
             }
         }
@@ -350,24 +414,26 @@ impl KnownQos {
             };
             if !self.switch {
                 if let Some(k) = self.idx(0, port.0) {
-                    self.sl2vl[k] = Some(t);
+                    self.sl2vl[k] = intern(&mut self.sl2vl_tables, &mut self.sl2vl, t);
                 }
                 return;
             }
             let n = self.num_ports;
-            let pick = |all: bool, v: u32| -> Vec<u8> {
+            let pick = |all: bool, v: u32| -> std::ops::RangeInclusive<u8> {
                 if all {
-                    (0..=n).collect()
+                    0..=n
                 } else {
-                    vec![u8::try_from(v & 0xFF).unwrap_or(u8::MAX)]
+                    let p = u8::try_from(v & 0xFF).unwrap_or(u8::MAX);
+                    p..=p
                 }
             };
             let ins = pick(attr_mod & SL2VL_ALL_IN != 0, attr_mod >> 8);
             let outs = pick(attr_mod & SL2VL_ALL_OUT != 0, attr_mod);
-            for &i in &ins {
-                for &o in &outs {
+            let key = intern(&mut self.sl2vl_tables, &mut self.sl2vl, t);
+            for i in ins {
+                for o in outs.clone() {
                     if let Some(k) = self.idx(i, o) {
-                        self.sl2vl[k] = Some(t);
+                        self.sl2vl[k] = key;
                     }
                 }
             }
@@ -378,14 +444,12 @@ impl KnownQos {
             } else {
                 port.0
             };
-            if let (Some(v), Some(b)) = (
-                self.vlarb.get_mut(usize::from(p)),
-                usize::try_from(block).ok().and_then(|b| b.checked_sub(1)),
-            ) {
-                if let Some(slot) = v.get_mut(b) {
-                    *slot = Some(*data);
-                }
-            }
+            let b = usize::try_from(block).ok().and_then(|b| b.checked_sub(1));
+            let Some(b) = b.filter(|&b| b < 4 && usize::from(p) < self.vlarb.len()) else {
+                return;
+            };
+            let key = intern(&mut self.vlarb_blocks, self.vlarb.as_flattened_mut(), *data);
+            self.vlarb[usize::from(p)][b] = key;
         }
     }
 }
@@ -690,83 +754,220 @@ pub fn reads<'k>(
     inp: &PlanInputs<'_>,
     known: impl Fn(NodeId) -> Option<&'k KnownQos>,
 ) -> Vec<QosGet> {
-    let s = inp.subnet;
-    let engine_arb = inp.routes.and_then(|r| r.vlarb.as_ref());
-    let mut per_node: Vec<Vec<QosGet>> = Vec::new();
-    for id in s.node_ids() {
-        let node = s.node(id);
-        let k = known(id);
-        let programmed_outs = qos_ports(s, id);
-        let mut v = Vec::new();
-        let (outs, via): (Vec<PortNum>, bool) = if node.is_switch() {
-            (
+    QosReads::new(inp, known).collect()
+}
+
+/// The Gets of [`reads`] as a compact work list: a bit per (node, table) to read, handed
+/// out lazily in [`reads`]' interleaved order. A large fabric reads millions of tables (13.3
+/// M at `fat-tree:3,56`, 57² SL-to-VL pairs per switch): 12 bytes a [`QosGet`], twice while
+/// interleaving, was ≈ 300 MB; the bits are ≈ 2 MB.
+#[derive(Clone, Debug, Default)]
+pub struct QosReads {
+    /// Nodes with Gets left, in node order.
+    nodes: Vec<NodeReads>,
+    /// The node whose turn it is in the current round.
+    pos: usize,
+    /// Gets left.
+    left: usize,
+}
+
+#[derive(Clone, Debug)]
+struct NodeReads {
+    node: NodeId,
+    /// A CA or router: addressed through the port itself ([`QosSet::port`]).
+    via: bool,
+    /// `NumPorts + 1`.
+    n1: u32,
+    /// SL-to-VL bits (`out * n1 + in` on a switch, `out` on an end node), then VLArbitration
+    /// bits (`n1 * n1` + `port * 4 + block - 1`).
+    bits: Vec<u64>,
+    /// The next bit to look at.
+    next: u32,
+}
+
+impl NodeReads {
+    fn new(node: NodeId, via: bool, num_ports: u8) -> NodeReads {
+        let n1 = u32::from(num_ports) + 1;
+        let total = (n1 * n1 + 4 * n1) as usize;
+        NodeReads {
+            node,
+            via,
+            n1,
+            bits: vec![0; total.div_ceil(64)],
+            next: 0,
+        }
+    }
+
+    fn set(&mut self, bit: u32) {
+        self.bits[(bit / 64) as usize] |= 1 << (bit % 64);
+    }
+
+    /// The next Get of this node, if any.
+    fn pop(&mut self) -> Option<QosGet> {
+        let total = self.bits.len() as u32 * 64;
+        let mut at = self.next;
+        while at < total {
+            let w = self.bits[(at / 64) as usize] >> (at % 64);
+            if w == 0 {
+                at = (at / 64 + 1) * 64;
+                continue;
+            }
+            at += w.trailing_zeros();
+            break;
+        }
+        if at >= total {
+            self.next = total;
+            return None;
+        }
+        self.next = at + 1;
+        let sl_bits = self.n1 * self.n1;
+        let port = |p: u32| PortNum(u8::try_from(p).unwrap_or(u8::MAX));
+        Some(if at < sl_bits {
+            let (o, i) = (at / self.n1, at % self.n1);
+            QosGet {
+                node: self.node,
+                port: if self.via { port(at) } else { PortNum(0) },
+                attr: SmpAttrId::SL_TO_VL_TABLE,
+                attr_mod: if self.via { 0 } else { i << 8 | o },
+            }
+        } else {
+            let (p, b) = ((at - sl_bits) / 4, (at - sl_bits) % 4 + 1);
+            QosGet {
+                node: self.node,
+                port: if self.via { port(p) } else { PortNum(0) },
+                attr: SmpAttrId::VL_ARB_TABLE,
+                attr_mod: b << 16 | if self.via { 0 } else { p },
+            }
+        })
+    }
+}
+
+impl QosReads {
+    /// The Gets [`reads`] lists.
+    pub fn new<'k>(inp: &PlanInputs<'_>, known: impl Fn(NodeId) -> Option<&'k KnownQos>) -> Self {
+        let s = inp.subnet;
+        let engine_arb = inp.routes.and_then(|r| r.vlarb.as_ref());
+        let mut nodes = Vec::new();
+        let mut left = 0;
+        for id in s.node_ids() {
+            let node = s.node(id);
+            let k = known(id);
+            let programmed_outs = qos_ports(s, id);
+            let via = !node.is_switch();
+            let mut v = NodeReads::new(id, via, node.num_ports);
+            let mut count = 0;
+            let outs: Vec<PortNum> = if node.is_switch() {
                 (0..=node.num_ports)
                     .map(PortNum)
                     .filter(|&p| port_info(s, id, p).is_some())
-                    .collect(),
-                false,
-            )
-        } else {
-            (programmed_outs.clone(), true)
-        };
-        let want = |i: PortNum, o: PortNum| {
-            programmed_outs.contains(&o)
-                && desired_sl2vl(inp.cfg, inp.max_op_vls, s, inp.routes, id, i, o).is_some()
-        };
-        for &o in &outs {
-            if !sl_map_supported(s, id, o) {
-                continue;
-            }
-            let ins: Vec<PortNum> = if node.is_switch() {
-                (0..=node.num_ports).map(PortNum).collect()
+                    .collect()
             } else {
-                vec![o]
+                programmed_outs.clone()
             };
-            for i in ins {
-                if want(i, o) || k.and_then(|k| k.sl2vl(i, o)).is_some() {
+            let want = |i: PortNum, o: PortNum| {
+                programmed_outs.contains(&o)
+                    && desired_sl2vl(inp.cfg, inp.max_op_vls, s, inp.routes, id, i, o).is_some()
+            };
+            for &o in &outs {
+                if !sl_map_supported(s, id, o) {
                     continue;
                 }
-                v.push(QosGet {
-                    node: id,
-                    port: if via { o } else { PortNum(0) },
-                    attr: SmpAttrId::SL_TO_VL_TABLE,
-                    attr_mod: if via {
-                        0
+                let ins: Vec<PortNum> = if node.is_switch() {
+                    (0..=node.num_ports).map(PortNum).collect()
+                } else {
+                    vec![o]
+                };
+                for i in ins {
+                    if want(i, o) || k.and_then(|k| k.sl2vl(i, o)).is_some() {
+                        continue;
+                    }
+                    let bit = if via {
+                        u32::from(o.0)
                     } else {
-                        u32::from(i.0) << 8 | u32::from(o.0)
-                    },
-                });
-            }
-        }
-        for &p in &outs {
-            let Some(info) = port_info(s, id, p) else {
-                continue;
-            };
-            let desired = if programmed_outs.contains(&p) {
-                desired_vlarb(inp.cfg, inp.max_op_vls, s, engine_arb, id, p)
-            } else {
-                [None; 4]
-            };
-            for b in 1..=4u8 {
-                if !vlarb_block_exists(info, b)
-                    || desired[usize::from(b - 1)].is_some()
-                    || k.and_then(|k| k.vlarb(p, b)).is_some()
-                {
-                    continue;
+                        u32::from(o.0) * v.n1 + u32::from(i.0)
+                    };
+                    v.set(bit);
+                    count += 1;
                 }
-                v.push(QosGet {
-                    node: id,
-                    port: if via { p } else { PortNum(0) },
-                    attr: SmpAttrId::VL_ARB_TABLE,
-                    attr_mod: u32::from(b) << 16 | if via { 0 } else { u32::from(p.0) },
-                });
+            }
+            for &p in &outs {
+                let Some(info) = port_info(s, id, p) else {
+                    continue;
+                };
+                let desired = if programmed_outs.contains(&p) {
+                    desired_vlarb(inp.cfg, inp.max_op_vls, s, engine_arb, id, p)
+                } else {
+                    [None; 4]
+                };
+                for b in 1..=4u8 {
+                    if !vlarb_block_exists(info, b)
+                        || desired[usize::from(b - 1)].is_some()
+                        || k.and_then(|k| k.vlarb(p, b)).is_some()
+                    {
+                        continue;
+                    }
+                    v.set(v.n1 * v.n1 + u32::from(p.0) * 4 + u32::from(b - 1));
+                    count += 1;
+                }
+            }
+            if count > 0 {
+                left += count;
+                nodes.push(v);
             }
         }
-        if !v.is_empty() {
-            per_node.push(v);
+        QosReads {
+            nodes,
+            pos: 0,
+            left,
         }
     }
-    interleave(&per_node)
+
+    /// Gets left.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.left
+    }
+
+    /// True if no Get is left.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Drops every Get left.
+    pub fn clear(&mut self) {
+        *self = QosReads::default();
+    }
+}
+
+impl Iterator for QosReads {
+    type Item = QosGet;
+
+    /// Round-robin over the nodes with Gets left: the k-th Get of every such node, then the
+    /// (k+1)-th — the order [`interleave`] gives.
+    fn next(&mut self) -> Option<QosGet> {
+        loop {
+            if self.nodes.is_empty() {
+                return None;
+            }
+            if self.pos >= self.nodes.len() {
+                // End of a round: drop the nodes that are done.
+                self.nodes.retain(|n| n.next < n.bits.len() as u32 * 64);
+                self.pos = 0;
+                continue;
+            }
+            let i = self.pos;
+            self.pos += 1;
+            if let Some(g) = self.nodes[i].pop() {
+                self.left -= 1;
+                return Some(g);
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
 }
 
 /// Every SL-to-VL table the SM programs on this subnet ([`desired_sl2vl`] for every
