@@ -54,12 +54,47 @@ use crate::subnet::{NodeId, Subnet};
 use crate::txn::{Purpose, Request};
 
 /// What the SM last knew a switch's LFT to hold, by NodeGUID (survives sweeps).
+///
+/// A block acknowledged with the content the current routes give it ([`Programmer::set_lft_base`])
+/// is recorded as "same as the base" (one byte) instead of a copy of its 64 bytes: after a
+/// cold bring-up every block is, and a third copy of every LFT (187 MB at `fat-tree:3,56`,
+/// next to the routes and the switches' own) is not kept. Blocks that differ from the base
+/// keep their bytes in `own`.
 #[derive(Debug, Default)]
 struct KnownLft {
     /// LinearFDBTop last acknowledged.
     top: u16,
-    /// Blocks acknowledged by a Set response; `None` = unknown.
-    blocks: Vec<Option<[u8; 64]>>,
+    /// Per block: [`BLOCK_UNKNOWN`], [`BLOCK_BASE`] or [`BLOCK_OWN`].
+    blocks: Vec<u8>,
+    /// The bytes of the [`BLOCK_OWN`] blocks.
+    own: HashMap<u16, [u8; 64]>,
+    /// This switch's row in the base routes' tables (a [`NodeId`] of the subnet they were
+    /// computed for), when some block is [`BLOCK_BASE`].
+    base_node: Option<NodeId>,
+}
+
+/// A block whose content the SM does not know.
+const BLOCK_UNKNOWN: u8 = 0;
+/// A block known to hold what the base routes give it.
+const BLOCK_BASE: u8 = 1;
+/// A block known to hold the bytes in [`KnownLft::own`].
+const BLOCK_OWN: u8 = 2;
+
+impl KnownLft {
+    /// The content block `b` is known to have, if known; `base` is [`Programmer::lft_base`].
+    fn block(&self, b: u16, base: Option<&Lfts>) -> Option<[u8; 64]> {
+        match self.blocks.get(usize::from(b)).copied()? {
+            BLOCK_BASE => Some(lft_block(base?.table(self.base_node?)?, b)),
+            BLOCK_OWN => self.own.get(&b).copied(),
+            _ => None,
+        }
+    }
+
+    fn is_known(&self, b: u16) -> bool {
+        self.blocks
+            .get(usize::from(b))
+            .is_some_and(|&k| k != BLOCK_UNKNOWN)
+    }
 }
 
 /// The configuration the SM last set on a port and what the port answered to its latest Set
@@ -93,6 +128,8 @@ pub(crate) struct LftSet {
 #[derive(Debug, Default)]
 pub(crate) struct Programmer {
     known_lft: HashMap<Guid, KnownLft>,
+    /// The routes whose tables [`BLOCK_BASE`] blocks refer to ([`Programmer::set_lft_base`]).
+    lft_base: Option<std::sync::Arc<Routes>>,
     /// By (NodeGUID, port).
     known_pi: HashMap<(Guid, u8), KnownPortInfo>,
     known_qos: HashMap<Guid, KnownQos>,
@@ -120,6 +157,51 @@ impl Programmer {
         reset
     }
 
+    /// Makes `routes` (computed for `subnet`) the base that known LFT blocks are recorded
+    /// against. A block known to hold what the previous base gave it keeps that mark if the
+    /// new routes give it the same content, and otherwise keeps its bytes.
+    pub fn set_lft_base(&mut self, subnet: &Subnet, routes: Option<&std::sync::Arc<Routes>>) {
+        let same = match (&self.lft_base, routes) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if same {
+            return;
+        }
+        let old = self.lft_base.as_deref().map(|r| &r.lfts);
+        let new = routes.map(|r| &r.lfts);
+        for (guid, k) in &mut self.known_lft {
+            let Some(old_node) = k.base_node.take() else {
+                continue;
+            };
+            let old_row = old.and_then(|l| l.table(old_node));
+            let new_node = subnet.node_by_guid(*guid);
+            let new_row = new.zip(new_node).and_then(|(l, n)| l.table(n));
+            let mut any_base = false;
+            for (b, state) in k.blocks.iter_mut().enumerate() {
+                if *state != BLOCK_BASE {
+                    continue;
+                }
+                let b = u16::try_from(b).unwrap_or(u16::MAX);
+                let Some(was) = old_row.map(|t| lft_block(t, b)) else {
+                    *state = BLOCK_UNKNOWN;
+                    continue;
+                };
+                if new_row.is_some_and(|t| lft_block(t, b) == was) {
+                    any_base = true;
+                } else {
+                    *state = BLOCK_OWN;
+                    k.own.insert(b, was);
+                }
+            }
+            if any_base {
+                k.base_node = new_node;
+            }
+        }
+        self.lft_base = routes.cloned();
+    }
+
     /// What the switches of `subnet` are known to hold (acknowledged or read blocks; unknown
     /// entries are [`LFT_NO_PATH`]), for an engine that keeps still-valid entries
     /// ([`crate::routing::EngineOptions::existing_lfts`]). `None` if no block is known.
@@ -130,13 +212,14 @@ impl Programmer {
             let Some(k) = self.known_lft.get(&guid) else {
                 continue;
             };
-            if k.blocks.iter().all(Option::is_none) {
+            if k.blocks.iter().all(|&b| b == BLOCK_UNKNOWN) {
                 continue;
             }
+            let base = self.lft_base.as_deref().map(|r| &r.lfts);
             let mut table = vec![LFT_NO_PATH; k.blocks.len() * LFT_BLOCK_SIZE];
-            for (b, blk) in k.blocks.iter().enumerate() {
-                if let Some(blk) = blk {
-                    table[b * LFT_BLOCK_SIZE..(b + 1) * LFT_BLOCK_SIZE].copy_from_slice(blk);
+            for b in 0..k.blocks.len() {
+                if let Some(blk) = k.block(u16::try_from(b).unwrap_or(u16::MAX), base) {
+                    table[b * LFT_BLOCK_SIZE..(b + 1) * LFT_BLOCK_SIZE].copy_from_slice(&blk);
                 }
             }
             e.insert(guid, table);
@@ -168,8 +251,8 @@ impl Programmer {
                 let known = self
                     .known_lft
                     .get(&node.guid)
-                    .and_then(|k| k.blocks.get(usize::from(b)).copied().flatten());
-                if known.is_none() {
+                    .is_some_and(|k| k.is_known(b));
+                if !known {
                     reqs.push(Request::get(
                         node.dr_path,
                         SmpAttrId::LINEAR_FT,
@@ -308,24 +391,28 @@ impl Programmer {
             return Vec::new();
         };
         let s = &disc.subnet;
-        // (switch, its table, the blocks it is known to hold)
-        type Row<'a> = (NodeId, &'a [u8], &'a [Option<[u8; 64]>]);
+        let base = self.lft_base.as_deref().map(|r| &r.lfts);
+        // A block marked "same as the base" is known equal without comparing when the base
+        // is these very tables and the row is this switch's.
+        let base_is_lfts = base.is_some_and(|b| std::ptr::eq(b, lfts));
+        // (switch, its table, what it is known to hold)
+        type Row<'a> = (NodeId, &'a [u8], Option<&'a KnownLft>);
         let sws: Vec<Row<'_>> = s
             .switches()
             .filter_map(|id| {
                 let table = lfts.table(id)?;
-                let known = self
-                    .known_lft
-                    .get(&s.node(id).guid)
-                    .map_or(&[][..], |k| &k.blocks[..]);
-                Some((id, table, known))
+                Some((id, table, self.known_lft.get(&s.node(id).guid)))
             })
             .collect();
         let mut sets = Vec::new();
         for b in 0..lft_blocks(top) {
             for &(node, table, known) in &sws {
-                if let Some(Some(k)) = known.get(usize::from(b)) {
-                    if *k == lft_block(table, b) {
+                if let Some(k) = known {
+                    let state = k.blocks.get(usize::from(b)).copied();
+                    if state == Some(BLOCK_BASE) && base_is_lfts && k.base_node == Some(node) {
+                        continue;
+                    }
+                    if k.block(b, base) == Some(lft_block(table, b)) {
                         continue;
                     }
                 }
@@ -513,9 +600,22 @@ impl Programmer {
                     // Room for every block up to the top at once (blocks arrive block-major:
                     // growing one at a time would copy each switch's list ~log2(blocks) times).
                     let all = usize::from(lft_blocks(Lid(k.top)));
-                    k.blocks.resize((i + 1).max(all), None);
+                    k.blocks.resize((i + 1).max(all), BLOCK_UNKNOWN);
                 }
-                k.blocks[i] = Some(*data);
+                // The same as the base gives this switch's row (the usual case: the SM just
+                // set it from there), or its own bytes.
+                let base = self.lft_base.as_deref().map(|r| &r.lfts);
+                let row = base.and_then(|l| l.table(id));
+                let matches_base = row.is_some_and(|t| lft_block(t, b) == *data)
+                    && k.base_node.is_none_or(|n| n == id);
+                if matches_base {
+                    k.blocks[i] = BLOCK_BASE;
+                    k.base_node = Some(id);
+                    k.own.remove(&b);
+                } else {
+                    k.blocks[i] = BLOCK_OWN;
+                    k.own.insert(b, *data);
+                }
             }
             Purpose::SetPortInfo(id, p) => {
                 if let Ok((pi, _)) = PortInfo::ref_from_prefix(data) {

@@ -1462,6 +1462,8 @@ impl Sweep {
     /// set ([`Sweep::plan_programming`], once the reads are in).
     fn start_programming(&mut self, now: Time, cx: &mut Ctx<'_>) {
         self.begin(now, Phase::Programming, Stage::Programming);
+        self.program
+            .set_lft_base(&self.disc.subnet, self.routes.as_ref());
         let top = self.routes.as_ref().map_or(Lid(0), |r| r.lfts.top());
         let lfts: Option<&Lfts> = self.routes.as_ref().map(|r| &r.lfts);
         let mut reads = self.program.reads(&self.disc, lfts, top);
