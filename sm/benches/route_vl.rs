@@ -7,7 +7,9 @@
 //! QoS is on (`-Q`), `max_op_vls` 5. For torus-2QoS the torus-2QoS.conf of the generated torus
 //! is made from its GUIDs. Prints the best wall time of `RUNS` (default 3) runs on 1 and on
 //! 2 threads, the average CPU time per run, the engine's log lines that count VLs, and the
-//! peak memory.
+//! peak memory. With `ROUTE_VL_DIGEST=1` in the environment it also prints a digest of the
+//! result (every LFT, the path SL of every ordered pair of end-port LIDs, or the error and
+//! the engine's log), so a change meant to keep the tables identical can show it did.
 
 use fabric_sim::topo::gen::SWITCH_GUID_BASE;
 use fabric_sim::topo::Topology;
@@ -89,6 +91,9 @@ fn main() {
                 (r, log)
             })
         });
+        if threads == 1 && std::env::var_os("ROUTE_VL_DIGEST").is_some() {
+            println!("digest          {:016x}", digest(&s, &r, &log));
+        }
         match r {
             Ok(_) => println!(
                 "{engine:<10} {threads} thread{} {} wall (cpu {})",
@@ -124,4 +129,37 @@ fn main() {
     if let Some(kib) = vm_hwm_kib() {
         println!("peak RSS        {:.0} MiB", kib as f64 / 1024.0);
     }
+}
+
+/// A hash of what the engine returned: the LFT of every switch and the SL of every path
+/// between end-port LIDs (switch port 0 included), or the error; and the engine's log.
+fn digest(
+    s: &sm::Subnet,
+    r: &Result<sm::routing::Routes, sm::routing::RouteError>,
+    log: &[String],
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    log.hash(&mut h);
+    match r {
+        Err(e) => e.to_string().hash(&mut h),
+        Ok(routes) => {
+            for &sw in routes.lfts.switches() {
+                s.node(sw).guid.0.hash(&mut h);
+                routes.lfts.table(sw).hash(&mut h);
+            }
+            let mut lids: Vec<ibmad::Lid> = s
+                .end_ports()
+                .filter_map(|(n, p)| s.port(n, p).map(|x| x.lid))
+                .collect();
+            lids.sort_unstable_by_key(|l| l.0);
+            lids.dedup();
+            for &a in &lids {
+                for &b in &lids {
+                    routes.sl(a, b).hash(&mut h);
+                }
+            }
+        }
+    }
+    h.finish()
 }
