@@ -42,7 +42,7 @@ use std::collections::HashSet;
 use ibmad::{Guid, Lid, PortNum};
 
 use super::cdg::{
-    find_cycle_resumable, lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph,
+    find_cycle_resumable, lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph, NONE,
 };
 use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
@@ -332,8 +332,9 @@ pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lf
     lfts
 }
 
-/// Layer assignment for dfsssp (see the module docs). `Ok((layer per route, layers needed))`
-/// with routes indexed `src_index * ndest + dest_index`.
+/// Layer assignment for dfsssp (see the module docs). Routes are (source switch, destination
+/// CA LID), indexed `dest_index * sources + src_index` (destination-major: a move scans the
+/// sources of one destination).
 struct Layering<'a> {
     cg: &'a ChannelGraph,
     /// Source slots (switches with CAs).
@@ -347,40 +348,20 @@ struct Layering<'a> {
     n: usize,
     layer: Vec<u8>,
     counts: Vec<Vec<u32>>,
+    /// The in-tree toward each destination (destination-major, n entries each, built at the
+    /// first move): the slot a switch's route goes to next, [`NONE`] where it ends.
+    up: Vec<u32>,
+    /// With `up`: the dependency a route leaving switch `x` takes at `up[x]` (arriving on
+    /// `x`'s channel, leaving on `up[x]`'s), [`NONE`] where the route ends at `up[x]`.
+    dep_up: Vec<u32>,
+    /// With `up`, the same trees downward: the switches whose route goes next to `x` are
+    /// `kids[k]` for `k` in `kid_start[x]..kid_start[x + 1]` (destination-major, n + 1 and
+    /// n entries per destination).
+    kid_start: Vec<u32>,
+    kids: Vec<u32>,
 }
 
 impl<'a> Layering<'a> {
-    fn col(&self, di: usize) -> &[u8] {
-        &self.cols[di * self.n..(di + 1) * self.n]
-    }
-
-    /// Walks route (s, d) and applies `f` to every dependency on it.
-    fn for_deps(&self, s: usize, di: usize, mut f: impl FnMut(usize)) {
-        let col = self.col(di);
-        let mut v = self.srcs[s] as usize;
-        let mut prev: Option<u32> = None;
-        let mut guard = 0;
-        while let Some(c) = next_chan(self.cg, col, v) {
-            if let Some(p) = prev {
-                if let Some(d) = self.cg.dep(p, c) {
-                    f(d);
-                }
-            }
-            prev = Some(c);
-            v = self.cg.to_slot(c).0;
-            guard += 1;
-            if guard > self.n {
-                break;
-            }
-        }
-    }
-
-    fn ensure(&mut self, l: usize) {
-        while self.counts.len() <= l {
-            self.counts.push(vec![0; self.cg.num_deps()]);
-        }
-    }
-
     /// Layer 0 holds every route: count each dependency once per route through it.
     fn fill_layer0(&mut self) {
         let is_src: Vec<u32> = (0..self.n)
@@ -390,12 +371,81 @@ impl<'a> Layering<'a> {
         self.counts = vec![total];
     }
 
-    /// Moves every route of layer `l` through dependency `dep` to layer `l + 1`.
+    /// Builds the destination trees (`up`, `dep_up`, `kid_start`, `kids`) from the LFT
+    /// columns, once.
+    fn build_trees(&mut self) {
+        if !self.up.is_empty() {
+            return;
+        }
+        let (n, nd) = (self.n, self.dests.len());
+        let mut up = vec![NONE; n * nd];
+        let mut dep_up = vec![NONE; n * nd];
+        let mut kid_start = vec![0u32; (n + 1) * nd];
+        let mut kids = vec![0u32; n * nd];
+        let mut chan = vec![NONE; n];
+        for di in 0..nd {
+            let col = &self.cols[di * n..(di + 1) * n];
+            let up = &mut up[di * n..(di + 1) * n];
+            let dep_up = &mut dep_up[di * n..(di + 1) * n];
+            let ks = &mut kid_start[di * (n + 1)..(di + 1) * (n + 1)];
+            let kids = &mut kids[di * n..(di + 1) * n];
+            for x in 0..n {
+                if let Some(c) = next_chan(self.cg, col, x) {
+                    chan[x] = c;
+                    up[x] = self.cg.to_slot(c).0 as u32;
+                } else {
+                    chan[x] = NONE;
+                }
+            }
+            for x in 0..n {
+                let y = up[x];
+                if y == NONE {
+                    continue;
+                }
+                ks[y as usize + 1] += 1;
+                if chan[y as usize] != NONE {
+                    if let Some(d) = self.cg.dep(chan[x], chan[y as usize]) {
+                        dep_up[x] = d as u32;
+                    }
+                }
+            }
+            for x in 0..n {
+                ks[x + 1] += ks[x];
+            }
+            let total = ks[n];
+            // Fill from the back so each switch's children end up in slot order.
+            for x in (0..n).rev() {
+                let y = up[x];
+                if y != NONE {
+                    ks[y as usize + 1] -= 1;
+                    kids[ks[y as usize + 1] as usize] = x as u32;
+                }
+            }
+            // ks[y + 1] is now the start of y's children: shift back, and end at the total.
+            for x in 0..n {
+                ks[x] = ks[x + 1];
+            }
+            ks[n] = total;
+        }
+        self.up = up;
+        self.dep_up = dep_up;
+        self.kid_start = kid_start;
+        self.kids = kids;
+    }
+
+    /// Moves every route of layer `l` through dependency `dep` to layer `l + 1`. Toward a
+    /// destination whose routes take `dep` (leave switch `v` on its first channel), those
+    /// routes are the ones from sources in `v`'s subtree of the destination's tree: the
+    /// subtree is walked, the routes of layer `l` in it move, and each dependency moves once
+    /// with the number of moved routes through it (below `v`: the moved sources below it).
     fn move_routes(&mut self, l: usize, dep: usize) -> u64 {
-        self.ensure(l + 1);
+        while self.counts.len() <= l + 1 {
+            self.counts.push(vec![0; self.cg.num_deps()]);
+        }
         let Some((a, b)) = self.cg.dep_channels(dep) else {
             return 0;
         };
+        self.build_trees();
         let v = self.cg.from_slot(a);
         let (u, _) = self.cg.to_slot(a);
         let pa = self.cg.port(a);
@@ -403,63 +453,75 @@ impl<'a> Layering<'a> {
         let n = self.n;
         let ns = self.srcs.len();
         let nd = self.dests.len();
+        let (lo, hi) = self.counts.split_at_mut(l + 1);
+        let (from, to) = (&mut lo[l], &mut hi[0]);
         let mut moved = 0u64;
-        let mut via = vec![0u8; n]; // 0 unknown, 1 passes v→u, 2 does not
-        let mut deps = Vec::new();
-        let mut path = Vec::new();
+        // Subtree of v in preorder, and per switch the moved routes from its subtree.
+        let mut sub: Vec<u32> = Vec::new();
+        let mut below = vec![0u32; n];
         for di in 0..nd {
             {
-                let col = self.col(di);
+                let col = &self.cols[di * n..(di + 1) * n];
                 if col[u] != pb || col[v] != pa {
                     continue;
                 }
             }
-            via.fill(0);
-            via[v] = 1;
-            for s in 0..ns {
-                if self.layer[s * nd + di] as usize != l {
+            let up = &self.up[di * n..(di + 1) * n];
+            let dep_up = &self.dep_up[di * n..(di + 1) * n];
+            let ks = &self.kid_start[di * (n + 1)..(di + 1) * (n + 1)];
+            let kids = &self.kids[di * n..(di + 1) * n];
+            let layer = &mut self.layer[di * ns..(di + 1) * ns];
+            sub.clear();
+            sub.push(v as u32);
+            let mut i = 0;
+            while let Some(&x) = sub.get(i) {
+                i += 1;
+                let x = x as usize;
+                sub.extend_from_slice(&kids[ks[x] as usize..ks[x + 1] as usize]);
+                if sub.len() > n {
+                    break; // not a tree; cannot happen for shortest paths
+                }
+            }
+            for &x in &sub {
+                let x = x as usize;
+                below[x] = 0;
+                let s = self.src_of[x];
+                if s != u32::MAX {
+                    let e = &mut layer[s as usize];
+                    if usize::from(*e) == l {
+                        *e = (l + 1) as u8;
+                        below[x] = 1;
+                    }
+                }
+            }
+            // Children before parents: add each switch's count to its parent's, and move its
+            // dependency (at its parent) by that count.
+            for &x in sub[1..].iter().rev() {
+                let x = x as usize;
+                let m = below[x];
+                if m == 0 {
                     continue;
                 }
-                if !self.passes(di, self.srcs[s] as usize, &mut via, &mut path) {
-                    continue;
+                below[up[x] as usize] += m;
+                let d = dep_up[x];
+                if d != NONE {
+                    from[d as usize] = from[d as usize].saturating_sub(m);
+                    to[d as usize] += m;
                 }
-                deps.clear();
-                self.for_deps(s, di, |d| deps.push(d));
-                for &d in &deps {
-                    self.counts[l][d] = self.counts[l][d].saturating_sub(1);
-                    self.counts[l + 1][d] += 1;
+            }
+            let here = below[v];
+            if here > 0 {
+                let mut x = v;
+                while dep_up[x] != NONE {
+                    let d = dep_up[x] as usize;
+                    from[d] = from[d].saturating_sub(here);
+                    to[d] += here;
+                    x = up[x] as usize;
                 }
-                self.layer[s * nd + di] = (l + 1) as u8;
-                moved += 1;
+                moved += u64::from(here);
             }
         }
         moved
-    }
-
-    /// Whether the route from `s` toward destination `di` reaches `v` (marked 1 in `via`).
-    fn passes(&self, di: usize, s: usize, via: &mut [u8], path: &mut Vec<usize>) -> bool {
-        let col = self.col(di);
-        path.clear();
-        let mut x = s;
-        let res = loop {
-            match via[x] {
-                1 => break true,
-                2 => break false,
-                _ => {}
-            }
-            path.push(x);
-            match next_chan(self.cg, col, x) {
-                Some(c) => x = self.cg.to_slot(c).0,
-                None => break false,
-            }
-            if path.len() > self.n {
-                break false;
-            }
-        };
-        for &p in path.iter() {
-            via[p] = if res { 1 } else { 2 };
-        }
-        res
     }
 
     /// Breaks every cycle of layer `l` (OpenSM's search: depth first, finished channels stay
@@ -488,8 +550,10 @@ impl<'a> Layering<'a> {
                 }
             }
             let Some((_, d)) = weakest else { break };
-            self.move_routes(l, d);
             breaks += 1;
+            if self.move_routes(l, d) == 0 {
+                break; // the dependency carries routes, so this cannot happen: no endless loop
+            }
         }
         breaks
     }
@@ -569,6 +633,10 @@ impl RoutingEngine for Sssp {
             cg: &cg,
             src_of,
             layer: vec![0; srcs.len() * dests.len()],
+            up: Vec::new(),
+            dep_up: Vec::new(),
+            kid_start: Vec::new(),
+            kids: Vec::new(),
             srcs,
             dests,
             cols,
@@ -598,7 +666,7 @@ impl RoutingEngine for Sssp {
             )));
         }
         // Paths per layer, then spare VLs to the fullest layers (OpenSM vl_split_count).
-        let ndest = lay.dests.len();
+        let nsrc = lay.srcs.len();
         let mut paths = vec![0u64; needed];
         for &l in &lay.layer {
             paths[usize::from(l)] += 1;
@@ -636,7 +704,7 @@ impl RoutingEngine for Sssp {
                 continue;
             };
             for (di, &dl) in lay.dests.iter().enumerate() {
-                let l = usize::from(lay.layer[s * ndest + di]);
+                let l = usize::from(lay.layer[di * nsrc + s]);
                 let sl = first[l] + hash2(u64::from(a), u64::from(dl)) % split[l];
                 if let Some(e) = row.get_mut(usize::from(dl)) {
                     *e = sl as u8;
