@@ -12,13 +12,17 @@
 //! channel arrives on, the index `j` of the leaving channel among `u`'s channels — so an engine
 //! keeps one counter array per layer (`u32` per dependency: k36 has 1.6 M possible
 //! dependencies) instead of hash maps or per-pair lists. [`DynTopo`] keeps such a graph
-//! acyclic while edges are added one at a time (Pearce and Kelly's dynamic topological order,
-//! ACM JEA 11, 2006): an edge that respects the current order is accepted in O(1), otherwise
-//! only the nodes between its ends in the order are searched — from both ends at once, so a
-//! cycle is found where the two searches meet — and reordered. Removing an edge never
+//! acyclic while edges are added one at a time (a dynamic topological order): an edge that
+//! respects the current order is accepted in O(1); otherwise an ordered search from both of
+//! its ends (Haeupler, Kavitha, Mathew, Sen and Tarjan's two-way search, ACM TALG 8, 2012)
+//! either meets — the edge closes a cycle — or stops as soon as the two frontiers have
+//! crossed in the order, and only the channels it visited move. Removing an edge never
 //! invalidates the order, so engines roll back a rejected path by removing its new edges.
 //! The live edges are bitsets in two numberings (successors of a channel contiguous, and
 //! predecessors), so a search step reads a word instead of a counter per possible dependency.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use super::graph::SwitchGraph;
 
@@ -330,37 +334,59 @@ fn each_bit(words: &[u64], start: usize, len: usize, mut f: impl FnMut(usize) ->
 /// an edge comes ([`DynTopo::try_add`]) and goes ([`DynTopo::remove`]).
 #[derive(Clone, Debug)]
 pub struct DynTopo {
-    ord: Vec<u32>,
+    /// Position label per channel: the order is the order of labels (gaps between them leave
+    /// room to move channels without renumbering the rest).
+    lab: Vec<u64>,
+    /// The order as a doubly linked list (`NONE` at the ends).
+    nxt: Vec<u32>,
+    prv: Vec<u32>,
+    head: u32,
+    tail: u32,
     mark: Vec<u32>,
     stamp: u32,
-    stack: Vec<u32>,
-    stack2: Vec<u32>,
+    /// Forward frontier (least label first) and backward frontier (greatest label first).
+    fheap: BinaryHeap<Reverse<(u64, u32)>>,
+    bheap: BinaryHeap<(u64, u32)>,
+    /// Channels the forward search visited (ascending labels) and the backward (descending).
     fwd: Vec<u32>,
     bwd: Vec<u32>,
-    slots: Vec<u32>,
-    keys: Vec<u64>,
+    /// Scratch for relabelling.
+    run: Vec<u32>,
     /// Live edges, bit = dependency id.
     succ: Vec<u64>,
     /// Live edges, bit = transposed id (see `ChannelGraph::pred_run`).
     pred: Vec<u64>,
 }
 
+/// Label spacing of a fresh order.
+const LABEL_STEP: u64 = 1 << 32;
+
 impl DynTopo {
     /// An empty graph over the channels of `cg` (any order is topological for it).
     #[must_use]
     pub fn new(cg: &ChannelGraph) -> DynTopo {
+        DynTopo::with_label_step(cg, LABEL_STEP)
+    }
+
+    /// [`DynTopo::new`] with labels `step` apart at first (tests use tight labels to exercise
+    /// the relabelling).
+    fn with_label_step(cg: &ChannelGraph, step: u64) -> DynTopo {
         let n = cg.num_channels();
         let words = cg.num_deps().div_ceil(64);
+        let n32 = n as u32;
         DynTopo {
-            ord: (0..n as u32).collect(),
+            lab: (1..=n as u64).map(|i| i * step).collect(),
+            nxt: (1..=n32).map(|i| if i == n32 { NONE } else { i }).collect(),
+            prv: (0..n32).map(|i| i.checked_sub(1).unwrap_or(NONE)).collect(),
+            head: if n == 0 { NONE } else { 0 },
+            tail: n32.checked_sub(1).unwrap_or(NONE),
             mark: vec![0; n],
             stamp: 0,
-            stack: Vec::new(),
-            stack2: Vec::new(),
+            fheap: BinaryHeap::new(),
+            bheap: BinaryHeap::new(),
             fwd: Vec::new(),
             bwd: Vec::new(),
-            slots: Vec::new(),
-            keys: Vec::new(),
+            run: Vec::new(),
             succ: vec![0; words],
             pred: vec![0; words],
         }
@@ -418,69 +444,85 @@ impl DynTopo {
         }
     }
 
-    /// Pearce–Kelly: makes the order admit `a → b` unless `b` reaches `a`.
+    /// Makes the order admit `a → b` unless `b` reaches `a` (then false, order unchanged).
+    ///
+    /// Two-way ordered search (Haeupler, Kavitha, Mathew, Sen and Tarjan, "Incremental cycle
+    /// detection, topological ordering, and strong component maintenance", ACM TALG 8, 2012):
+    /// forward from `b` least label first over channels ordered before `a`, backward from `a`
+    /// greatest label first over channels ordered after `b`, a step of each in turn. A channel
+    /// both reach closes a cycle. Otherwise the searches stop as soon as the least label left
+    /// on the forward frontier exceeds the greatest left on the backward frontier: every
+    /// channel still unvisited that reaches `a` then lies before every unvisited channel `b`
+    /// reaches. The visited backward channels move to just after the backward frontier's
+    /// greatest (or just before `b`), the visited forward channels to just before the forward
+    /// frontier's least (or just after `a`), each set in its own order, and the order is
+    /// topological again: a channel between those two places has no edge into a moved
+    /// backward channel (it would be on the backward frontier) and no edge from a moved
+    /// forward channel (it would be on the forward frontier).
     fn reorder(&mut self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
-        let ub = self.ord[a as usize];
-        let lb = self.ord[b as usize];
+        let ub = self.lab[a as usize];
+        let lb = self.lab[b as usize];
         if lb > ub {
             return true;
         }
-        // Forward from b over nodes ordered before a and backward from a over nodes ordered
-        // after b, a step of each in turn: a node both reach closes a cycle (a itself is the
-        // backward search's start). Either side alone would decide, but a cycle is usually
-        // found sooner from both ends; without one, both sets are needed to reorder.
         let sf = self.next_stamp();
         let sb = self.next_stamp();
-        let (ord, mark) = (&self.ord, &mut self.mark);
-        let (fs, bs) = (&mut self.stack, &mut self.stack2);
-        let (fwd, bwd) = (&mut self.fwd, &mut self.bwd);
-        fwd.clear();
-        bwd.clear();
-        fs.clear();
-        bs.clear();
-        fs.push(b);
-        mark[b as usize] = sf;
-        bs.push(a);
-        mark[a as usize] = sb;
-        loop {
-            let mut more = false;
-            if let Some(x) = fs.pop() {
-                more = true;
-                fwd.push(x);
+        self.fheap.clear();
+        self.bheap.clear();
+        self.fwd.clear();
+        self.bwd.clear();
+        self.mark[b as usize] = sf;
+        self.mark[a as usize] = sb;
+        self.fheap.push(Reverse((lb, b)));
+        self.bheap.push((ub, a));
+        let (lab, mark) = (&self.lab, &mut self.mark);
+        let (fheap, bheap) = (&mut self.fheap, &mut self.bheap);
+        let mut forward = true;
+        while let (Some(&Reverse((fmin, _))), Some(&(bmax, _))) = (fheap.peek(), bheap.peek()) {
+            if fmin > bmax {
+                break;
+            }
+            if forward {
+                let Some(Reverse((_, x))) = fheap.pop() else {
+                    break;
+                };
+                self.fwd.push(x);
                 let (start, len, first) = cg.succ_run(x);
                 let open = each_bit(&self.succ, start, len, |j| {
-                    let y = (first + j as u32) as usize;
-                    let m = mark[y];
+                    let y = first + j as u32;
+                    let m = mark[y as usize];
                     if m == sb {
                         return false;
                     }
-                    if m != sf && ord[y] < ub {
-                        mark[y] = sf;
-                        fs.push(y as u32);
+                    let l = lab[y as usize];
+                    if m != sf && l < ub {
+                        mark[y as usize] = sf;
+                        fheap.push(Reverse((l, y)));
                     }
                     true
                 });
                 if !open {
                     return false;
                 }
-            }
-            if let Some(x) = bs.pop() {
-                more = true;
-                bwd.push(x);
+            } else {
+                let Some((_, x)) = bheap.pop() else {
+                    break;
+                };
+                self.bwd.push(x);
                 let (start, len, pb) = cg.pred_run(x);
                 let open = each_bit(&self.pred, start, len, |i| {
                     let y = cg.arrive[pb + i + 1];
                     if y == NONE {
                         return true;
                     }
-                    let y = y as usize;
-                    let m = mark[y];
+                    let m = mark[y as usize];
                     if m == sf {
                         return false;
                     }
-                    if m != sb && ord[y] > lb {
-                        mark[y] = sb;
-                        bs.push(y as u32);
+                    let l = lab[y as usize];
+                    if m != sb && l > lb {
+                        mark[y as usize] = sb;
+                        bheap.push((l, y));
                     }
                     true
                 });
@@ -488,45 +530,165 @@ impl DynTopo {
                     return false;
                 }
             }
-            if !more {
+            forward = !forward;
+        }
+        // Where the two sets go: after `p` (backward) and before `q` (forward).
+        let p = match self.bheap.peek() {
+            Some(&(_, x)) => x,
+            None => self.prv[b as usize],
+        };
+        let q = match self.fheap.peek() {
+            Some(&Reverse((_, x))) => x,
+            None => self.nxt[a as usize],
+        };
+        let (fwd, bwd) = (std::mem::take(&mut self.fwd), std::mem::take(&mut self.bwd));
+        for &x in fwd.iter().chain(bwd.iter()) {
+            self.unlink(x);
+        }
+        // The backward set ascending after p, then the forward set (already ascending)
+        // before q.
+        let mut at = p;
+        for &x in bwd.iter().rev() {
+            self.link_after(at, x);
+            at = x;
+        }
+        self.label_run(p, bwd.iter().rev().copied());
+        let before_q = if q == NONE {
+            self.tail
+        } else {
+            self.prv[q as usize]
+        };
+        let mut at = before_q;
+        for &x in &fwd {
+            self.link_after(at, x);
+            at = x;
+        }
+        self.label_run(before_q, fwd.iter().copied());
+        self.fwd = fwd;
+        self.bwd = bwd;
+        true
+    }
+
+    fn unlink(&mut self, x: u32) {
+        let (p, n) = (self.prv[x as usize], self.nxt[x as usize]);
+        if p == NONE {
+            self.head = n;
+        } else {
+            self.nxt[p as usize] = n;
+        }
+        if n == NONE {
+            self.tail = p;
+        } else {
+            self.prv[n as usize] = p;
+        }
+    }
+
+    /// Links `x` in after `p` (`NONE`: at the head).
+    fn link_after(&mut self, p: u32, x: u32) {
+        let n = if p == NONE {
+            self.head
+        } else {
+            self.nxt[p as usize]
+        };
+        self.prv[x as usize] = p;
+        self.nxt[x as usize] = n;
+        if p == NONE {
+            self.head = x;
+        } else {
+            self.nxt[p as usize] = x;
+        }
+        if n == NONE {
+            self.tail = x;
+        } else {
+            self.prv[n as usize] = x;
+        }
+    }
+
+    /// Whether the list holds every channel once, in strictly increasing labels (tests).
+    #[cfg(test)]
+    fn list_ok(&self) -> bool {
+        let (mut x, mut prev, mut n) = (self.head, NONE, 0usize);
+        while x != NONE {
+            if self.prv[x as usize] != prev
+                || (prev != NONE && self.lab[prev as usize] >= self.lab[x as usize])
+                || n > self.lab.len()
+            {
+                return false;
+            }
+            prev = x;
+            x = self.nxt[x as usize];
+            n += 1;
+        }
+        prev == self.tail && n == self.lab.len()
+    }
+
+    /// Label of `x`, with `NONE` as the bound `lo` before the head or `hi` after the tail.
+    fn label_or(&self, x: u32, none: u64) -> u64 {
+        if x == NONE {
+            none
+        } else {
+            self.lab[x as usize]
+        }
+    }
+
+    /// Gives the channels `run`, just linked in (in that order) after `p`, labels between
+    /// `p`'s and the next channel's, relabelling a neighbourhood evenly when the gap is too
+    /// narrow (a window grown until it is at most 1/64 full).
+    fn label_run(&mut self, p: u32, run: impl ExactSizeIterator<Item = u32> + Clone) {
+        let k = run.len() as u64;
+        let Some(last) = run.clone().last() else {
+            return;
+        };
+        let lo = self.label_or(p, 0);
+        let hi = self.label_or(self.nxt[last as usize], u64::MAX);
+        if hi - lo > k {
+            let step = (hi - lo) / (k + 1);
+            for (i, x) in run.enumerate() {
+                self.lab[x as usize] = lo + step * (i as u64 + 1);
+            }
+            return;
+        }
+        // Grow a window [l, r] (exclusive ends) around the run until it is sparse enough.
+        let (mut l, mut r) = (p, self.nxt[last as usize]);
+        let mut count = k;
+        let mut grow = 1u64;
+        loop {
+            let span = self.label_or(r, u64::MAX) - self.label_or(l, 0);
+            if span / 64 > count + 1 || (l == NONE && r == NONE) {
                 break;
             }
-        }
-        // Reorder: everything that reaches a, then everything b reaches, into the same slots
-        // (both sets sorted by their current position; the slots are the merge of the two).
-        let ord = &mut self.ord;
-        let keys = &mut self.keys;
-        keys.clear();
-        keys.extend(
-            self.bwd
-                .iter()
-                .map(|&x| u64::from(ord[x as usize]) << 32 | u64::from(x)),
-        );
-        let nb = keys.len();
-        keys.extend(
-            self.fwd
-                .iter()
-                .map(|&x| u64::from(ord[x as usize]) << 32 | u64::from(x)),
-        );
-        let (kb, kf) = keys.split_at_mut(nb);
-        kb.sort_unstable();
-        kf.sort_unstable();
-        let slots = &mut self.slots;
-        slots.clear();
-        let (mut i, mut j) = (0, 0);
-        while i < kb.len() || j < kf.len() {
-            if j == kf.len() || (i < kb.len() && kb[i] < kf[j]) {
-                slots.push((kb[i] >> 32) as u32);
-                i += 1;
-            } else {
-                slots.push((kf[j] >> 32) as u32);
-                j += 1;
+            for _ in 0..grow {
+                if l != NONE {
+                    l = self.prv[l as usize];
+                    count += 1;
+                }
+                if r != NONE {
+                    r = self.nxt[r as usize];
+                    count += 1;
+                }
             }
+            grow *= 2;
         }
-        for (&k, &o) in keys.iter().zip(slots.iter()) {
-            ord[(k & 0xffff_ffff) as usize] = o;
+        // The window's interior: from after l to before r (l and r themselves keep labels;
+        // NONE ends count as 0 and u64::MAX and are not channels).
+        let lo = self.label_or(l, 0);
+        let hi = self.label_or(r, u64::MAX);
+        let mut buf = std::mem::take(&mut self.run);
+        buf.clear();
+        let mut x = if l == NONE {
+            self.head
+        } else {
+            self.nxt[l as usize]
+        };
+        while x != r {
+            buf.push(x);
+            x = self.nxt[x as usize];
         }
-        true
+        let step = (hi - lo) / (buf.len() as u64 + 1);
+        for (i, &x) in buf.iter().enumerate() {
+            self.lab[x as usize] = lo + step * (i as u64 + 1);
+        }
+        self.run = buf;
     }
 }
 
@@ -840,7 +1002,7 @@ mod tests {
         /// DynTopo accepts an edge exactly when it closes no cycle, and its order stays a
         /// topological order of the edges present, as edges come and go.
         #[test]
-        fn dyntopo_matches_cycle_search(edges in proptest::collection::vec((0u32..12, 0u32..4, 0u8..4), 1..120)) {
+        fn dyntopo_matches_cycle_search(edges in proptest::collection::vec((0u32..12, 0u32..4, 0u8..4), 1..120), tight in proptest::bool::ANY) {
             // Complete-ish graph: 4 switches all linked; channels from the switch graph.
             let mut s = Subnet::new();
             let ids: Vec<NodeId> = (0..4)
@@ -857,7 +1019,8 @@ mod tests {
             let g = SwitchGraph::build(&s);
             let cg = ChannelGraph::new(&g);
             let mut count = vec![0u32; cg.num_deps()];
-            let mut topo = DynTopo::new(&cg);
+            // Labels 1 apart: nearly every reorder relabels.
+            let mut topo = DynTopo::with_label_step(&cg, if tight { 1 } else { LABEL_STEP });
             for (a, k, op) in edges {
                 let a = a % cg.num_channels() as u32;
                 let (u, _) = cg.to_slot(a);
@@ -883,6 +1046,7 @@ mod tests {
                 let ok = topo.try_add(&cg, a, b);
                 proptest::prop_assert_eq!(topo.contains(&cg, a, b), ok);
                 count[d] += 1;
+                proptest::prop_assert!(topo.list_ok());
                 let cyclic = find_cycle(&cg, &|x: usize| count[x] > 0).is_some();
                 proptest::prop_assert_eq!(ok, !cyclic);
                 if !ok {
@@ -892,7 +1056,7 @@ mod tests {
                     if let Some((x, y)) = cg.dep_channels(dd) {
                         proptest::prop_assert_eq!(topo.contains(&cg, x, y), k > 0);
                         if k > 0 {
-                            proptest::prop_assert!(topo.ord[x as usize] < topo.ord[y as usize]);
+                            proptest::prop_assert!(topo.lab[x as usize] < topo.lab[y as usize]);
                         }
                     }
                 }
