@@ -68,6 +68,19 @@ fn rss_mib(field: &str) -> Option<u64> {
     Some(kb / 1024)
 }
 
+/// The process's CPU time so far (user + system, all threads), from `/proc/self/stat` in
+/// USER_HZ ticks (100 per second on Linux), if readable. On a shared machine the CPU time of
+/// a phase says more than its wall time.
+fn cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start at state, field 3;
+    // utime and stime are fields 14 and 15.
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
 /// FNV-1a over every switch's LFT entries 0..=LinearFDBTop (in node order) as the agents hold
 /// them, and the number of entries hashed.
 fn lft_hash(topo: &Topology, fabric: &Fabric) -> (u64, u64) {
@@ -126,6 +139,7 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
     let t1 = Instant::now();
     let mut phase_wall = Vec::new();
     let mut last = Instant::now();
+    let mut last_cpu = cpu_time().unwrap_or_default();
     let mut up = false;
     let mut up_wall = Duration::ZERO;
     let mut ups = 0;
@@ -152,7 +166,14 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
         while let Some(e) = sm.poll_event() {
             match e {
                 Event::PhaseDone { phase, .. } => {
-                    phase_wall.push((phase, last.elapsed(), rss_mib("VmRSS:")));
+                    let cpu = cpu_time().unwrap_or_default();
+                    phase_wall.push((
+                        phase,
+                        last.elapsed(),
+                        rss_mib("VmRSS:"),
+                        cpu.saturating_sub(last_cpu),
+                    ));
+                    last_cpu = cpu;
                     last = Instant::now();
                 }
                 Event::SubnetUp => {
@@ -203,24 +224,27 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
         "heavy sweeps {}, SUBNET UP {ups} times, first after {up_wall:.2?} wall",
         sm.heavy_sweeps()
     );
-    println!("| phase | SMPs | retried | timed out | skipped | virtual time | wall | RSS at end |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| phase | SMPs | retried | timed out | skipped | virtual time | wall | CPU | RSS at end |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut total = 0;
-    for ((phase, s), (_, w, rss)) in sm.phase_history().iter().zip(&phase_wall) {
+    for ((phase, s), (_, w, rss, cpu)) in sm.phase_history().iter().zip(&phase_wall) {
         total += s.smps;
         println!(
-            "| {phase} | {} | {} | {} | {} | {:.2?} | {:.2?} | {} MiB |",
+            "| {phase} | {} | {} | {} | {} | {:.2?} | {:.2?} | {:.2?} | {} MiB |",
             s.smps,
             s.retried,
             s.timed_out,
             s.skipped,
             s.elapsed,
             w,
+            cpu,
             rss.unwrap_or(0)
         );
     }
     println!(
-        "| **total** | **{total}** | | | | | **{wall:.2?}** | peak {} MiB |",
+        "| **total** | **{total}** | | | | | **{wall:.2?}** | | peak {} MiB |",
         rss_mib("VmHWM:").unwrap_or(0)
     );
     if hash {
