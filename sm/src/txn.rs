@@ -149,6 +149,9 @@ pub(crate) struct Failed {
 
 /// Transactions by TID. TIDs are handed out in increasing order, so the live ones sit in a
 /// window `base..base + slots.len()` and are found by subtraction, without hashing.
+/// Slots an empty [`Slab`] keeps (more than the wire window ever holds in flight).
+const SLAB_KEEP: usize = 4096;
+
 #[derive(Debug, Default)]
 struct Slab {
     base: u32,
@@ -192,6 +195,11 @@ impl Slab {
         while matches!(self.slots.front(), Some(None)) {
             self.slots.pop_front();
             self.base = self.base.wrapping_add(1);
+        }
+        if self.slots.is_empty() && self.slots.capacity() > SLAB_KEEP {
+            // A pass that queued all its Sets at once (263,424 PortInfo Sets at
+            // fat-tree:3,56, ≈ 50 MB of slots) does not keep that room for the rest of the run.
+            self.slots.shrink_to(SLAB_KEEP);
         }
         Some(t)
     }
