@@ -481,3 +481,115 @@ proptest! {
         prop_assert_eq!(&l, &minhop(&s));
     }
 }
+
+/// Takes the link at `(n, p)` down at both ends in the model.
+fn link_down(s: &mut Subnet, n: NodeId, p: u8) {
+    let (rn, rp) = s.port(n, PortNum(p)).unwrap().remote.unwrap();
+    for (a, b) in [(n, PortNum(p)), (rn, rp)] {
+        let info = s.port_mut(a, b).unwrap().info.as_mut().unwrap();
+        info.set_port_state(ibmad::PortState::DOWN);
+        info.set_phys_state(ibmad::PhysState::POLLING);
+    }
+}
+
+/// Every switch's table of `l`, by switch GUID (what the SM passes back as existing LFTs).
+fn existing(s: &Subnet, l: &Lfts) -> sm::routing::ExistingLfts {
+    let mut e = sm::routing::ExistingLfts::default();
+    for id in s.switches() {
+        e.insert(s.node(id).guid, l.table(id).unwrap().to_vec());
+    }
+    e
+}
+
+/// With the switches' current tables, min-hop hands back a switch's table without balancing
+/// when every entry of it is kept; the result must be exactly that of the full balancing loop,
+/// after a link failure (switch–switch and CA), with LMC 1 and with `scatter_ports`.
+#[test]
+fn reusing_kept_tables_routes_exactly_as_balancing_them() {
+    for (lmc, scatter) in [(0u8, 0u64), (1, 0), (0, 7)] {
+        let mut s = fat_tree(8);
+        assign_lids(
+            &mut s,
+            &LidConfig {
+                lmc,
+                reassign_lids: false,
+            },
+            &Guid2Lid::new(),
+        )
+        .unwrap();
+        let opts = EngineOptions {
+            scatter_ports: scatter,
+            ..EngineOptions::default()
+        };
+        let route = |s: &Subnet, o: &EngineOptions, reuse: bool| {
+            use rand::SeedableRng;
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+            MinHop::new(o.clone())
+                .with_row_reuse(reuse)
+                .route(s, &mut rng)
+                .unwrap()
+                .lfts
+        };
+        let before = route(&s, &opts, true);
+        // A core–aggregation link, an aggregation–edge link and a CA's link go down.
+        let sws: Vec<NodeId> = s.switches().collect();
+        let core = sws[0];
+        link_down(&mut s, core, 1);
+        let agg = sws
+            .iter()
+            .copied()
+            .find(|&n| s.node(n).desc.starts_with("agg-3"))
+            .unwrap();
+        let to_edge = (1..=8u8)
+            .find(|&p| {
+                s.port(agg, PortNum(p))
+                    .and_then(|x| x.remote)
+                    .is_some_and(|(rn, _)| s.node(rn).desc.starts_with("edge"))
+            })
+            .unwrap();
+        link_down(&mut s, agg, to_edge);
+        let (ca_sw, ca_port) = sws
+            .iter()
+            .find_map(|&n| {
+                (1..=8u8).find_map(|p| {
+                    let (rn, _) = s.port(n, PortNum(p))?.remote?;
+                    (!s.node(rn).is_switch() && s.node(n).desc.starts_with("edge-5"))
+                        .then_some((n, p))
+                })
+            })
+            .unwrap();
+        let (ca, ca_p) = s.port(ca_sw, PortNum(ca_port)).unwrap().remote.unwrap();
+        let ca_lid = usize::from(s.port(ca, ca_p).unwrap().lid.0);
+        let ca_lids = ca_lid..ca_lid + (1 << lmc);
+        link_down(&mut s, ca_sw, ca_port);
+        let kept = EngineOptions {
+            existing_lfts: Some(std::sync::Arc::new(existing(&s, &before))),
+            ..opts.clone()
+        };
+        let fast = route(&s, &kept, true);
+        let full = route(&s, &kept, false);
+        let mut moved = 0;
+        let mut same_rows = 0;
+        for &sw in &sws {
+            assert_eq!(
+                fast.table(sw),
+                full.table(sw),
+                "lmc {lmc} scatter {scatter}: switch {}",
+                s.node(sw).desc
+            );
+            // Apart from the cut CA's own LIDs (no path now, on every switch).
+            let (a, b) = (fast.table(sw).unwrap(), before.table(sw).unwrap());
+            let differ = (0..a.len()).any(|l| a[l] != b[l] && !ca_lids.contains(&l));
+            if !differ {
+                same_rows += 1;
+            } else {
+                moved += 1;
+            }
+        }
+        assert!(moved > 0, "the failures moved routes");
+        assert!(same_rows > 0, "some switches kept the rest of their table");
+        // Every pair still takes a shortest path (the cut CA aside, which nothing reaches).
+        let r = check_all_pairs(&s, &fast);
+        assert_eq!((r.loops, r.non_shortest), (0, 0), "{r:?}");
+    }
+}

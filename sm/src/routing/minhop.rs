@@ -54,7 +54,7 @@
 use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
 
-use super::graph::{link_usable, Candidates, HopMatrix, SwitchGraph};
+use super::graph::{link_usable, Candidates, HopMatrix, SwitchGraph, UNREACHABLE};
 use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
 
@@ -147,16 +147,37 @@ fn destinations(subnet: &Subnet, hm: &SwitchGraph) -> Vec<Dest> {
 }
 
 /// The min-hop engine.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct MinHop {
     opts: EngineOptions,
+    /// With [`EngineOptions::existing_lfts`]: a switch whose every entry is kept gets its
+    /// current table back without balancing (see [`Ctx::keep_row`]).
+    reuse_rows: bool,
+}
+
+impl Default for MinHop {
+    fn default() -> MinHop {
+        MinHop::new(EngineOptions::default())
+    }
 }
 
 impl MinHop {
     /// With options.
     #[must_use]
     pub fn new(opts: EngineOptions) -> MinHop {
-        MinHop { opts }
+        MinHop {
+            opts,
+            reuse_rows: true,
+        }
+    }
+
+    /// Turns off (or on) the reuse of a switch's current table when routing with
+    /// [`EngineOptions::existing_lfts`] keeps every entry of it: the tables are the same
+    /// either way (the reuse only skips work), which the tests check by comparing both.
+    #[must_use]
+    pub fn with_row_reuse(mut self, on: bool) -> MinHop {
+        self.reuse_rows = on;
+        self
     }
 
     /// Routes with a prebuilt hop matrix (lets callers reuse it, e.g. for checking); no
@@ -167,9 +188,14 @@ impl MinHop {
     }
 
     fn route_with_seed(&self, subnet: &Subnet, hm: &HopMatrix, scatter: u64) -> Lfts {
-        balance(subnet, hm.graph(), &self.opts, scatter, &|si: usize| {
-            Candidates::min_hop(hm, si)
-        })
+        balance_with(
+            subnet,
+            hm.graph(),
+            &self.opts,
+            scatter,
+            &|si: usize| Candidates::min_hop(hm, si),
+            self.reuse_rows.then_some(hm),
+        )
     }
 }
 
@@ -193,6 +219,20 @@ pub(crate) fn balance(
     scatter: u64,
     cands: &(dyn Fn(usize) -> Candidates + Sync),
 ) -> Lfts {
+    balance_with(subnet, hm, opts, scatter, cands, None)
+}
+
+/// [`balance`], and with `min_hop` (the candidates are [`Candidates::min_hop`] of that
+/// matrix) a switch whose current table ([`EngineOptions::existing_lfts`]) keeps every entry
+/// gets it back without building its candidate lists or balancing ([`Ctx::keep_row`]).
+fn balance_with(
+    subnet: &Subnet,
+    hm: &SwitchGraph,
+    opts: &EngineOptions,
+    scatter: u64,
+    cands: &(dyn Fn(usize) -> Candidates + Sync),
+    min_hop: Option<&HopMatrix>,
+) -> Lfts {
     {
         let top = max_lid(subnet);
         let mut lfts = Lfts::with_slots(hm.slots().clone(), top);
@@ -210,6 +250,11 @@ pub(crate) fn balance(
         let run = |sw: NodeId, row: &mut [u8]| {
             if let Some(si) = hm.index_of(sw) {
                 let cur = existing.and_then(|e| e.get(subnet.node(sw).guid));
+                if let (Some(cur), Some(m)) = (cur, min_hop) {
+                    if ctx.keep_row(si, row, m, cur) {
+                        return;
+                    }
+                }
                 ctx.route_switch(sw, si, row, &cands(si), cur);
             }
         };
@@ -344,6 +389,79 @@ impl Counters {
 }
 
 impl Ctx<'_> {
+    /// Writes into `row` what [`Ctx::route_switch`] would, when every destination of switch
+    /// slot `si` keeps its `existing` entry (still a min-hop port of `hm`) or has no path,
+    /// and returns true; returns false as soon as one would need balancing (`row` is then
+    /// partly written; `route_switch` writes every entry this one does).
+    ///
+    /// Exact, not a heuristic: a kept entry is chosen before counters, LMC spreading or
+    /// scattering are looked at, so when every entry is kept the counters decide nothing
+    /// and the table is the existing one. After a link failure most switches' tables are
+    /// all kept (OpenSM's `osm_switch_recommend_path` keeps a still-minimal port), so they
+    /// skip building their candidate lists and the balancing loop.
+    fn keep_row(&self, si: usize, row: &mut [u8], hm: &HopMatrix, existing: &[u8]) -> bool {
+        let my = hm.row(si);
+        let mut to_of = [u32::MAX; 256];
+        for e in hm.neighbors(si) {
+            to_of[usize::from(e.port)] = e.to;
+        }
+        // `p` is in `Candidates::min_hop(hm, si).of(t)`: a usable link whose far switch is
+        // one hop closer to `t`.
+        let member = |t: usize, p: u8| -> bool {
+            let least = my.get(t).copied().unwrap_or(UNREACHABLE);
+            if least == UNREACHABLE || least == 0 {
+                return false;
+            }
+            let to = to_of[usize::from(p)];
+            to != u32::MAX
+                && hm
+                    .row(to as usize)
+                    .get(t)
+                    .is_some_and(|&h| h.wrapping_add(1) == least)
+        };
+        let empty = |t: usize| -> bool {
+            let least = my.get(t).copied().unwrap_or(UNREACHABLE);
+            least == UNREACHABLE
+                || least == 0
+                || !hm.neighbors(si).iter().any(|e| {
+                    hm.row(e.to as usize)
+                        .get(t)
+                        .is_some_and(|&h| h.wrapping_add(1) == least)
+                })
+        };
+        let pick = |t: u32, lid: usize| -> Option<u8> {
+            let t = t as usize;
+            match existing.get(lid).copied().filter(|&p| p != NO_PATH) {
+                Some(p) if member(t, p) => Some(p),
+                _ if empty(t) => Some(NO_PATH),
+                _ => None,
+            }
+        };
+        for offset in 0..self.max_lids {
+            for d in self.dests {
+                if offset >= d.nlids {
+                    continue;
+                }
+                let lid = usize::from(d.base) + usize::from(offset);
+                if lid >= row.len() {
+                    continue;
+                }
+                let port = match d.kind {
+                    DestKind::Switch(t) if t as usize == si => Some(0),
+                    DestKind::Switch(t) => pick(t, lid),
+                    DestKind::Ca(None) => Some(NO_PATH),
+                    DestKind::Ca(Some((t, p))) if t as usize == si => Some(p),
+                    DestKind::Ca(Some((t, _))) => pick(t, lid),
+                };
+                match port {
+                    Some(p) => row[lid] = p,
+                    None => return false,
+                }
+            }
+        }
+        true
+    }
+
     /// Routes switch `sw` into `row`; `existing` is what the switch holds now, whose entries
     /// are kept where still candidates.
     fn route_switch(
