@@ -1357,9 +1357,14 @@ impl Sweep {
                         rep.from_guid2lid, rep.kept_existing, rep.new, rep.conflicts, rep.top
                     ),
                 );
-                self.guid2lid = rep.guid2lid;
-                cx.events
-                    .push(Event::Guid2LidUpdated(self.guid2lid.to_text()));
+                // Persisted only when it changed (OpenSM's osm_db_store writes a domain only
+                // when dirty): an incremental sweep that keeps every LID writes no file, and
+                // its owner's atomic write (two fsyncs) stays out of the sweep.
+                if rep.guid2lid != self.guid2lid {
+                    self.guid2lid = rep.guid2lid;
+                    cx.events
+                        .push(Event::Guid2LidUpdated(self.guid2lid.to_text()));
+                }
             }
             Err(e) => {
                 self.end_phase(now, cx);

@@ -766,6 +766,12 @@ fn a_cut_spine_link_costs_no_timeout() {
         );
         assert!(!bed.logged("went unanswered"), "{:#?}", bed.log_lines());
         assert!(
+            !bed.events
+                .iter()
+                .any(|e| matches!(e, Event::Guid2LidUpdated(_))),
+            "every LID kept: the guid2lid map is not handed out to be written again"
+        );
+        assert!(
             sweeps[0].elapsed < timeout,
             "the first heavy sweep took {:?} (timeout {timeout:?})",
             sweeps[0].elapsed
