@@ -9,7 +9,9 @@
 //! 2 threads, the average CPU time per run, the engine's log lines that count VLs, and the
 //! peak memory. With `ROUTE_VL_DIGEST=1` in the environment it also prints a digest of the
 //! result (every LFT, the path SL of every ordered pair of end-port LIDs, or the error and
-//! the engine's log), so a change meant to keep the tables identical can show it did.
+//! the engine's log), so a change meant to keep the tables identical can show it did. The
+//! engine's random choices come from an RNG that always draws 0, or with `ROUTE_VL_SEED=N`
+//! from ChaCha8 seeded with N.
 
 use fabric_sim::topo::gen::SWITCH_GUID_BASE;
 use fabric_sim::topo::Topology;
@@ -79,15 +81,23 @@ fn main() {
             return;
         }
     };
+    let seed: Option<u64> = std::env::var("ROUTE_VL_SEED")
+        .ok()
+        .and_then(|x| x.parse().ok());
     for threads in [1usize, 2] {
         let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
             return;
         };
         let (wall, cpu, (r, log)) = best_of(runs, || {
             pool.install(|| {
-                let mut rng = rand::rngs::mock::StepRng::new(0, 0);
+                let mut rng: Box<dyn rand::RngCore> = match seed {
+                    Some(x) => {
+                        Box::new(<rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(x))
+                    }
+                    None => Box::new(rand::rngs::mock::StepRng::new(0, 0)),
+                };
                 let mut log = Vec::new();
-                let r = eng.route_logged(&s, &mut rng, &mut log);
+                let r = eng.route_logged(&s, &mut *rng, &mut log);
                 (r, log)
             })
         });
