@@ -188,11 +188,13 @@ impl RoutingEngine for Lash {
         }
         let mut lanes = Lanes::new(&cg, &route, n);
         let mut lane_of = vec![u8::MAX; n * n];
+        let mut deps = Vec::new();
         for (ia, &a) in ca_sw.iter().enumerate() {
             for &b in &ca_sw[ia + 1..] {
+                lanes.pair_deps(a, b, &mut deps);
                 let mut placed = None;
                 for v in 0..lanes.count() {
-                    if lanes.try_add_pair(v, a, b) {
+                    if lanes.try_add_pair(v, &deps) {
                         placed = Some(v);
                         break;
                     }
@@ -208,7 +210,7 @@ impl RoutingEngine for Lash {
                             )));
                         }
                         lanes.open();
-                        if !lanes.try_add_pair(v, a, b) {
+                        if !lanes.try_add_pair(v, &deps) {
                             return Err(fail("a pair does not fit an empty lane".to_string()));
                         }
                         v
@@ -346,6 +348,14 @@ fn describe(subnet: &Subnet, g: &SwitchGraph, a: usize) -> String {
     )
 }
 
+/// One dependency of a path: its id and its (arriving, leaving) channels.
+#[derive(Clone, Copy, Debug)]
+struct Dep {
+    id: u32,
+    a: u32,
+    b: u32,
+}
+
 /// Layers: dependency counts and orders per lane.
 struct Lanes<'a> {
     cg: &'a ChannelGraph,
@@ -355,7 +365,8 @@ struct Lanes<'a> {
     topo: Vec<DynTopo>,
     /// Pairs per lane.
     pairs: Vec<u64>,
-    added: Vec<usize>,
+    /// Per lane: how many times a dependency left its graph (it only gains them otherwise).
+    epoch: Vec<u32>,
 }
 
 impl<'a> Lanes<'a> {
@@ -367,7 +378,7 @@ impl<'a> Lanes<'a> {
             counts: Vec::new(),
             topo: Vec::new(),
             pairs: Vec::new(),
-            added: Vec::new(),
+            epoch: Vec::new(),
         }
     }
 
@@ -379,10 +390,11 @@ impl<'a> Lanes<'a> {
         self.counts.push(vec![0; self.cg.num_deps()]);
         self.topo.push(DynTopo::new(self.cg));
         self.pairs.push(0);
+        self.epoch.push(0);
     }
 
-    /// The dependencies of the path a → b, in order.
-    fn path_deps(&self, a: usize, b: usize, out: &mut Vec<usize>) {
+    /// The dependencies of the path a → b, in order, appended to `out`.
+    fn path_deps(&self, a: usize, b: usize, out: &mut Vec<Dep>) {
         let mut x = a;
         let mut prev: Option<u32> = None;
         let mut guard = 0;
@@ -393,7 +405,11 @@ impl<'a> Lanes<'a> {
             }
             if let Some(p) = prev {
                 if let Some(d) = self.cg.dep(p, c) {
-                    out.push(d);
+                    out.push(Dep {
+                        id: d as u32,
+                        a: p,
+                        b: c,
+                    });
                 }
             }
             prev = Some(c);
@@ -405,58 +421,50 @@ impl<'a> Lanes<'a> {
         }
     }
 
-    /// Adds both paths of {a, b} to lane `v` if that keeps it acyclic.
-    fn try_add_pair(&mut self, v: usize, a: usize, b: usize) -> bool {
-        let mut deps = std::mem::take(&mut self.added);
-        deps.clear();
-        self.path_deps(a, b, &mut deps);
-        self.path_deps(b, a, &mut deps);
-        let mut ok = true;
-        let mut done = 0;
-        for &d in &deps {
-            let counts = &self.counts[v];
-            if counts[d] == 0 {
-                let Some((x, y)) = self.cg.dep_channels(d) else {
-                    ok = false;
-                    break;
-                };
-                if !self.topo[v].try_add(self.cg, x, y) {
-                    ok = false;
-                    break;
-                }
-            }
-            self.counts[v][d] += 1;
-            done += 1;
-        }
-        if !ok {
-            for &d in &deps[..done] {
-                self.counts[v][d] -= 1;
-                if self.counts[v][d] == 0 {
-                    self.topo[v].remove_dep(self.cg, d);
-                }
-            }
-        } else {
-            self.pairs[v] += 1;
-        }
-        self.added = deps;
-        ok
+    /// Both paths of {a, b} (LASH keeps them on one lane).
+    fn pair_deps(&self, a: usize, b: usize, out: &mut Vec<Dep>) {
+        out.clear();
+        self.path_deps(a, b, out);
+        self.path_deps(b, a, out);
     }
 
-    fn remove_pair(&mut self, v: usize, a: usize, b: usize) {
-        let mut deps = std::mem::take(&mut self.added);
-        deps.clear();
-        self.path_deps(a, b, &mut deps);
-        self.path_deps(b, a, &mut deps);
-        for &d in &deps {
-            if self.counts[v][d] > 0 {
-                self.counts[v][d] -= 1;
-                if self.counts[v][d] == 0 {
-                    self.topo[v].remove_dep(self.cg, d);
+    /// Adds the dependencies `deps` (one pair's) to lane `v` if that keeps it acyclic.
+    fn try_add_pair(&mut self, v: usize, deps: &[Dep]) -> bool {
+        let counts = &mut self.counts[v];
+        let topo = &mut self.topo[v];
+        for (done, dep) in deps.iter().enumerate() {
+            let d = dep.id as usize;
+            if counts[d] == 0 && !topo.try_add(self.cg, dep.a, dep.b) {
+                for dep in &deps[..done] {
+                    let d = dep.id as usize;
+                    counts[d] -= 1;
+                    if counts[d] == 0 {
+                        topo.remove(self.cg, dep.a, dep.b);
+                    }
+                }
+                return false;
+            }
+            counts[d] += 1;
+        }
+        self.pairs[v] += 1;
+        true
+    }
+
+    /// Takes the dependencies `deps` (one pair's, on lane `v`) off the lane. A dependency
+    /// that leaves the lane's graph advances the lane's epoch.
+    fn remove_pair(&mut self, v: usize, deps: &[Dep]) {
+        let counts = &mut self.counts[v];
+        for dep in deps {
+            let d = dep.id as usize;
+            if counts[d] > 0 {
+                counts[d] -= 1;
+                if counts[d] == 0 {
+                    self.topo[v].remove(self.cg, dep.a, dep.b);
+                    self.epoch[v] += 1;
                 }
             }
         }
         self.pairs[v] = self.pairs[v].saturating_sub(1);
-        self.added = deps;
     }
 
     /// OpenSM's `balance_virtual_lanes` (see the module docs).
@@ -492,24 +500,59 @@ impl<'a> Lanes<'a> {
         let (mut mx, mut mn) = pick_lanes(&self.pairs);
         // Pairs of the fullest lane not yet tried for the current (fullest, emptiest) lanes.
         let mut untried: Vec<(u32, u32)> = pairs[mx].clone();
+        let mut deps = Vec::new();
+        // Pairs (a, b), a before b in `ca_sw`, numbered densely.
+        let nca = ca_sw.len();
+        let npairs = nca * nca.saturating_sub(1) / 2;
+        let mut ca_index = vec![0usize; n];
+        for (i, &a) in ca_sw.iter().enumerate() {
+            ca_index[a] = i;
+        }
+        let pair_key = |a: u32, b: u32| {
+            let (i, j) = (ca_index[a as usize], ca_index[b as usize]);
+            i * (2 * nca - i - 1) / 2 + (j - i - 1)
+        };
+        // Per (lane, pair): 1 + the lane's epoch when it refused the pair, 0 if it has not.
+        let mut refused = vec![0u32; k * npairs];
+        // Per pair: its index in its lane's list.
+        let mut at = vec![0u32; npairs];
+        for list in &pairs {
+            for (i, &(a, b)) in list.iter().enumerate() {
+                at[pair_key(a, b)] = i as u32;
+            }
+        }
         while self.pairs[mx] - self.pairs[mn] >= LIMIT && !untried.is_empty() {
             let i = rng.gen_range(0..untried.len());
             let (a, b) = untried.swap_remove(i);
-            let (a, b) = (a as usize, b as usize);
-            if self.try_add_pair(mn, a, b) {
-                self.remove_pair(mx, a, b);
-                lane_of[a * n + b] = mn as u8;
-                lane_of[b * n + a] = mn as u8;
-                if let Some(pos) = pairs[mx].iter().position(|&p| p == (a as u32, b as u32)) {
-                    pairs[mx].swap_remove(pos);
+            // A pair refused by a lane is refused again while that lane only gains edges.
+            let pk = pair_key(a, b);
+            let key = mn * npairs + pk;
+            if refused[key] == self.epoch[mn] + 1 {
+                continue;
+            }
+            self.pair_deps(a as usize, b as usize, &mut deps);
+            if !self.try_add_pair(mn, &deps) {
+                refused[key] = self.epoch[mn] + 1;
+                continue;
+            }
+            self.remove_pair(mx, &deps);
+            lane_of[a as usize * n + b as usize] = mn as u8;
+            lane_of[b as usize * n + a as usize] = mn as u8;
+            let pos = at[pk] as usize;
+            if pos < pairs[mx].len() {
+                pairs[mx].swap_remove(pos);
+                if let Some(&(c, d)) = pairs[mx].get(pos) {
+                    at[pair_key(c, d)] = pos as u32;
                 }
-                pairs[mn].push((a as u32, b as u32));
-                let (nmx, nmn) = pick_lanes(&self.pairs);
-                if (nmx, nmn) != (mx, mn) {
-                    mx = nmx;
-                    mn = nmn;
-                    untried = pairs[mx].clone();
-                }
+            }
+            at[pk] = pairs[mn].len() as u32;
+            pairs[mn].push((a, b));
+            let (nmx, nmn) = pick_lanes(&self.pairs);
+            if (nmx, nmn) != (mx, mn) {
+                mx = nmx;
+                mn = nmn;
+                untried.clear();
+                untried.extend_from_slice(&pairs[mx]);
             }
         }
     }
