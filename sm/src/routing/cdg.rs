@@ -189,6 +189,19 @@ impl ChannelGraph {
         Some((self.dep_base[u] + (u32::from(q) - 1) * deg + j) as usize)
     }
 
+    /// The dependencies into channel `b`: `(base, stride)` such that the dependency from the
+    /// channel arriving on port `q >= 1` of the switch `b` leaves to `b` is
+    /// `base + (q - 1) * stride` (the id [`ChannelGraph::dep`] gives, when that channel
+    /// exists).
+    #[inline]
+    #[must_use]
+    pub fn deps_into(&self, b: u32) -> (usize, usize) {
+        let u = self.from[b as usize] as usize;
+        let deg = self.chan_start[u + 1] - self.chan_start[u];
+        let j = b - self.first[b as usize];
+        ((self.dep_base[u] + j) as usize, deg as usize)
+    }
+
     /// The dependency at slot `u` from arrival port `q` to the channel leaving on `out_port`.
     #[inline]
     #[must_use]

@@ -309,12 +309,25 @@ impl RoutingEngine for Nue {
         let mut dist = vec![u64::MAX; n];
         let mut next = vec![NONE; n];
         let mut tdep = vec![usize::MAX; n];
-        let mut done = vec![false; n];
         let mut depth = vec![0u32; n];
         let mut order: Vec<u32> = Vec::with_capacity(n);
         let mut path: Vec<usize> = Vec::with_capacity(n);
         let mut acc = vec![0u64; n];
         let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+        // Per switch u, its neighbours v as (channel v → u, v, the port of u it arrives on
+        // minus 1), in u's channel order; nb_start[u].. nb_start[u + 1].
+        let mut nb: Vec<(u32, u32, u32)> = Vec::with_capacity(chans.len());
+        let mut nb_start = Vec::with_capacity(n + 1);
+        for u in 0..n {
+            nb_start.push(nb.len());
+            for o in g.first_channel(u)..g.first_channel(u + 1) {
+                if let Some(c) = cg.arriving(u, chans[o].port) {
+                    nb.push((c, chans[o].to, u32::from(chans[o].port) - 1));
+                }
+            }
+        }
+        nb_start.push(nb.len());
+        let mut settled: Vec<u32> = Vec::with_capacity(n);
         let mut fallbacks = 0u64;
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
@@ -351,36 +364,35 @@ impl RoutingEngine for Nue {
                 dist.fill(u64::MAX);
                 next.fill(NONE);
                 tdep.fill(usize::MAX);
-                done.fill(false);
                 heap.clear();
+                settled.clear();
                 dist[t] = 0;
                 heap.push(Reverse((0, t as u32)));
-                let mut reached = 0usize;
                 while let Some(Reverse((du, u))) = heap.pop() {
                     let u = u as usize;
-                    if done[u] || du != dist[u] {
+                    // A switch is pushed only when its distance drops, so exactly one entry
+                    // per reached switch carries its final distance.
+                    if du != dist[u] {
                         continue;
                     }
-                    done[u] = true;
-                    reached += 1;
+                    settled.push(u as u32);
                     let out_u = next[u];
-                    for o in g.first_channel(u)..g.first_channel(u + 1) {
-                        let Some(c) = cg.arriving(u, chans[o].port) else {
-                            continue;
-                        };
-                        let v = cg.from_slot(c);
-                        if done[v] {
-                            continue;
-                        }
+                    // Dependency (channel arriving on port q) → out_u: base + (q - 1) * stride.
+                    let (base, stride) = if out_u == NONE {
+                        (0, 0)
+                    } else {
+                        cg.deps_into(out_u)
+                    };
+                    for &(c, v, q1) in &nb[nb_start[u]..nb_start[u + 1]] {
+                        let v = v as usize;
+                        // A settled v has dist[v] <= du < nd.
                         let nd = du + HOP + weight[c as usize];
                         if nd >= dist[v] {
                             continue;
                         }
                         let mut dep = usize::MAX;
                         if out_u != NONE {
-                            let Some(dd) = cg.dep(c, out_u) else {
-                                continue;
-                            };
+                            let dd = base + q1 as usize * stride;
                             if !layer.use_dep(&cg, dd, c, out_u) {
                                 continue;
                             }
@@ -395,6 +407,7 @@ impl RoutingEngine for Nue {
                         heap.push(Reverse((nd, v as u32)));
                     }
                 }
+                let reached = settled.len();
                 if reached < n {
                     // Impasse: the whole destination takes the escape tree.
                     for &x in tdep.iter().filter(|&&x| x != usize::MAX) {
@@ -420,13 +433,21 @@ impl RoutingEngine for Nue {
                     sls.set_dest(Lid(d.lid), li as u8);
                 }
                 // Balance: every link carries the LIDs behind the switches routed over it.
-                deepest_first(
-                    &cg,
-                    |v| (next[v] != NONE).then_some(next[v]),
-                    &mut depth,
-                    &mut order,
-                    &mut path,
-                );
+                // Each switch comes after every switch routed through it: in reverse settling
+                // order (a switch's next hop settled before it), or on the escape tree deepest
+                // first.
+                if reached < n {
+                    deepest_first(
+                        &cg,
+                        |v| (next[v] != NONE).then_some(next[v]),
+                        &mut depth,
+                        &mut order,
+                        &mut path,
+                    );
+                } else {
+                    order.clear();
+                    order.extend(settled.iter().rev());
+                }
                 acc.copy_from_slice(&ep.weight);
                 for &v in &order {
                     let v = v as usize;
