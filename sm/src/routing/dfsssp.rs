@@ -354,11 +354,11 @@ struct Layering<'a> {
     /// With `up`: the dependency a route leaving switch `x` takes at `up[x]` (arriving on
     /// `x`'s channel, leaving on `up[x]`'s), [`NONE`] where the route ends at `up[x]`.
     dep_up: Vec<u32>,
-    /// With `up`, the same trees downward: the switches whose route goes next to `x` are
-    /// `kids[k]` for `k` in `kid_start[x]..kid_start[x + 1]` (destination-major, n + 1 and
-    /// n entries per destination).
-    kid_start: Vec<u32>,
-    kids: Vec<u32>,
+    /// With `up`, the same trees in preorder (destination-major): the subtree of `x` is
+    /// `pre[tin[x]..tin[x] + size[x]]`, `x` first (`tin[x]` [`NONE`] if `x`'s route loops).
+    pre: Vec<u32>,
+    tin: Vec<u32>,
+    size: Vec<u32>,
 }
 
 impl<'a> Layering<'a> {
@@ -371,7 +371,7 @@ impl<'a> Layering<'a> {
         self.counts = vec![total];
     }
 
-    /// Builds the destination trees (`up`, `dep_up`, `kid_start`, `kids`) from the LFT
+    /// Builds the destination trees (`up`, `dep_up`, `pre`, `tin`, `size`) from the LFT
     /// columns, once.
     fn build_trees(&mut self) {
         if !self.up.is_empty() {
@@ -380,15 +380,18 @@ impl<'a> Layering<'a> {
         let (n, nd) = (self.n, self.dests.len());
         let mut up = vec![NONE; n * nd];
         let mut dep_up = vec![NONE; n * nd];
-        let mut kid_start = vec![0u32; (n + 1) * nd];
-        let mut kids = vec![0u32; n * nd];
+        let mut pre_all = Vec::with_capacity(n * nd);
+        let mut tin = vec![NONE; n * nd];
+        let mut size = vec![1u32; n * nd];
+        let mut ks = vec![0u32; n + 1];
+        let mut kids = vec![0u32; n];
+        let mut stack = Vec::new();
         let mut chan = vec![NONE; n];
         for di in 0..nd {
             let col = &self.cols[di * n..(di + 1) * n];
             let up = &mut up[di * n..(di + 1) * n];
             let dep_up = &mut dep_up[di * n..(di + 1) * n];
-            let ks = &mut kid_start[di * (n + 1)..(di + 1) * (n + 1)];
-            let kids = &mut kids[di * n..(di + 1) * n];
+            ks.fill(0);
             for x in 0..n {
                 if let Some(c) = next_chan(self.cg, col, x) {
                     chan[x] = c;
@@ -426,11 +429,37 @@ impl<'a> Layering<'a> {
                 ks[x] = ks[x + 1];
             }
             ks[n] = total;
+            // Preorder from every root (the destination's switch; switches without a route),
+            // then subtree sizes children first.
+            let base = pre_all.len();
+            let tin = &mut tin[di * n..(di + 1) * n];
+            let size = &mut size[di * n..(di + 1) * n];
+            for (r, &next) in up.iter().enumerate() {
+                if next != NONE {
+                    continue;
+                }
+                stack.push(r as u32);
+                while let Some(x) = stack.pop() {
+                    tin[x as usize] = (pre_all.len() - base) as u32;
+                    pre_all.push(x);
+                    stack.extend_from_slice(
+                        &kids[ks[x as usize] as usize..ks[x as usize + 1] as usize],
+                    );
+                }
+            }
+            // Switches on a loop (impossible for shortest paths) are in no tree: pad.
+            pre_all.resize(base + n, NONE);
+            for &x in pre_all[base..].iter().rev() {
+                if x != NONE && up[x as usize] != NONE {
+                    size[up[x as usize] as usize] += size[x as usize];
+                }
+            }
         }
         self.up = up;
         self.dep_up = dep_up;
-        self.kid_start = kid_start;
-        self.kids = kids;
+        self.pre = pre_all;
+        self.tin = tin;
+        self.size = size;
     }
 
     /// Moves every route of layer `l` through dependency `dep` to layer `l + 1`. Toward a
@@ -456,8 +485,7 @@ impl<'a> Layering<'a> {
         let (lo, hi) = self.counts.split_at_mut(l + 1);
         let (from, to) = (&mut lo[l], &mut hi[0]);
         let mut moved = 0u64;
-        // Subtree of v in preorder, and per switch the moved routes from its subtree.
-        let mut sub: Vec<u32> = Vec::new();
+        // Per switch: the moved routes from its subtree.
         let mut below = vec![0u32; n];
         for di in 0..nd {
             {
@@ -468,21 +496,14 @@ impl<'a> Layering<'a> {
             }
             let up = &self.up[di * n..(di + 1) * n];
             let dep_up = &self.dep_up[di * n..(di + 1) * n];
-            let ks = &self.kid_start[di * (n + 1)..(di + 1) * (n + 1)];
-            let kids = &self.kids[di * n..(di + 1) * n];
-            let layer = &mut self.layer[di * ns..(di + 1) * ns];
-            sub.clear();
-            sub.push(v as u32);
-            let mut i = 0;
-            while let Some(&x) = sub.get(i) {
-                i += 1;
-                let x = x as usize;
-                sub.extend_from_slice(&kids[ks[x] as usize..ks[x + 1] as usize]);
-                if sub.len() > n {
-                    break; // not a tree; cannot happen for shortest paths
-                }
+            let t = self.tin[di * n + v];
+            if t == NONE {
+                continue; // v's route loops: it reaches no destination (not for shortest paths)
             }
-            for &x in &sub {
+            let t = di * n + t as usize;
+            let sub = &self.pre[t..t + self.size[di * n + v] as usize];
+            let layer = &mut self.layer[di * ns..(di + 1) * ns];
+            for &x in sub {
                 let x = x as usize;
                 below[x] = 0;
                 let s = self.src_of[x];
@@ -635,8 +656,9 @@ impl RoutingEngine for Sssp {
             layer: vec![0; srcs.len() * dests.len()],
             up: Vec::new(),
             dep_up: Vec::new(),
-            kid_start: Vec::new(),
-            kids: Vec::new(),
+            pre: Vec::new(),
+            tin: Vec::new(),
+            size: Vec::new(),
             srcs,
             dests,
             cols,
