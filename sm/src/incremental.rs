@@ -218,9 +218,11 @@ impl Replay {
 /// one by one along routes the change broke. The route back is the same (a DR SMP's response
 /// retraces its path, IBA vol1 §14.2.2), where a LID-routed Get would come back along the
 /// switches' old forwarding tables. Nodes reached only through an avoided node are absent.
+/// Links with an end in `dead` (ports read Down since the model was built) are not used.
 pub(crate) fn routes_around(
     s: &Subnet,
     avoid: &HashSet<Guid>,
+    dead: &HashSet<(crate::subnet::NodeId, PortNum)>,
 ) -> HashMap<crate::subnet::NodeId, ibmad::DrPath> {
     let mut out = HashMap::new();
     let Some((root, sm_port)) = s.sm_port() else {
@@ -246,7 +248,12 @@ pub(crate) fn routes_around(
             let Some((rn, rp)) = s.port(id, PortNum(p)).and_then(|x| x.remote) else {
                 continue;
             };
-            if out.contains_key(&rn) || !s.is_link_up(id, PortNum(p)) || !s.is_link_up(rn, rp) {
+            if out.contains_key(&rn)
+                || !s.is_link_up(id, PortNum(p))
+                || !s.is_link_up(rn, rp)
+                || dead.contains(&(id, PortNum(p)))
+                || dead.contains(&(rn, rp))
+            {
                 continue;
             }
             let Ok(next) = path.push(p) else {
@@ -371,13 +378,14 @@ mod tests {
         s.connect_active((sw[2], PortNum(2)), (sw[3], PortNum(2)));
         s.connect_active((sw[3], PortNum(3)), (sw[4], PortNum(1)));
         let path = |m: &HashMap<NodeId, DrPath>, n: NodeId| m.get(&n).map(|p| p.ports().to_vec());
-        let free = routes_around(&s, &HashSet::new());
+        let none = HashSet::new();
+        let free = routes_around(&s, &HashSet::new(), &none);
         assert_eq!(
             path(&free, sw[3]),
             Some(vec![1, 2, 2]),
             "shortest, first port"
         );
-        let m = routes_around(&s, &[Guid(2)].into());
+        let m = routes_around(&s, &[Guid(2)].into(), &none);
         assert_eq!(
             path(&m, sw[1]),
             Some(vec![1, 2]),
@@ -385,14 +393,19 @@ mod tests {
         );
         assert_eq!(path(&m, sw[3]), Some(vec![1, 3, 2]), "around switch 2");
         assert_eq!(path(&m, sw[4]), Some(vec![1, 3, 2, 3]));
-        let m = routes_around(&s, &[Guid(4)].into());
+        let m = routes_around(&s, &[Guid(4)].into(), &none);
         assert_eq!(path(&m, sw[3]), Some(vec![1, 2, 2]));
         assert_eq!(path(&m, sw[4]), None, "only through switch 4");
+        // A port read Down is not crossed, from either end.
+        let m = routes_around(&s, &HashSet::new(), &[(sw[1], PortNum(2))].into());
+        assert_eq!(path(&m, sw[3]), Some(vec![1, 3, 2]));
+        let m = routes_around(&s, &HashSet::new(), &[(sw[3], PortNum(1))].into());
+        assert_eq!(path(&m, sw[3]), Some(vec![1, 3, 2]));
         // A link Down at one end in the model is not used.
         let mut down = s.port(sw[1], PortNum(2)).unwrap().info.unwrap();
         down.set_port_state(PortState::DOWN);
         s.port_mut(sw[1], PortNum(2)).unwrap().info = Some(down);
-        let m = routes_around(&s, &HashSet::new());
+        let m = routes_around(&s, &HashSet::new(), &none);
         assert_eq!(path(&m, sw[3]), Some(vec![1, 3, 2]));
     }
 }

@@ -185,6 +185,12 @@ pub(crate) struct Sweep {
     heavy_after_light: bool,
     /// Switches (by NodeGUID) the last light sweep could not read.
     light_silent: HashSet<Guid>,
+    /// The light sweep before a trap's heavy sweep: switches that only a trap issuer's ports
+    /// reach, read once the issuers' ports are in ([`Sweep::light_second_pass`]); the
+    /// issuers (by NodeGUID) whose ports were read; and the ports read Down (or not read).
+    light_deferred: Vec<crate::subnet::NodeId>,
+    light_read: HashSet<Guid>,
+    light_dead: HashSet<(crate::subnet::NodeId, PortNum)>,
     /// The light sweep run before the requested heavy sweep: when it began and its figures,
     /// added to the heavy sweep's.
     pre_pass: Option<(Time, PhaseStats)>,
@@ -244,6 +250,9 @@ impl Sweep {
             psc_fresh: false,
             heavy_after_light: false,
             light_silent: HashSet::new(),
+            light_deferred: Vec::new(),
+            light_read: HashSet::new(),
+            light_dead: HashSet::new(),
             pre_pass: None,
             replay: None,
             ucast_base: None,
@@ -564,6 +573,11 @@ impl Sweep {
             }
             Purpose::LightPortInfo(id, p) => {
                 let was = self.disc.subnet.port(id, p).and_then(|x| x.info);
+                if let Ok((pi, _)) = PortInfo::ref_from_prefix(data) {
+                    if pi.port_state() == PortState::DOWN {
+                        self.light_dead.insert((id, p));
+                    }
+                }
                 if let (Ok((pi, _)), Some(was)) = (PortInfo::ref_from_prefix(data), was) {
                     if (pi.port_state(), pi.phys_state()) != (was.port_state(), was.phys_state()) {
                         self.dirty.insert(self.disc.subnet.node(id).guid);
@@ -731,6 +745,9 @@ impl Sweep {
                 return;
             }
         }
+        if let Purpose::LightPortInfo(id, p) = f.req.purpose {
+            self.light_dead.insert((id, p));
+        }
         if let Purpose::LightSwitchInfo(_) | Purpose::LightPortInfo(..) = f.req.purpose {
             self.errors.light_lost.push(f.req.path);
             self.light_changed = true;
@@ -815,6 +832,9 @@ impl Sweep {
                     self.finish_heavy(now, cx);
                 }
                 Stage::ReadingQos => self.finish_qos_reads(now, cx),
+                Stage::LightSweep if !self.light_deferred.is_empty() => {
+                    self.light_second_pass(cx);
+                }
                 Stage::LightSweep => {
                     let began = self.phase_start;
                     let stats = self.end_phase(now, cx);
@@ -897,33 +917,55 @@ impl Sweep {
         self.light_changed = false;
         self.light_silent.clear();
         self.pre_pass = None;
+        self.light_deferred.clear();
+        self.light_read.clear();
+        self.light_dead.clear();
         let s = &self.disc.subnet;
         // Before a heavy sweep asked for by traps, the switches known to have changed (the
         // trap issuers: dirty) are read by the walk anyway, and every other switch is read
         // by directed route around them ([`crate::incremental::routes_around`]): the link
         // that failed has a trap issuer at one end, so no Get is lost on it.
         let around = (self.heavy_after_light && !self.dirty.is_empty())
-            .then(|| crate::incremental::routes_around(s, &self.dirty));
+            .then(|| crate::incremental::routes_around(s, &self.dirty, &HashSet::new()));
         let dirty = &self.dirty;
+        // Switches reached only through an issuer (the SM's own switch, say): the issuers'
+        // linked ports are read first, and those switches afterwards around the ports found
+        // Down ([`Sweep::light_second_pass`]).
+        let mut issuer_reads = Vec::new();
+        if let Some(m) = &around {
+            self.light_deferred = s
+                .switches()
+                .filter(|id| !dirty.contains(&s.node(*id).guid) && !m.contains_key(id))
+                .collect();
+            if !self.light_deferred.is_empty() {
+                for id in s.switches() {
+                    let n = s.node(id);
+                    let (true, Some(&path)) = (dirty.contains(&n.guid), m.get(&id)) else {
+                        continue;
+                    };
+                    self.light_read.insert(n.guid);
+                    for p in 1..=n.num_ports {
+                        if s.port(id, PortNum(p)).is_some_and(|x| x.remote.is_some()) {
+                            issuer_reads.push(Request::get(
+                                path,
+                                SmpAttrId::PORT_INFO,
+                                p.into(),
+                                Purpose::LightPortInfo(id, PortNum(p)),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        cx.submit_all(issuer_reads);
+        let deferred: HashSet<_> = self.light_deferred.iter().copied().collect();
         let reqs: Vec<Request> = s
             .switches()
             .filter(|&id| around.is_none() || !dirty.contains(&s.node(id).guid))
+            .filter(|id| !deferred.contains(id))
             .map(|id| {
                 let path = around.as_ref().and_then(|m| m.get(&id).copied());
-                let mut r = Request::get(
-                    path.unwrap_or(s.node(id).dr_path),
-                    SmpAttrId::SWITCH_INFO,
-                    0,
-                    Purpose::LightSwitchInfo(id),
-                );
-                if path.is_none() {
-                    r.dlid = self.lid_route(cx.cfg, id, PortNum(0));
-                }
-                // Before an incremental heavy sweep a switch that does not answer at once is
-                // read again on its new route by the walk ([`Replay::unverified`]): no resends
-                // down a route that is likely broken.
-                r.once = self.heavy_after_light;
-                r
+                self.light_switch_get(cx.cfg, id, path)
             })
             .collect();
         cx.submit_all(reqs);
@@ -971,6 +1013,44 @@ impl Sweep {
             })
             .collect();
         cx.submit_all(sms);
+    }
+
+    /// The light sweep's SwitchInfo Get of switch `id`, by directed route `path` if given,
+    /// else along its discovery route (LID-routed where [`SmConfig::lid_routed`] allows).
+    fn light_switch_get(
+        &self,
+        cfg: &SmConfig,
+        id: crate::subnet::NodeId,
+        path: Option<DrPath>,
+    ) -> Request {
+        let s = &self.disc.subnet;
+        let mut r = Request::get(
+            path.unwrap_or(s.node(id).dr_path),
+            SmpAttrId::SWITCH_INFO,
+            0,
+            Purpose::LightSwitchInfo(id),
+        );
+        if path.is_none() {
+            r.dlid = self.lid_route(cfg, id, PortNum(0));
+        }
+        // Before an incremental heavy sweep a switch that does not answer at once is read
+        // again on its new route by the walk ([`Replay::unverified`]): no resends down a
+        // route that is likely broken.
+        r.once = self.heavy_after_light;
+        r
+    }
+
+    /// The trap issuers' ports are in: the switches only they reach are read by directed
+    /// route through them, around the ports read Down (or not read at all).
+    fn light_second_pass(&mut self, cx: &mut Ctx<'_>) {
+        let deferred = std::mem::take(&mut self.light_deferred);
+        let avoid: HashSet<Guid> = self.dirty.difference(&self.light_read).copied().collect();
+        let m = crate::incremental::routes_around(&self.disc.subnet, &avoid, &self.light_dead);
+        let reqs: Vec<Request> = deferred
+            .into_iter()
+            .map(|id| self.light_switch_get(cx.cfg, id, m.get(&id).copied()))
+            .collect();
+        cx.submit_all(reqs);
     }
 
     fn start_heavy(&mut self, now: Time, cx: &mut Ctx<'_>) {

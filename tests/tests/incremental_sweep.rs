@@ -779,3 +779,40 @@ fn a_cut_spine_link_costs_no_timeout() {
         bed.assert_all_pairs();
     }
 }
+
+/// The same when the cut link is the SM's own leaf switch's uplink: every route from the SM
+/// passes that trap issuer, so the light sweep first reads the issuer's ports and then the
+/// other switches around the port it found Down — still no SMP times out (43 did before).
+#[test]
+fn a_cut_uplink_of_the_sms_own_leaf_costs_no_timeout() {
+    let (mut bed, _) = Bed::k8(false);
+    let sm_leaf = bed.f.peer(bed.ca(0), PortNum(1)).unwrap().node;
+    let timeout = SmConfig::default().transaction_timeout;
+    let uplinks: Vec<u8> = bed
+        .neighbours(sm_leaf)
+        .into_iter()
+        .filter(|&(_, n)| bed.is_switch(n))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(uplinks.len() >= 2);
+    for &p in uplinks.iter().take(2) {
+        bed.reset();
+        bed.f.set_link(sm_leaf, PortNum(p), false).unwrap();
+        bed.run_for(Duration::from_secs(10));
+        assert!(bed.sm.is_up());
+        bed.assert_incremental();
+        let sweeps: Vec<_> = bed
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::HeavySweepDone { stats, .. } => Some(*stats),
+                _ => None,
+            })
+            .collect();
+        assert!(!sweeps.is_empty());
+        let lost: u64 = sweeps.iter().map(|s| s.timed_out + s.retried).sum();
+        assert_eq!(lost, 0, "uplink {p}: {:#?}", bed.log_lines());
+        assert!(sweeps[0].elapsed < timeout, "{:?}", sweeps[0].elapsed);
+        bed.assert_all_pairs();
+    }
+}
