@@ -508,15 +508,7 @@ fn existing(s: &Subnet, l: &Lfts) -> sm::routing::ExistingLfts {
 fn reusing_kept_tables_routes_exactly_as_balancing_them() {
     for (lmc, scatter) in [(0u8, 0u64), (1, 0), (0, 7)] {
         let mut s = fat_tree(8);
-        assign_lids(
-            &mut s,
-            &LidConfig {
-                lmc,
-                reassign_lids: false,
-            },
-            &Guid2Lid::new(),
-        )
-        .unwrap();
+        lids(&mut s, &[], lmc);
         let opts = EngineOptions {
             scatter_ports: scatter,
             ..EngineOptions::default()

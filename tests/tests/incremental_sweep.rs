@@ -88,6 +88,17 @@ impl Bed {
         self.f.run_until(until);
     }
 
+    /// The figures of every heavy sweep done since the last [`Bed::reset`].
+    fn heavy_sweeps(&self) -> Vec<sm::PhaseStats> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::HeavySweepDone { stats, .. } => Some(*stats),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn reset(&mut self) {
         self.sent.clear();
         self.events.clear();
@@ -742,14 +753,7 @@ fn a_cut_spine_link_costs_no_timeout() {
         bed.run_for(Duration::from_secs(10));
         assert!(bed.sm.is_up());
         bed.assert_incremental();
-        let sweeps: Vec<_> = bed
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::HeavySweepDone { stats, .. } => Some(*stats),
-                _ => None,
-            })
-            .collect();
+        let sweeps = bed.heavy_sweeps();
         assert!(!sweeps.is_empty());
         eprintln!(
             "spine link {spine:?}[{p}] down: {} heavy sweep(s), the first in {:?}, {} SMPs",
@@ -801,14 +805,7 @@ fn a_cut_uplink_of_the_sms_own_leaf_costs_no_timeout() {
         bed.run_for(Duration::from_secs(10));
         assert!(bed.sm.is_up());
         bed.assert_incremental();
-        let sweeps: Vec<_> = bed
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::HeavySweepDone { stats, .. } => Some(*stats),
-                _ => None,
-            })
-            .collect();
+        let sweeps = bed.heavy_sweeps();
         assert!(!sweeps.is_empty());
         let lost: u64 = sweeps.iter().map(|s| s.timed_out + s.retried).sum();
         assert_eq!(lost, 0, "uplink {p}: {:#?}", bed.log_lines());
