@@ -41,9 +41,7 @@ use std::collections::HashSet;
 
 use ibmad::{Guid, Lid, PortNum};
 
-use super::cdg::{
-    find_cycle_resumable, lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph, NONE,
-};
+use super::cdg::{lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph, NONE};
 use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
 use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine, NO_PATH};
@@ -346,6 +344,8 @@ struct Layering<'a> {
     /// Destination-major LFT columns (`dests[i]` → slice of n entries).
     cols: Vec<u8>,
     n: usize,
+    /// Per slot: its first channel, and (at n) the total.
+    chan_start: Vec<u32>,
     layer: Vec<u8>,
     counts: Vec<Vec<u32>>,
     /// The in-tree toward each destination (destination-major, n entries each, built at the
@@ -359,6 +359,10 @@ struct Layering<'a> {
     pre: Vec<u32>,
     tin: Vec<u32>,
     size: Vec<u32>,
+    /// Per channel: the destinations whose routes take it, ascending (`via[via_start[c]..
+    /// via_start[c + 1]]`), built with the trees.
+    via_start: Vec<u32>,
+    via: Vec<u32>,
 }
 
 impl<'a> Layering<'a> {
@@ -387,6 +391,9 @@ impl<'a> Layering<'a> {
         let mut kids = vec![0u32; n];
         let mut stack = Vec::new();
         let mut chan = vec![NONE; n];
+        let nch = self.cg.num_channels();
+        let mut via_start = vec![0u32; nch + 1];
+        let mut via_pairs: Vec<(u32, u32)> = Vec::new();
         for di in 0..nd {
             let col = &self.cols[di * n..(di + 1) * n];
             let up = &mut up[di * n..(di + 1) * n];
@@ -395,6 +402,8 @@ impl<'a> Layering<'a> {
             for x in 0..n {
                 if let Some(c) = next_chan(self.cg, col, x) {
                     chan[x] = c;
+                    via_start[c as usize + 1] += 1;
+                    via_pairs.push((c, di as u32));
                     up[x] = self.cg.to_slot(c).0 as u32;
                 } else {
                     chan[x] = NONE;
@@ -460,6 +469,17 @@ impl<'a> Layering<'a> {
         self.pre = pre_all;
         self.tin = tin;
         self.size = size;
+        for c in 0..nch {
+            via_start[c + 1] += via_start[c];
+        }
+        let mut fill = via_start.clone();
+        let mut via = vec![0u32; via_pairs.len()];
+        for (c, di) in via_pairs {
+            via[fill[c as usize] as usize] = di;
+            fill[c as usize] += 1;
+        }
+        self.via_start = via_start;
+        self.via = via;
     }
 
     /// Moves every route of layer `l` through dependency `dep` to layer `l + 1`. Toward a
@@ -481,18 +501,19 @@ impl<'a> Layering<'a> {
         let pb = self.cg.port(b);
         let n = self.n;
         let ns = self.srcs.len();
-        let nd = self.dests.len();
         let (lo, hi) = self.counts.split_at_mut(l + 1);
         let (from, to) = (&mut lo[l], &mut hi[0]);
         let mut moved = 0u64;
         // Per switch: the moved routes from its subtree.
         let mut below = vec![0u32; n];
-        for di in 0..nd {
-            {
-                let col = &self.cols[di * n..(di + 1) * n];
-                if col[u] != pb || col[v] != pa {
-                    continue;
-                }
+        let (vs, ve) = (
+            self.via_start[a as usize] as usize,
+            self.via_start[a as usize + 1] as usize,
+        );
+        for &di in &self.via[vs..ve] {
+            let di = di as usize;
+            if self.cols[di * n + u] != pb || self.cols[di * n + v] != pa {
+                continue;
             }
             let up = &self.up[di * n..(di + 1) * n];
             let dep_up = &self.dep_up[di * n..(di + 1) * n];
@@ -548,16 +569,9 @@ impl<'a> Layering<'a> {
     /// Breaks every cycle of layer `l` (OpenSM's search: depth first, finished channels stay
     /// finished, since a layer only loses dependencies while it is searched).
     fn break_cycles(&mut self, l: usize) -> usize {
-        let nch = self.cg.num_channels();
-        let mut color = vec![0u8; nch];
+        let mut search = CycleSearch::new(self.cg.num_channels());
         let mut breaks = 0;
-        loop {
-            let cycle = {
-                let counts = &self.counts[l];
-                let present = |d: usize| counts[d] > 0;
-                find_cycle_resumable(self.cg, &present, &mut color)
-            };
-            let Some(cyc) = cycle else { break };
+        while let Some(cyc) = search.find(self.cg, &self.chan_start, &self.counts[l]) {
             // The weakest dependency on the cycle.
             let counts = &self.counts[l];
             let mut weakest: Option<(u32, usize)> = None;
@@ -583,10 +597,84 @@ impl<'a> Layering<'a> {
         match self.counts.get(l) {
             None => false,
             Some(counts) => {
-                let mut color = vec![0u8; self.cg.num_channels()];
-                find_cycle_resumable(self.cg, &|d: usize| counts[d] > 0, &mut color).is_some()
+                let mut search = CycleSearch::new(self.cg.num_channels());
+                search.find(self.cg, &self.chan_start, counts).is_some()
             }
         }
+    }
+}
+
+/// The cycle search of [`Layering::break_cycles`]: OpenSM's depth-first search (roots in
+/// channel order, successors in port order), the same walk and the same cycles as
+/// [`super::cdg::find_cycle_resumable`], but it keeps its place between calls — it resumes at
+/// the lowest channel it reset rather than rescanning from channel 0 — and its stack holds a
+/// position among a channel's successors instead of a copy of them.
+struct CycleSearch {
+    /// 0 unvisited, 1 on the stack, 2 finished (stays finished: a layer only loses
+    /// dependencies while it is searched).
+    color: Vec<u8>,
+    /// No channel below this one is unvisited.
+    resume: usize,
+    /// (channel, lowest successor channel not yet looked at).
+    stack: Vec<(u32, u32)>,
+}
+
+impl CycleSearch {
+    fn new(nch: usize) -> CycleSearch {
+        CycleSearch {
+            color: vec![0; nch],
+            resume: 0,
+            stack: Vec::new(),
+        }
+    }
+
+    /// The next cycle of the graph whose dependencies are those with `counts[d] > 0`;
+    /// `chan_start[u]..chan_start[u + 1]` are the channels leaving switch `u`.
+    fn find(&mut self, cg: &ChannelGraph, chan_start: &[u32], counts: &[u32]) -> Option<Vec<u32>> {
+        let n = self.color.len();
+        let next = |c: u32, from: u32| -> Option<u32> {
+            let u = cg.to_slot(c).0;
+            let (s, e) = (chan_start[u].max(from), chan_start[u + 1]);
+            (s..e).find(|&y| cg.dep(c, y).is_some_and(|d| counts[d] > 0))
+        };
+        let (color, stack) = (&mut self.color, &mut self.stack);
+        for root in self.resume..n {
+            if color[root] != 0 {
+                continue;
+            }
+            color[root] = 1;
+            stack.clear();
+            stack.push((root as u32, 0));
+            while let Some(top) = stack.last_mut() {
+                let Some(y) = next(top.0, top.1) else {
+                    color[top.0 as usize] = 2;
+                    stack.pop();
+                    continue;
+                };
+                top.1 = y + 1;
+                match color[y as usize] {
+                    0 => {
+                        color[y as usize] = 1;
+                        stack.push((y, 0));
+                    }
+                    1 => {
+                        let pos = stack.iter().position(|e| e.0 == y).unwrap_or(0);
+                        let cyc = stack[pos..].iter().map(|e| e.0).collect();
+                        let mut low = root;
+                        for e in stack.iter() {
+                            color[e.0 as usize] = 0;
+                            low = low.min(e.0 as usize);
+                        }
+                        stack.clear();
+                        self.resume = low;
+                        return Some(cyc);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.resume = n;
+        None
     }
 }
 
@@ -659,10 +747,13 @@ impl RoutingEngine for Sssp {
             pre: Vec::new(),
             tin: Vec::new(),
             size: Vec::new(),
+            via_start: Vec::new(),
+            via: Vec::new(),
             srcs,
             dests,
             cols,
             n,
+            chan_start: (0..=n).map(|a| g.first_channel(a) as u32).collect(),
             counts: Vec::new(),
         };
         lay.fill_layer0();
