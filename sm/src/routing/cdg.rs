@@ -202,6 +202,26 @@ impl ChannelGraph {
         ((self.dep_base[u] + j) as usize, deg as usize)
     }
 
+    /// The dependencies into channel `b` in the transposed numbering (per switch: leaving
+    /// channel major, arrival port minor): the one from the channel arriving on port `q >= 1`
+    /// of the switch `b` leaves is `first + q - 1`, the id [`ChannelGraph::tdep`] gives. A
+    /// counter array indexed so keeps every dependency into one channel in a cache line or
+    /// two, which is how Dijkstra over the dependency graph reads them.
+    #[inline]
+    #[must_use]
+    pub fn tdeps_into(&self, b: u32) -> usize {
+        self.pred_run(b).0
+    }
+
+    /// The dependency "arrive on channel `a`, leave on channel `b`" in the transposed
+    /// numbering (see [`ChannelGraph::tdeps_into`]; `None` when `b` does not leave where `a`
+    /// arrives). Ids run below [`ChannelGraph::num_deps`] as in the other numbering.
+    #[inline]
+    #[must_use]
+    pub fn tdep(&self, a: u32, b: u32) -> Option<usize> {
+        self.dep_ids(a, b).map(|(_, t)| t)
+    }
+
     /// The dependency at slot `u` from arrival port `q` to the channel leaving on `out_port`.
     #[inline]
     #[must_use]

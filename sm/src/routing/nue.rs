@@ -36,9 +36,6 @@
 // once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
 #![allow(clippy::needless_range_loop)]
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use ibmad::Lid;
 
 use super::cdg::{deepest_first, ChannelGraph, DynTopo, NONE};
@@ -62,14 +59,23 @@ impl Nue {
     }
 }
 
-/// A dependency of an escape path (never released).
-const ESC: u32 = 1 << 31;
+/// A dependency of an escape path (never released, not counted).
+const ESC: u16 = u16::MAX - 1;
+/// A dependency that would close a cycle in its layer: never used in it.
+const BLOCKED: u16 = u16::MAX;
 const HOP: u64 = 1 << 40;
+/// Bits of a switch slot in the Dijkstra's sort keys (with HOP's 40 bits, 64).
+const SLOT_BITS: u32 = 24;
 
 /// One layer's dependency graph.
 struct Layer {
-    counts: Vec<u32>,
-    blocked: Vec<bool>,
+    /// Per dependency in the transposed numbering ([`ChannelGraph::tdep`]): how many
+    /// routes use it, or [`ESC`] or [`BLOCKED`]. A route to each destination of the layer
+    /// holds at most one dependency out of each channel `v → u` (the one of `v`'s next hop),
+    /// so a count stays at most the layer's destination count, which is below [`ESC`] (the
+    /// engine checks). Two bytes keep the array (a count per possible dependency) small
+    /// enough to stay in cache with the search's arrays.
+    counts: Vec<u16>,
     topo: DynTopo,
 }
 
@@ -77,34 +83,41 @@ impl Layer {
     fn new(cg: &ChannelGraph) -> Layer {
         Layer {
             counts: vec![0; cg.num_deps()],
-            blocked: vec![false; cg.num_deps()],
             topo: DynTopo::new(cg),
         }
     }
 
-    /// Uses dependency a → b (d) once more if the layer stays acyclic.
-    fn use_dep(&mut self, cg: &ChannelGraph, d: usize, a: u32, b: u32) -> bool {
-        if self.counts[d] > 0 {
-            self.counts[d] += 1;
+    /// Uses dependency a → b (transposed id `t`) once more if the layer stays acyclic.
+    #[inline]
+    fn use_dep(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32) -> bool {
+        let c = self.counts[t];
+        if c.wrapping_sub(1) < ESC - 1 {
+            // 1..ESC: in use by routes.
+            self.counts[t] = c + 1;
             return true;
         }
-        if self.blocked[d] {
+        if c == ESC {
+            return true;
+        }
+        if c == BLOCKED {
             return false;
         }
         if self.topo.try_add(cg, a, b) {
-            self.counts[d] = 1;
+            self.counts[t] = 1;
             true
         } else {
-            self.blocked[d] = true;
+            self.counts[t] = BLOCKED;
             false
         }
     }
 
-    fn release(&mut self, cg: &ChannelGraph, d: usize) {
-        if self.counts[d] & ESC == 0 && self.counts[d] > 0 {
-            self.counts[d] -= 1;
-            if self.counts[d] == 0 {
-                self.topo.remove_dep(cg, d);
+    /// Drops one use of dependency a → b (transposed id `t`).
+    fn release(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32) {
+        let c = self.counts[t];
+        if c > 0 && c < ESC {
+            self.counts[t] = c - 1;
+            if c == 1 {
+                self.topo.remove(cg, a, b);
             }
         }
     }
@@ -256,6 +269,12 @@ impl RoutingEngine for Nue {
     ) -> Result<Routes, RouteError> {
         let g = SwitchGraph::build(subnet);
         let n = g.switch_count();
+        if n >= 1 << SLOT_BITS {
+            return Err(fail(format!(
+                "{n} switches: more than the {} this engine numbers",
+                (1u64 << SLOT_BITS) - 1
+            )));
+        }
         let hm = HopMatrix::from_graph(g);
         let g = hm.graph();
         if (0..n).any(|v| hm.hops_idx(0, v).is_none()) {
@@ -313,7 +332,12 @@ impl RoutingEngine for Nue {
         let mut order: Vec<u32> = Vec::with_capacity(n);
         let mut path: Vec<usize> = Vec::with_capacity(n);
         let mut acc = vec![0u64; n];
-        let mut heap: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+        // Dijkstra's queue by hop levels: every edge costs at least HOP, so the switches one
+        // level settles are only ever queued at deeper levels, and the switches of a level all
+        // have their final distances when it starts. A level is sorted by (distance, slot) —
+        // the order a heap would settle them in — and settled in that order.
+        let mut pend: Vec<(u64, u32)> = Vec::new();
+        let mut cur: Vec<u64> = Vec::new();
         // Per switch u, its neighbours v as (channel v → u, v, the port of u it arrives on
         // minus 1), in u's channel order; nb_start[u].. nb_start[u + 1].
         let mut nb: Vec<(u32, u32, u32)> = Vec::with_capacity(chans.len());
@@ -330,6 +354,13 @@ impl RoutingEngine for Nue {
         let mut settled: Vec<u32> = Vec::with_capacity(n);
         let mut fallbacks = 0u64;
         for (li, ldests) in layers_of.iter().enumerate() {
+            if ldests.len() >= usize::from(ESC) {
+                return Err(fail(format!(
+                    "{} destination LIDs in one layer: more than the {} it counts",
+                    ldests.len(),
+                    ESC - 1
+                )));
+            }
             if ldests.is_empty() {
                 log.push("nue_do_ucast_routing: WRN NUE43: no desti in this VL; skipping".into());
                 continue;
@@ -348,7 +379,7 @@ impl RoutingEngine for Nue {
             let mut layer = Layer::new(&cg);
             let mut bad = false;
             esc.deps(&cg, |a, b| {
-                if let Some(d) = cg.dep(a, b) {
+                if let Some(d) = cg.tdep(a, b) {
                     if layer.counts[d] == 0 && !layer.topo.try_add(&cg, a, b) {
                         bad = true;
                     }
@@ -364,54 +395,77 @@ impl RoutingEngine for Nue {
                 dist.fill(u64::MAX);
                 next.fill(NONE);
                 tdep.fill(usize::MAX);
-                heap.clear();
+                pend.clear();
                 settled.clear();
                 dist[t] = 0;
-                heap.push(Reverse((0, t as u32)));
-                while let Some(Reverse((du, u))) = heap.pop() {
-                    let u = u as usize;
-                    // A switch is pushed only when its distance drops, so exactly one entry
-                    // per reached switch carries its final distance.
-                    if du != dist[u] {
-                        continue;
-                    }
-                    settled.push(u as u32);
-                    let out_u = next[u];
-                    // Dependency (channel arriving on port q) → out_u: base + (q - 1) * stride.
-                    let (base, stride) = if out_u == NONE {
-                        (0, 0)
-                    } else {
-                        cg.deps_into(out_u)
-                    };
-                    for &(c, v, q1) in &nb[nb_start[u]..nb_start[u + 1]] {
-                        let v = v as usize;
-                        // A settled v has dist[v] <= du < nd.
-                        let nd = du + HOP + weight[c as usize];
-                        if nd >= dist[v] {
-                            continue;
+                pend.push((0, t as u32));
+                while let Some(level) = pend.iter().map(|&(d, _)| d / HOP).min() {
+                    // A switch is queued only when its distance drops, so exactly one entry
+                    // per reached switch carries its final distance; the others are dropped.
+                    cur.clear();
+                    pend.retain(|&(d, u)| {
+                        if d != dist[u as usize] {
+                            return false;
                         }
-                        let mut dep = usize::MAX;
-                        if out_u != NONE {
-                            let dd = base + q1 as usize * stride;
-                            if !layer.use_dep(&cg, dd, c, out_u) {
+                        if d / HOP == level {
+                            // (distance, slot) order within the level as one integer: the
+                            // distance's part below HOP (40 bits), then the slot (< 2^24).
+                            cur.push((d % HOP) << SLOT_BITS | u64::from(u));
+                            return false;
+                        }
+                        true
+                    });
+                    cur.sort_unstable();
+                    for &key in &cur {
+                        let du = level * HOP + (key >> SLOT_BITS);
+                        let u = (key & ((1 << SLOT_BITS) - 1)) as usize;
+                        settled.push(u as u32);
+                        let out_u = next[u];
+                        // Dependency (channel arriving on port q) → out_u: base + q - 1 in
+                        // the transposed numbering.
+                        let base = if out_u == NONE {
+                            0
+                        } else {
+                            cg.tdeps_into(out_u)
+                        };
+                        for &(c, v, q1) in &nb[nb_start[u]..nb_start[u + 1]] {
+                            let v = v as usize;
+                            // A settled v has dist[v] <= du < nd.
+                            let nd = du + HOP + weight[c as usize];
+                            if nd >= dist[v] {
                                 continue;
                             }
-                            dep = dd;
+                            let mut dep = usize::MAX;
+                            if out_u != NONE {
+                                let dd = base + q1 as usize;
+                                if !layer.use_dep(&cg, dd, c, out_u) {
+                                    continue;
+                                }
+                                dep = dd;
+                            }
+                            if tdep[v] != usize::MAX {
+                                // v's held dependency: its channel to its candidate, which
+                                // was settled, into that one's next channel.
+                                let a = next[v];
+                                let b = next[cg.to_slot(a).0];
+                                layer.release(&cg, tdep[v], a, b);
+                            }
+                            tdep[v] = dep;
+                            dist[v] = nd;
+                            next[v] = c;
+                            pend.push((nd, v as u32));
                         }
-                        if tdep[v] != usize::MAX {
-                            layer.release(&cg, tdep[v]);
-                        }
-                        tdep[v] = dep;
-                        dist[v] = nd;
-                        next[v] = c;
-                        heap.push(Reverse((nd, v as u32)));
                     }
                 }
                 let reached = settled.len();
                 if reached < n {
                     // Impasse: the whole destination takes the escape tree.
-                    for &x in tdep.iter().filter(|&&x| x != usize::MAX) {
-                        layer.release(&cg, x);
+                    for v in 0..n {
+                        if tdep[v] != usize::MAX {
+                            let a = next[v];
+                            let b = next[cg.to_slot(a).0];
+                            layer.release(&cg, tdep[v], a, b);
+                        }
                     }
                     esc.routes_to(&cg, t, &mut next);
                     fallbacks += 1;
