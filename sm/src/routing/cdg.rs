@@ -22,6 +22,7 @@
 //! predecessors), so a search step reads a word instead of a counter per possible dependency.
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
 use super::graph::SwitchGraph;
@@ -377,9 +378,17 @@ pub struct DynTopo {
     tail: u32,
     mark: Vec<u32>,
     stamp: u32,
-    /// Forward frontier (least label first) and backward frontier (greatest label first).
-    fheap: BinaryHeap<Reverse<(u64, u32)>>,
-    bheap: BinaryHeap<(u64, u32)>,
+    /// Forward frontier (least label first) and backward frontier (greatest label first),
+    /// as sorted runs: each visited channel appends the channels it adds to the frontier to
+    /// `fbuf` (`bbuf`) sorted by label and closed by a sentinel of channel [`NONE`], and
+    /// the heap holds one entry `(label, channel, index of the next in its run)` per run
+    /// not yet used up — its least (greatest) channel. Popping the heap's top and pushing
+    /// the next of its run gives the frontier in label order while the heap stays as small
+    /// as the number of channels visited; most of the frontier is never taken.
+    fheap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    bheap: BinaryHeap<(u64, u32, u32)>,
+    fbuf: Vec<(u64, u32)>,
+    bbuf: Vec<(u64, u32)>,
     /// Channels the forward search visited (ascending labels) and the backward (descending).
     fwd: Vec<u32>,
     bwd: Vec<u32>,
@@ -417,6 +426,8 @@ impl DynTopo {
             stamp: 0,
             fheap: BinaryHeap::new(),
             bheap: BinaryHeap::new(),
+            fbuf: Vec::new(),
+            bbuf: Vec::new(),
             fwd: Vec::new(),
             bwd: Vec::new(),
             run: Vec::new(),
@@ -502,25 +513,44 @@ impl DynTopo {
         let sb = self.next_stamp();
         self.fheap.clear();
         self.bheap.clear();
+        self.fbuf.clear();
+        self.bbuf.clear();
         self.fwd.clear();
         self.bwd.clear();
         self.mark[b as usize] = sf;
         self.mark[a as usize] = sb;
-        self.fheap.push(Reverse((lb, b)));
-        self.bheap.push((ub, a));
+        // The start channels as runs of one.
+        self.fbuf.push((u64::MAX, NONE));
+        self.bbuf.push((0, NONE));
+        self.fheap.push(Reverse((lb, b, 0)));
+        self.bheap.push((ub, a, 0));
         let (lab, mark) = (&self.lab, &mut self.mark);
         let (fheap, bheap) = (&mut self.fheap, &mut self.bheap);
+        let (fbuf, bbuf) = (&mut self.fbuf, &mut self.bbuf);
         let mut forward = true;
-        while let (Some(&Reverse((fmin, _))), Some(&(bmax, _))) = (fheap.peek(), bheap.peek()) {
+        while let (Some(&Reverse((fmin, _, _))), Some(&(bmax, _, _))) = (fheap.peek(), bheap.peek())
+        {
             if fmin > bmax {
                 break;
             }
             if forward {
-                let Some(Reverse((_, x))) = fheap.pop() else {
-                    break;
+                // Take the top; the next of its run (if any) takes its place.
+                let x = {
+                    let Some(mut top) = fheap.peek_mut() else {
+                        break;
+                    };
+                    let Reverse((_, x, i)) = *top;
+                    let (nl, ny) = fbuf[i as usize];
+                    if ny == NONE {
+                        PeekMut::pop(top);
+                    } else {
+                        *top = Reverse((nl, ny, i + 1));
+                    }
+                    x
                 };
                 self.fwd.push(x);
                 let (start, len, first) = cg.succ_run(x);
+                let s = fbuf.len();
                 let open = each_bit(&self.succ, start, len, |j| {
                     let y = first + j as u32;
                     let m = mark[y as usize];
@@ -530,19 +560,43 @@ impl DynTopo {
                     let l = lab[y as usize];
                     if m != sf && l < ub {
                         mark[y as usize] = sf;
-                        fheap.push(Reverse((l, y)));
+                        // Insert into the run, ascending.
+                        let mut k = fbuf.len();
+                        fbuf.push((l, y));
+                        while k > s && fbuf[k - 1].0 > l {
+                            fbuf[k] = fbuf[k - 1];
+                            k -= 1;
+                        }
+                        fbuf[k] = (l, y);
                     }
                     true
                 });
                 if !open {
                     return false;
                 }
+                if fbuf.len() > s {
+                    let (l0, y0) = fbuf[s];
+                    fbuf.push((u64::MAX, NONE));
+                    fheap.push(Reverse((l0, y0, s as u32 + 1)));
+                }
             } else {
-                let Some((_, x)) = bheap.pop() else {
-                    break;
+                // Take the top; the next of its run (if any) takes its place.
+                let x = {
+                    let Some(mut top) = bheap.peek_mut() else {
+                        break;
+                    };
+                    let (_, x, i) = *top;
+                    let (nl, ny) = bbuf[i as usize];
+                    if ny == NONE {
+                        PeekMut::pop(top);
+                    } else {
+                        *top = (nl, ny, i + 1);
+                    }
+                    x
                 };
                 self.bwd.push(x);
                 let (start, len, pb) = cg.pred_run(x);
+                let s = bbuf.len();
                 let open = each_bit(&self.pred, start, len, |i| {
                     let y = cg.arrive[pb + i + 1];
                     if y == NONE {
@@ -555,23 +609,35 @@ impl DynTopo {
                     let l = lab[y as usize];
                     if m != sb && l > lb {
                         mark[y as usize] = sb;
-                        bheap.push((l, y));
+                        // Insert into the run, descending.
+                        let mut k = bbuf.len();
+                        bbuf.push((l, y));
+                        while k > s && bbuf[k - 1].0 < l {
+                            bbuf[k] = bbuf[k - 1];
+                            k -= 1;
+                        }
+                        bbuf[k] = (l, y);
                     }
                     true
                 });
                 if !open {
                     return false;
                 }
+                if bbuf.len() > s {
+                    let (l0, y0) = bbuf[s];
+                    bbuf.push((0, NONE));
+                    bheap.push((l0, y0, s as u32 + 1));
+                }
             }
             forward = !forward;
         }
         // Where the two sets go: after `p` (backward) and before `q` (forward).
         let p = match self.bheap.peek() {
-            Some(&(_, x)) => x,
+            Some(&(_, x, _)) => x,
             None => self.prv[b as usize],
         };
         let q = match self.fheap.peek() {
-            Some(&Reverse((_, x))) => x,
+            Some(&Reverse((_, x, _))) => x,
             None => self.nxt[a as usize],
         };
         let (fwd, bwd) = (std::mem::take(&mut self.fwd), std::mem::take(&mut self.bwd));
