@@ -9,6 +9,7 @@
 use clap::Parser;
 use ibmad::attr::port_info::cap;
 use ibmad::attr::PortInfo;
+use ibmad::sa_rec::path::{port_rate, rate_gbps_text};
 use ibmad::{DrPath, NodeType, SmpAttrId};
 use serde_json::json;
 
@@ -51,50 +52,19 @@ fn phys(s: u8) -> &'static str {
     }
 }
 
-/// The port's data rate in Gb/s as the kernel's `rate` file gives it (ibstat's "Rate"): lanes
-/// × the per-lane rate of the active speed, the extended speed where the port supports it
-/// and one is active (FDR 14, EDR 25, HDR 50, NDR 100), else SDR 2.5, DDR 5, QDR 10.
-/// `None` when width or speed is not a single known value.
-#[must_use]
-pub fn rate_gbps(p: &PortInfo) -> Option<f64> {
-    let lanes = match p.link_width_active {
-        1 => 1.0,
-        2 => 4.0,
-        4 => 8.0,
-        8 => 12.0,
-        16 => 2.0,
-        _ => return None,
-    };
-    let ext = if p.capability_mask.get() & cap::IS_EXT_SPEEDS_SUP != 0 {
-        match p.link_speed_ext_active() {
-            1 => Some(14.0),
-            2 => Some(25.0),
-            4 => Some(50.0),
-            8 => Some(100.0),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    let lane = match ext {
-        Some(r) => r,
-        None => match p.link_speed_active() {
-            1 => 2.5,
-            2 => 5.0,
-            4 => 10.0,
-            _ => return None,
-        },
-    };
-    Some(lanes * lane)
-}
-
-fn rate_text(r: Option<f64>) -> String {
-    match r {
-        // Whole rates print without a fraction (10, 56, 100), 1X SDR as 2.5, as the kernel.
-        Some(v) if v.fract() == 0.0 => format!("{v:.0}"),
-        Some(v) => format!("{v}"),
-        None => "unknown".into(),
+/// The port's data rate in Gb/s as the kernel's `rate` file gives it (ibstat's "Rate"):
+/// [`port_rate`] (lanes × the active speed, the extended one where the port supports it and
+/// one is active) named by [`rate_gbps_text`]. "unknown" when the width or speed is not a
+/// single known value.
+fn rate_text(p: &PortInfo) -> String {
+    let ext = p.capability_mask.get() & cap::IS_EXT_SPEEDS_SUP != 0;
+    let width_ok = matches!(p.link_width_active, 1 | 2 | 4 | 8 | 16);
+    let speed_ok = matches!(p.link_speed_active(), 1 | 2 | 4)
+        || (ext && matches!(p.link_speed_ext_active(), 1 | 2 | 4 | 8));
+    if !(width_ok && speed_ok) {
+        return "unknown".into();
     }
+    rate_gbps_text(port_rate(p, ext)).map_or_else(|| "unknown".into(), str::to_string)
 }
 
 /// Runs `ibsm stat`.
@@ -123,7 +93,7 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
         .ca_name()
         .unwrap_or_else(|| a.common.transport.clone());
     let kind = if is_switch { "Switch" } else { "CA" };
-    let rate = rate_gbps(&p);
+    let rate = rate_text(&p);
     let text = format!(
         "{kind} '{name}'\n\
          \tNumber of ports: {ports}\n\
@@ -144,7 +114,7 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
         sys = n.system_image_guid.get(),
         state = state(p.port_state().0),
         phys = phys(p.phys_state().0),
-        rate = rate_text(rate),
+        rate = rate,
         lid = p.lid().0,
         lmc = p.lmc(),
         sm = p.master_sm_lid().0,
@@ -160,7 +130,7 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
             "num": port,
             "state": state(p.port_state().0),
             "physical_state": phys(p.phys_state().0),
-            "rate_gbps": rate,
+            "rate_gbps": rate.parse::<f64>().ok(),
             "base_lid": p.lid().0,
             "lmc": p.lmc(),
             "sm_lid": p.master_sm_lid().0,
@@ -191,16 +161,17 @@ mod tests {
 
     #[test]
     fn rate_is_lanes_times_the_active_speed_as_the_kernel_prints_it() {
-        assert_eq!(rate_text(rate_gbps(&port(2, 1, 0, false))), "10"); // 4X SDR
-        assert_eq!(rate_text(rate_gbps(&port(1, 1, 0, false))), "2.5"); // 1X SDR
-        assert_eq!(rate_text(rate_gbps(&port(2, 4, 0, false))), "40"); // 4X QDR
-        assert_eq!(rate_text(rate_gbps(&port(2, 4, 1, true))), "56"); // 4X FDR
-        assert_eq!(rate_text(rate_gbps(&port(2, 4, 2, true))), "100"); // 4X EDR
-        assert_eq!(rate_text(rate_gbps(&port(8, 4, 4, true))), "600"); // 12X HDR
-                                                                       // An extended speed without the capability bit is not believed.
-        assert_eq!(rate_text(rate_gbps(&port(2, 4, 2, false))), "40");
-        assert_eq!(rate_text(rate_gbps(&port(3, 1, 0, false))), "unknown");
-        assert_eq!(rate_text(rate_gbps(&port(2, 0, 0, false))), "unknown");
+        assert_eq!(rate_text(&port(2, 1, 0, false)), "10"); // 4X SDR
+        assert_eq!(rate_text(&port(1, 1, 0, false)), "2.5"); // 1X SDR
+        assert_eq!(rate_text(&port(2, 4, 0, false)), "40"); // 4X QDR
+        assert_eq!(rate_text(&port(2, 4, 1, true)), "56"); // 4X FDR
+        assert_eq!(rate_text(&port(2, 4, 2, true)), "100"); // 4X EDR
+        assert_eq!(rate_text(&port(8, 4, 4, true)), "600"); // 12X HDR
+
+        // An extended speed without the capability bit is not believed.
+        assert_eq!(rate_text(&port(2, 4, 2, false)), "40");
+        assert_eq!(rate_text(&port(3, 1, 0, false)), "unknown");
+        assert_eq!(rate_text(&port(2, 0, 0, false)), "unknown");
     }
 
     #[test]

@@ -465,6 +465,22 @@ pub const fn rate_of_order(order: u8) -> Option<u8> {
     }
 }
 
+/// The nominal data rate of rate `code` in Gb/s, as the kernel's `rate` file and ibstat print
+/// it ("2.5", "56", "100"; IBA vol1 §15.2.5.16, PathRecord Rate); `None` for a code that is
+/// not a rate.
+#[must_use]
+pub const fn rate_gbps_text(code: u8) -> Option<&'static str> {
+    const GBPS: [&str; 25] = [
+        "", "", "2.5", "10", "30", "5", "20", "40", "60", "80", "120", "14", "56", "112", "168",
+        "25", "100", "200", "300", "28", "50", "400", "600", "800", "1200",
+    ];
+    if rate_is_valid(code) {
+        Some(GBPS[code as usize])
+    } else {
+        None
+    }
+}
+
 /// The next lower rate than `code` (OpenSM `ib_path_rate_get_prev`); `None` below 2.5 Gb/s or
 /// for a code that is not a rate.
 #[must_use]
@@ -660,7 +676,11 @@ mod tests {
         pi.link_width_active = 8;
         pi.set_link_speed_ext_active(0);
         assert_eq!(port_rate(&pi, true), 10); // falls back to 12x QDR = 120 Gb/s
-                                              // 2x/HDR fix-ups.
+        assert_eq!(rate_gbps_text(10), Some("120"));
+        assert_eq!(rate_gbps_text(2), Some("2.5"));
+        assert_eq!(rate_gbps_text(12), Some("56"));
+        assert_eq!(rate_gbps_text(1), None);
+        // 2x/HDR fix-ups.
         assert_eq!(rate_2x_hdr_fixup(&pi, 19), 6);
         assert_eq!(rate_2x_hdr_fixup(&pi, 21), 18);
         pi.capability_mask
