@@ -10,7 +10,7 @@ use clap::Parser;
 use ibmad::attr::port_info::cap;
 use ibmad::attr::PortInfo;
 use ibmad::sa_rec::path::{port_rate, rate_gbps_text};
-use ibmad::{DrPath, NodeType, SmpAttrId};
+use ibmad::{DrPath, NodeType, PhysState, PortState, SmpAttrId};
 use serde_json::json;
 
 use super::client::Addr;
@@ -27,27 +27,27 @@ pub struct StatArgs {
     guids_only: bool,
 }
 
-/// ibstat's State text (the kernel's port state names).
-fn state(s: u8) -> &'static str {
+/// ibstat's State text (the kernel's port state names, not libibmad's "Initialize").
+fn state(s: PortState) -> &'static str {
     match s {
-        1 => "Down",
-        2 => "Initializing",
-        3 => "Armed",
-        4 => "Active",
+        PortState::DOWN => "Down",
+        PortState::INIT => "Initializing",
+        PortState::ARMED => "Armed",
+        PortState::ACTIVE => "Active",
         _ => "Unknown",
     }
 }
 
-/// ibstat's Physical state text.
-fn phys(s: u8) -> &'static str {
+/// ibstat's Physical state text (the kernel's names: "Phy Test", not libibmad's "PhyTest").
+fn phys(s: PhysState) -> &'static str {
     match s {
-        1 => "Sleep",
-        2 => "Polling",
-        3 => "Disabled",
-        4 => "PortConfigurationTraining",
-        5 => "LinkUp",
-        6 => "LinkErrorRecovery",
-        7 => "Phy Test",
+        PhysState::SLEEP => "Sleep",
+        PhysState::POLLING => "Polling",
+        PhysState::DISABLED => "Disabled",
+        PhysState::TRAINING => "PortConfigurationTraining",
+        PhysState::LINK_UP => "LinkUp",
+        PhysState::LINK_ERROR_RECOVERY => "LinkErrorRecovery",
+        PhysState::PHY_TEST => "Phy Test",
         _ => "Unknown",
     }
 }
@@ -112,8 +112,8 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
         ports = n.num_ports,
         node = n.node_guid.get(),
         sys = n.system_image_guid.get(),
-        state = state(p.port_state().0),
-        phys = phys(p.phys_state().0),
+        state = state(p.port_state()),
+        phys = phys(p.phys_state()),
         rate = rate,
         lid = p.lid().0,
         lmc = p.lmc(),
@@ -128,8 +128,8 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
         "system_image_guid": format!("0x{:016x}", n.system_image_guid.get()),
         "port": {
             "num": port,
-            "state": state(p.port_state().0),
-            "physical_state": phys(p.phys_state().0),
+            "state": state(p.port_state()),
+            "physical_state": phys(p.phys_state()),
             "rate_gbps": rate.parse::<f64>().ok(),
             "base_lid": p.lid().0,
             "lmc": p.lmc(),
@@ -176,10 +176,10 @@ mod tests {
 
     #[test]
     fn state_names_are_ibstats() {
-        assert_eq!(state(2), "Initializing");
-        assert_eq!(state(4), "Active");
-        assert_eq!(phys(5), "LinkUp");
-        assert_eq!(phys(3), "Disabled");
-        assert_eq!(state(9), "Unknown");
+        assert_eq!(state(PortState(2)), "Initializing");
+        assert_eq!(state(PortState(4)), "Active");
+        assert_eq!(phys(PhysState(5)), "LinkUp");
+        assert_eq!(phys(PhysState(3)), "Disabled");
+        assert_eq!(state(PortState(9)), "Unknown");
     }
 }
