@@ -8,8 +8,8 @@ use ibmad::attr::{GuidInfo, NodeDesc, PKeyTable, PortInfo, SlToVl, SwitchInfo, V
 use ibmad::smi::{self, Forward, SmiAction};
 use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use ibmad::{
-    Guid, Lid, MadMeta, Method, NodeType, PhysState, PortNum, PortState, Smp, SmpAttrId, Status,
-    Time, SMP_LEN,
+    Guid, Lid, MadMeta, Method, MgmtClass, NodeType, PhysState, PortNum, PortState, Smp, SmpAttrId,
+    Status, Time, SMP_LEN,
 };
 
 use crate::config::{ConfigError, NodeConfig, PortConfig};
@@ -296,59 +296,133 @@ impl<H: Hardware> Agent<H> {
     /// are answered: the carrier decided they are for this node.
     pub fn handle_mad(&mut self, now: Time, meta: &MadMeta, mad: &[u8]) {
         self.stats.received += 1;
-        if mad.len() != SMP_LEN {
-            return self.malformed(meta.port, Discard::BadLength { len: mad.len() });
+        if !self.mad_acceptable(meta, mad.len(), mad.get(..2)) {
+            return;
         }
         let Ok(mut smp) = Smp::read_from_bytes(mad) else {
             return self.malformed(meta.port, Discard::BadLength { len: mad.len() });
         };
-        if smp.base_version != 1 {
-            return self.malformed(meta.port, Discard::BadBaseVersion(smp.base_version));
+        let _ = self.handle_smp(now, meta, &mut smp, false);
+    }
+
+    /// [`Agent::handle_mad`] for a carrier that lends the MAD's own buffer: the first MAD the
+    /// agent sends in answer — a directed-route SMP passed on, or the response to the request
+    /// — is left in `mad` and its addressing returned, instead of being copied into the
+    /// transmit queue (when the queue is empty; otherwise it is queued behind what is there).
+    /// The caller puts `mad` on the wire with the returned [`MadMeta`] as it would a
+    /// [`Transmit`], then drains [`Agent::poll_transmit`] as after any input; the MADs sent,
+    /// their order, the checks and the counters are the same as with `handle_mad`. On `None`
+    /// nothing was left in `mad` (its content is then unspecified).
+    pub fn handle_mad_in_place(
+        &mut self,
+        now: Time,
+        meta: &MadMeta,
+        mad: &mut [u8],
+    ) -> Option<MadMeta> {
+        self.stats.received += 1;
+        if !self.mad_acceptable(meta, mad.len(), mad.get(..2)) {
+            return None;
         }
-        if !smp.class().is_smp() {
-            return self.malformed(meta.port, Discard::NotSmp(smp.class()));
+        let Ok(smp) = Smp::mut_from_bytes(mad) else {
+            self.malformed(meta.port, Discard::BadLength { len: mad.len() });
+            return None;
+        };
+        self.handle_smp(now, meta, smp, true)
+    }
+
+    /// The checks of a received MAD before it is parsed: length, BaseVersion, class, ingress
+    /// port (counted and reported when they fail). `head` is the MAD's first two bytes.
+    fn mad_acceptable(&mut self, meta: &MadMeta, len: usize, head: Option<&[u8]>) -> bool {
+        let Some(&[base_version, class]) = head.filter(|_| len == SMP_LEN) else {
+            self.malformed(meta.port, Discard::BadLength { len });
+            return false;
+        };
+        if base_version != 1 {
+            self.malformed(meta.port, Discard::BadBaseVersion(base_version));
+            return false;
+        }
+        if !MgmtClass(class).is_smp() {
+            self.malformed(meta.port, Discard::NotSmp(MgmtClass(class)));
+            return false;
         }
         if !self.port_exists(meta.port) {
-            return self.discard(meta.port, Discard::BadIngressPort(meta.port));
+            self.discard(meta.port, Discard::BadIngressPort(meta.port));
+            return false;
         }
+        true
+    }
+
+    /// A parsed SMP that passed [`Agent::mad_acceptable`]; `lend`: see [`Agent::push_tx`].
+    fn handle_smp(
+        &mut self,
+        now: Time,
+        meta: &MadMeta,
+        smp: &mut Smp,
+        lend: bool,
+    ) -> Option<MadMeta> {
         if smp.is_dr() {
-            self.handle_dr(now, meta, &mut smp);
+            self.handle_dr(now, meta, smp, lend)
         } else {
-            self.handle_lid_routed(now, meta, &mut smp);
+            self.handle_lid_routed(now, meta, smp, lend)
         }
     }
 
-    fn handle_dr(&mut self, now: Time, meta: &MadMeta, smp: &mut Smp) {
+    fn handle_dr(
+        &mut self,
+        now: Time,
+        meta: &MadMeta,
+        smp: &mut Smp,
+        lend: bool,
+    ) -> Option<MadMeta> {
         if let SmiAction::Discard(r) =
             smi::on_receive(smp, self.is_switch, self.num_ports, meta.port)
         {
-            return self.discard(meta.port, Discard::Smi(r));
+            self.discard(meta.port, Discard::Smi(r));
+            return None;
         }
         match smi::advance(smp, self.is_switch) {
             Forward::Out(p) => {
                 self.stats.forwarded += 1;
-                self.push_dr(p, smp);
+                self.push_dr(p, smp, lend)
             }
             Forward::LidRouted(lid) => {
                 self.stats.forwarded += 1;
                 let slid = self.mgmt_lid(meta.port);
-                self.push_lid_routed(meta.port, slid, lid, 0, smp);
+                self.push_lid_routed(meta.port, slid, lid, 0, smp, lend)
             }
-            Forward::Discard(r) => self.discard(meta.port, Discard::Smi(r)),
-            Forward::Local if smp.direction() => self.hand_to_sm(*meta, smp),
+            Forward::Discard(r) => {
+                self.discard(meta.port, Discard::Smi(r));
+                None
+            }
+            Forward::Local if smp.direction() => {
+                self.hand_to_sm(*meta, smp);
+                None
+            }
             Forward::Local => match self.serve(now, meta, smp) {
                 Served::Reply => {
                     self.stats.answered += 1;
-                    self.reply_dr(meta, smp);
+                    self.reply_dr(meta, smp, lend)
                 }
-                Served::ToSm => self.hand_to_sm(*meta, smp),
-                Served::Drop(r) => self.discard(meta.port, r),
-                Served::Silent => {}
+                Served::ToSm => {
+                    self.hand_to_sm(*meta, smp);
+                    None
+                }
+                Served::Drop(r) => {
+                    self.discard(meta.port, r);
+                    None
+                }
+                Served::Silent => None,
             },
         }
     }
 
-    fn handle_lid_routed(&mut self, now: Time, meta: &MadMeta, smp: &mut Smp) {
+    fn handle_lid_routed(
+        &mut self,
+        now: Time,
+        meta: &MadMeta,
+        smp: &mut Smp,
+        lend: bool,
+    ) -> Option<MadMeta> {
         match self.serve(now, meta, smp) {
             Served::Reply => {
                 self.stats.answered += 1;
@@ -359,11 +433,17 @@ impl<H: Hardware> Agent<H> {
                 } else {
                     self.ports[usize::from(mgmt.0)].pi.lid()
                 };
-                self.push_lid_routed(meta.port, slid, meta.slid, meta.sl, smp);
+                self.push_lid_routed(meta.port, slid, meta.slid, meta.sl, smp, lend)
             }
-            Served::ToSm => self.hand_to_sm(*meta, smp),
-            Served::Drop(r) => self.discard(meta.port, r),
-            Served::Silent => {}
+            Served::ToSm => {
+                self.hand_to_sm(*meta, smp);
+                None
+            }
+            Served::Drop(r) => {
+                self.discard(meta.port, r);
+                None
+            }
+            Served::Silent => None,
         }
     }
 
@@ -429,18 +509,24 @@ impl<H: Hardware> Agent<H> {
         Served::Reply
     }
 
-    fn reply_dr(&mut self, meta: &MadMeta, smp: &mut Smp) {
+    fn reply_dr(&mut self, meta: &MadMeta, smp: &mut Smp, lend: bool) -> Option<MadMeta> {
         let status = smp.status();
         smi::make_response(smp);
         smp.set_status(status);
         match smi::advance(smp, self.is_switch) {
-            Forward::Out(p) => self.push_dr(p, smp),
-            Forward::Local => self.hand_to_sm(*meta, smp),
+            Forward::Out(p) => self.push_dr(p, smp, lend),
+            Forward::Local => {
+                self.hand_to_sm(*meta, smp);
+                None
+            }
             Forward::LidRouted(lid) => {
                 let slid = self.mgmt_lid(meta.port);
-                self.push_lid_routed(meta.port, slid, lid, 0, smp);
+                self.push_lid_routed(meta.port, slid, lid, 0, smp, lend)
             }
-            Forward::Discard(r) => self.discard(meta.port, Discard::Smi(r)),
+            Forward::Discard(r) => {
+                self.discard(meta.port, Discard::Smi(r));
+                None
+            }
         }
     }
 
@@ -735,25 +821,35 @@ impl<H: Hardware> Agent<H> {
         self.push_event(Event::ForSm { meta, mad });
     }
 
-    fn push_tx(&mut self, meta: MadMeta, smp: &Smp) {
+    /// Queues `smp` for [`Agent::poll_transmit`] — or, with `lend` (`smp` is the input buffer
+    /// of [`Agent::handle_mad_in_place`]) and nothing queued before it, leaves it where it is
+    /// and returns its addressing: the carrier sends it first, as it would have been.
+    fn push_tx(&mut self, meta: MadMeta, smp: &Smp, lend: bool) -> Option<MadMeta> {
+        if lend && self.tx.is_empty() {
+            return Some(meta);
+        }
         if self.tx.len() >= MAX_TX_QUEUE {
             self.stats.tx_dropped += 1;
             self.push_event(Event::Discarded {
                 port: meta.port,
                 reason: Discard::TxQueueFull,
             });
-            return;
+            return None;
         }
         self.tx.push_back(OutMad { meta, smp: *smp });
+        None
     }
 
-    /// Queues a directed-route hop out of `port` (an external port whose link is up).
-    pub(crate) fn push_dr(&mut self, port: PortNum, smp: &Smp) {
+    /// Queues a directed-route hop out of `port` (an external port whose link is up); `lend`:
+    /// see [`Agent::push_tx`].
+    pub(crate) fn push_dr(&mut self, port: PortNum, smp: &Smp, lend: bool) -> Option<MadMeta> {
         if port.0 == 0 || port.0 > self.num_ports {
-            return self.discard(port, Discard::BadEgressPort(port));
+            self.discard(port, Discard::BadEgressPort(port));
+            return None;
         }
         if !self.link_up(port) {
-            return self.discard(port, Discard::EgressDown(port));
+            self.discard(port, Discard::EgressDown(port));
+            return None;
         }
         let meta = MadMeta {
             port,
@@ -763,11 +859,12 @@ impl<H: Hardware> Agent<H> {
             sl: 0,
             ..Default::default()
         };
-        self.push_tx(meta, smp);
+        self.push_tx(meta, smp, lend)
     }
 
     /// Queues a LID-routed send to `dlid`: a CA sends out of `ca_port`, a switch looks `dlid`
-    /// up in its LFT (port 0 = this switch: handed to the local SM).
+    /// up in its LFT (port 0 = this switch: handed to the local SM); `lend`: see
+    /// [`Agent::push_tx`].
     pub(crate) fn push_lid_routed(
         &mut self,
         ca_port: PortNum,
@@ -775,14 +872,19 @@ impl<H: Hardware> Agent<H> {
         dlid: Lid,
         sl: u8,
         smp: &Smp,
-    ) {
+        lend: bool,
+    ) -> Option<MadMeta> {
         if !dlid.is_unicast() {
-            return self.discard(ca_port, Discard::NoRoute(dlid));
+            self.discard(ca_port, Discard::NoRoute(dlid));
+            return None;
         }
         let port = if self.is_switch {
             match self.lft_port(dlid) {
                 Some(p) => p,
-                None => return self.discard(ca_port, Discard::NoRoute(dlid)),
+                None => {
+                    self.discard(ca_port, Discard::NoRoute(dlid));
+                    return None;
+                }
             }
         } else {
             ca_port
@@ -796,12 +898,14 @@ impl<H: Hardware> Agent<H> {
             ..Default::default()
         };
         if self.is_switch && port.0 == 0 {
-            return self.hand_to_sm(meta, smp);
+            self.hand_to_sm(meta, smp);
+            return None;
         }
         if !self.link_up(port) {
-            return self.discard(port, Discard::EgressDown(port));
+            self.discard(port, Discard::EgressDown(port));
+            return None;
         }
-        self.push_tx(meta, smp);
+        self.push_tx(meta, smp, lend)
     }
 
     /// The M_Key check of IBA vol1 §14.2.4 for an SMP to the SMA of `mgmt`, with its side

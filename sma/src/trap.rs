@@ -210,7 +210,15 @@ impl<H: Hardware> Agent<H> {
         smp.data.copy_from_slice(t.notice.as_bytes());
         let pi = self.ports[usize::from(port.0)].pi;
         self.stats.traps_sent += 1;
-        self.push_lid_routed(port, pi.lid(), pi.master_sm_lid(), pi.master_sm_sl(), &smp);
+        // A trap is built here, not in a lent input buffer: always queued.
+        let _ = self.push_lid_routed(
+            port,
+            pi.lid(),
+            pi.master_sm_lid(),
+            pi.master_sm_sl(),
+            &smp,
+            false,
+        );
     }
 
     pub(crate) fn resend_traps(&mut self, now: Time) {

@@ -418,7 +418,7 @@ impl Fabric {
         if self.cfg.trace {
             self.trace_mad(TraceKind::Deliver, n, port, buf);
         }
-        let slot = self.pool.slot(buf);
+        let slot = self.pool.slot_mut(buf);
         let meta = MadMeta {
             port: PortNum(port),
             slid: Lid(slot.slid),
@@ -427,11 +427,23 @@ impl Fabric {
             sl: slot.sl,
             ..Default::default()
         };
-        match self.external[n as usize].as_mut() {
-            Some(ext) => ext.deliver(self.now, &meta, &slot.data),
-            None => self.agents[n as usize].handle_mad(self.now, &meta, &slot.data),
+        let lent = match self.external[n as usize].as_mut() {
+            Some(ext) => {
+                ext.deliver(self.now, &meta, &slot.data);
+                None
+            }
+            // The agent's first answer (a DR SMP passed on, a response) stays in this buffer
+            // and leaves first, as it would from the agent's transmit queue; the rest of what
+            // it sends is drained below.
+            None => self.agents[n as usize].handle_mad_in_place(self.now, &meta, &mut slot.data),
+        };
+        match lent {
+            Some(out) => {
+                let depart = self.now.0.saturating_add(delay);
+                self.transmit_from_agent(n, buf, &out, depart);
+            }
+            None => self.pool.release(buf),
         }
-        self.pool.release(buf);
         self.after_agent(n, delay);
     }
 
