@@ -484,6 +484,9 @@ impl Ctx<'_> {
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15),
             )
         });
+        if srng.is_none() && !self.lmc_routing && existing.is_none() {
+            return self.route_switch_plain(si, row, cand);
+        }
         // Remote node per port (for the LMC system/node spreading).
         let remote: Vec<Option<NodeId>> = (0..num_ports)
             .map(|p| {
@@ -576,6 +579,62 @@ impl Ctx<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// [`Ctx::route_switch`] without scattering, LMC spreading or existing tables (a cold
+    /// bring-up with LMC 0): the same picks in a leaner loop. Destinations behind different
+    /// switches are often reached through the same ports (from a leaf, every remote leaf
+    /// through all its up-ports), and consecutive destinations then use equal lists: the next
+    /// list adopts the last one's cursor, still valid since a cursor's invariant speaks only
+    /// of the list's ports and the counters, instead of rescanning its own stale one.
+    fn route_switch_plain(&self, si: usize, row: &mut [u8], cand: &Candidates) {
+        let mut counts = Counters::new();
+        let mut cursors = cand.cursors();
+        let mut last: Option<usize> = None;
+        // Without LMC routing every destination has one LID (offset 0).
+        for d in self.dests {
+            let lid = usize::from(d.base);
+            let Some(entry) = row.get_mut(lid) else {
+                continue;
+            };
+            let (t, counted) = match d.kind {
+                DestKind::Switch(t) if t as usize == si => {
+                    *entry = 0;
+                    continue;
+                }
+                DestKind::Switch(t) => (t as usize, self.count_switches),
+                DestKind::Ca(None) => {
+                    *entry = NO_PATH;
+                    continue;
+                }
+                DestKind::Ca(Some((t, p))) if t as usize == si => {
+                    *entry = p;
+                    if p != NO_PATH {
+                        counts.bump(p);
+                    }
+                    continue;
+                }
+                DestKind::Ca(Some((t, _))) => (t as usize, true),
+            };
+            if let Some(l) = last.filter(|&l| l != t) {
+                if cand.of(l) == cand.of(t) {
+                    if let (Some(&c), true) = (cursors.get(l), t < cursors.len()) {
+                        cursors[t] = c;
+                    }
+                }
+            }
+            last = Some(t);
+            *entry = match cand.least(t, &counts, &mut cursors) {
+                Some((p, l, pos)) => {
+                    if counted {
+                        cursors[l as usize].1 = pos + 1;
+                        counts.bump(p);
+                    }
+                    p
+                }
+                None => NO_PATH,
+            };
         }
     }
 
