@@ -9,9 +9,13 @@
 //! 2 threads, the average CPU time per run, the engine's log lines that count VLs, and the
 //! peak memory. With `ROUTE_VL_DIGEST=1` in the environment it also prints a digest of the
 //! result (every LFT, the path SL of every ordered pair of end-port LIDs, or the error and
-//! the engine's log), so a change meant to keep the tables identical can show it did. The
+//! the engine's log), so a change meant to keep the tables identical can show it did, and a
+//! second digest of the SL-to-VL and VL arbitration tables the engine set. The
 //! engine's random choices come from an RNG that always draws 0, or with `ROUTE_VL_SEED=N`
-//! from ChaCha8 seeded with N.
+//! from ChaCha8 seeded with N. `ROUTE_VL_FAULT=link:NAME:PORT` cables out that switch port,
+//! `ROUTE_VL_FAULT=switch:NAME` removes that switch (and the CAs cabled only to it) before
+//! routing, e.g. `ROUTE_VL_FAULT=switch:sw-2-2-2` on torus:8,8,8 — the failed-link and
+//! failed-switch fabrics torus-2QoS routes around.
 
 use fabric_sim::topo::gen::SWITCH_GUID_BASE;
 use fabric_sim::topo::Topology;
@@ -39,6 +43,19 @@ fn main() {
             eprintln!("{spec}: {e}");
             return;
         }
+    };
+    let t = match std::env::var("ROUTE_VL_FAULT") {
+        Ok(f) => match with_fault(t, &f) {
+            Some(t) => {
+                println!("fault           {f}");
+                t
+            }
+            None => {
+                eprintln!("ROUTE_VL_FAULT={f}: expected link:NAME:PORT or switch:NAME of a node of {spec}");
+                return;
+            }
+        },
+        Err(_) => t,
     };
     let mut s = fabric_sim::topo::subnet::to_subnet(&t);
     for p in &mut s.ports {
@@ -103,6 +120,13 @@ fn main() {
         });
         if threads == 1 && std::env::var_os("ROUTE_VL_DIGEST").is_some() {
             println!("digest          {:016x}", digest(&s, &r, &log));
+            if let Ok(routes) = &r {
+                // SL-to-VL and VL arbitration, apart so the digest above stays comparable.
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                format!("{:?} {:?}", routes.sl2vl, routes.vlarb).hash(&mut h);
+                println!("digest vl       {:016x}", h.finish());
+            }
         }
         match r {
             Ok(_) => println!(
@@ -138,6 +162,54 @@ fn main() {
     }
     if let Some(kib) = vm_hwm_kib() {
         println!("peak RSS        {:.0} MiB", kib as f64 / 1024.0);
+    }
+}
+
+/// `t` with the fault `f` (`link:NAME:PORT` or `switch:NAME`), or `None` if `f` names no
+/// node or port of `t`.
+fn with_fault(mut t: Topology, f: &str) -> Option<Topology> {
+    use fabric_sim::topo::{NewNode, PortRef};
+    let mut it = f.split(':');
+    match (it.next()?, it.next()?, it.next()) {
+        ("link", name, Some(port)) => {
+            let node = t.node_by_name(name)?;
+            let port = ibmad::PortNum(port.parse().ok()?);
+            t.disconnect(PortRef { node, port }).ok()??;
+            Some(t)
+        }
+        ("switch", name, None) => {
+            let gone = t.node_by_name(name)?;
+            // A CA cabled only to the dead switch is not found by the SM either.
+            let keep = |id| {
+                id != gone
+                    && (t.node(id).is_some_and(|n| n.is_switch())
+                        || t.ports(id)
+                            .any(|(_, p)| p.peer().is_some_and(|r| r.node != gone)))
+            };
+            let mut out = Topology::new();
+            let mut map = std::collections::HashMap::new();
+            for (id, n) in t.nodes() {
+                if keep(id) {
+                    let mut nn = NewNode::new(n.node_type(), n.num_ports(), n.guid(), n.name());
+                    nn.sys_image_guid = Some(n.sys_image_guid());
+                    let nid = out.add_node(nn).ok()?;
+                    for (port, p) in t.ports(id) {
+                        out.set_port_guid(PortRef { node: nid, port }, p.guid())
+                            .ok()?;
+                    }
+                    map.insert(id, nid);
+                }
+            }
+            for l in t.links() {
+                if let (Some(&a), Some(&b)) = (map.get(&l.a.node), map.get(&l.b.node)) {
+                    let attrs = t.port(l.a)?.attrs();
+                    let (pa, pb) = (PortRef { node: a, ..l.a }, PortRef { node: b, ..l.b });
+                    out.connect_with(pa, pb, attrs).ok()?;
+                }
+            }
+            Some(out)
+        }
+        _ => None,
     }
 }
 
