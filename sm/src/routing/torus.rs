@@ -61,7 +61,7 @@ use ibmad::{Guid, Lid, NodeType, PortNum};
 
 use super::graph::{link_usable, SwitchGraph};
 use super::vl::{sl2vl_from, PathSls, Sl2VlTables, VlArbFold, VlArbTables, NUM_SLS};
-use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine};
+use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine, NO_PATH};
 use crate::subnet::Subnet;
 
 const NONE: u32 = u32::MAX;
@@ -328,13 +328,60 @@ pub(crate) struct Torus {
     /// Per slot.
     pos: Vec<Option<[usize; 3]>>,
     grid: Vec<u32>,
-    /// Per slot: 7 port groups (2d = −d, 2d+1 = +d, 6 = end ports incl. port 0).
-    groups: Vec<[Vec<u8>; 7]>,
-    /// Per slot, per port: the dimension the port points along (NO_DIM for end ports).
-    port_dim: Vec<Vec<u8>>,
+    /// Per slot: 7 port groups (2d = −d, 2d+1 = +d, 6 = end ports incl. port 0), one after
+    /// the other: slot `a`'s group `gi` is `group_ports[group_at[a][gi]..group_at[a][gi + 1]]`.
+    group_ports: Vec<u8>,
+    group_at: Vec<[u32; 8]>,
+    /// Per slot, per port 0..=NumPorts: the dimension the port points along (NO_DIM for end
+    /// ports); slot `a`'s from `port_dim[dim_at[a]]`.
+    port_dim: Vec<u8>,
+    dim_at: Vec<u32>,
+}
+
+/// "No port group" in the tables of [`Torus::hop_tables`].
+const NO_GROUP: u8 = u8::MAX;
+
+fn group_u8(g: Option<usize>) -> u8 {
+    g.map_or(NO_GROUP, |g| g as u8)
+}
+
+/// Per (dimension, switch, destination coordinate along it): the port group of OpenSM's
+/// `next_hop_path` and `next_hop_xy` ([`NO_GROUP`]: none); dimension `d`'s entries start at
+/// `base[d]`, switch `a`'s at `base[d] + a * size[d]`.
+struct HopTables {
+    base: [usize; 3],
+    path: Vec<u8>,
+    xy: Vec<u8>,
+}
+
+impl HopTables {
+    /// Switch `a`'s entries of dimension `d` (of radix `r`) in `v` (`self.path` or `self.xy`).
+    fn row<'a>(&self, v: &'a [u8], d: usize, a: usize, r: usize) -> &'a [u8] {
+        let b = self.base[d] + a * r;
+        v.get(b..b + r).unwrap_or(&[])
+    }
 }
 
 impl Torus {
+    /// Switch `a`'s port group `gi`.
+    fn group(&self, a: usize, gi: usize) -> &[u8] {
+        match (self.group_at.get(a), gi < 7) {
+            (Some(at), true) => self
+                .group_ports
+                .get(at[gi] as usize..at[gi + 1] as usize)
+                .unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// The dimension of each port 0..=NumPorts of switch `a`.
+    fn port_dims(&self, a: usize) -> &[u8] {
+        match (self.dim_at.get(a), self.dim_at.get(a + 1)) {
+            (Some(&x), Some(&y)) => self.port_dim.get(x as usize..y as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
     fn idx(&self, p: [usize; 3]) -> usize {
         p[0] + self.size[0] * (p[1] + self.size[1] * p[2])
     }
@@ -354,14 +401,24 @@ impl Torus {
             }
             v
         } else {
-            v.rem_euclid(n)
+            // `v.rem_euclid(n)` without a division: |k| is a step or two.
+            let mut v = v;
+            while v < 0 {
+                v += n;
+            }
+            while v >= n {
+                v -= n;
+            }
+            v
         };
         let mut q = p;
         q[d] = v as usize;
         Some(q)
     }
 
-    /// The dimension and sign of the step from `p` to `q` (None if not one step apart).
+    /// The dimension and sign of the step from `p` to `q` (None if not one step apart):
+    /// `plus` if one step up `d` from `p` is `q`, `minus` if one step down is (both on a ring
+    /// of 2).
     fn dir(&self, p: [usize; 3], q: [usize; 3]) -> Option<(usize, bool, bool)> {
         let mut out = None;
         for d in 0..3 {
@@ -371,12 +428,16 @@ impl Torus {
             if out.is_some() {
                 return None;
             }
-            let plus = self.step(p, d, 1) == Some(q);
-            let minus = self.step(p, d, -1) == Some(q);
-            if !plus && !minus {
+            let (x, r) = (p[d], self.size[d]);
+            let (up, down) = if self.mesh[d] {
+                (x + 1 < r && x + 1 == q[d], x > 0 && x - 1 == q[d])
+            } else {
+                ((x + 1) % r == q[d], (x + r - 1) % r == q[d])
+            };
+            if !up && !down {
                 return None;
             }
-            out = Some((d, plus, minus));
+            out = Some((d, up, down));
         }
         out
     }
@@ -424,8 +485,10 @@ pub(crate) fn discover(
         mesh: cfg.mesh,
         pos: vec![None; n],
         grid: vec![NONE; cells],
-        groups: Vec::new(),
+        group_ports: Vec::new(),
+        group_at: Vec::new(),
         port_dim: Vec::new(),
+        dim_at: vec![0],
     };
     for d in 0..3 {
         if t.size[d] == 1 {
@@ -516,13 +579,21 @@ pub(crate) fn discover(
         }
     }
     let dims: Vec<usize> = (0..3).filter(|&d| t.size[d] > 1).collect();
+    // A placed switch whose every square (line) either cannot exist or has its far corner
+    // (next switch) placed already can add nothing in any later round: skipped from then on.
+    let mut squares_done = vec![false; n];
+    let mut lines_done = vec![false; n];
     loop {
         let mut progress = false;
         // Squares.
         loop {
             let mut found = Vec::new();
             for a in 0..n {
+                if squares_done[a] {
+                    continue;
+                }
                 let Some(p) = t.pos[a] else { continue };
+                let mut open = false;
                 for (ii, &i) in dims.iter().enumerate() {
                     for &j in &dims[ii + 1..] {
                         for si in [-1i64, 1] {
@@ -531,13 +602,14 @@ pub(crate) fn discover(
                                 else {
                                     continue;
                                 };
-                                let (Some(b), Some(c)) = (t.at(pb), t.at(pc)) else {
-                                    continue;
-                                };
                                 let Some(q) = t.step(pb, j, sj) else { continue };
                                 if t.at(q).is_some() {
                                     continue;
                                 }
+                                open = true;
+                                let (Some(b), Some(c)) = (t.at(pb), t.at(pc)) else {
+                                    continue;
+                                };
                                 let mut cand =
                                     common(&nb, b, c).filter(|&x| x != a && t.pos[x].is_none());
                                 if let (Some(x), None) = (cand.next(), cand.next()) {
@@ -547,6 +619,7 @@ pub(crate) fn discover(
                         }
                     }
                 }
+                squares_done[a] = !open;
             }
             let mut any = false;
             for (x, q) in found {
@@ -563,7 +636,11 @@ pub(crate) fn discover(
         // Lines.
         let mut found = Vec::new();
         for a in 0..n {
+            if lines_done[a] {
+                continue;
+            }
             let Some(p) = t.pos[a] else { continue };
+            let mut open = false;
             for &d in &dims {
                 let r = t.size[d];
                 if r == 2 {
@@ -571,13 +648,14 @@ pub(crate) fn discover(
                 }
                 for s in [-1i64, 1] {
                     let Some(pb) = t.step(p, d, s) else { continue };
-                    let Some(b) = t.at(pb) else { continue };
                     let Some(q) = t.step(p, d, 2 * s) else {
                         continue;
                     };
                     if t.at(q).is_some() {
                         continue;
                     }
+                    open = true;
+                    let Some(b) = t.at(pb) else { continue };
                     // A mesh dimension is a line: no triangle or square across the ring.
                     let ring = if t.mesh[d] { usize::MAX } else { r };
                     let cands: Vec<usize> = match ring {
@@ -604,6 +682,7 @@ pub(crate) fn discover(
                     }
                 }
             }
+            lines_done[a] = !open;
         }
         let mut any = false;
         for (x, q) in found {
@@ -633,10 +712,15 @@ pub(crate) fn discover(
     }
     // Port groups.
     let mut unused_links = 0;
+    let mut gr: [Vec<u8>; 7] = Default::default();
+    let mut pd: Vec<u8> = Vec::new();
     for (a, &sw) in g.slots().switches().iter().enumerate() {
         let np = subnet.node(sw).num_ports;
-        let mut gr: [Vec<u8>; 7] = Default::default();
-        let mut pd = vec![NO_DIM as u8; usize::from(np) + 1];
+        for x in &mut gr {
+            x.clear();
+        }
+        pd.clear();
+        pd.resize(usize::from(np) + 1, NO_DIM as u8);
         let p = t.pos[a].unwrap_or([0; 3]);
         gr[ENDPORT].push(0);
         for port in 1..=np {
@@ -665,8 +749,15 @@ pub(crate) fn discover(
                 None => unused_links += 1,
             }
         }
-        t.groups.push(gr);
-        t.port_dim.push(pd);
+        let mut at = [0u32; 8];
+        for (gi, x) in gr.iter().enumerate() {
+            at[gi] = t.group_ports.len() as u32;
+            t.group_ports.extend_from_slice(x);
+        }
+        at[7] = t.group_ports.len() as u32;
+        t.group_at.push(at);
+        t.port_dim.extend_from_slice(&pd);
+        t.dim_at.push(t.port_dim.len() as u32);
     }
     if unused_links > 0 {
         log.push(format!(
@@ -703,112 +794,196 @@ fn use_vl1(src: usize, dst: usize, count: usize) -> bool {
 }
 
 impl Torus {
-    fn group(&self, a: usize, d: usize, sign: i64) -> &[u8] {
-        &self.groups[a][2 * d + usize::from(sign > 0)]
+    /// Per switch and port group (2d = −d, 2d+1 = +d): the switch behind the group's first
+    /// port, the way OpenSM's ring walk goes ([`NONE`]: empty group).
+    fn ring_next(&self, g: &SwitchGraph) -> Vec<[u32; 6]> {
+        (0..self.pos.len())
+            .map(|a| {
+                std::array::from_fn(|gi| {
+                    self.group(a, gi)
+                        .first()
+                        .and_then(|&p| g.neighbors(a).iter().find(|e| e.port == p))
+                        .map_or(NONE, |e| e.to)
+                })
+            })
+            .collect()
     }
 
-    fn ring_next(&self, g: &SwitchGraph, a: usize, d: usize, sign: i64) -> Option<usize> {
-        let p = *self.group(a, d, sign).first()?;
-        g.neighbors(a)
-            .iter()
-            .find(|e| e.port == p)
-            .map(|e| e.to as usize)
-    }
-
-    /// OpenSM `ring_dir_path`: the direction that reaches `b` from `a` along dimension `d`,
-    /// the shorter way if it is not broken.
-    fn ring_dir_path(&self, g: &SwitchGraph, d: usize, a: usize, b: usize) -> i64 {
-        let (pa, pb) = (self.pos[a].unwrap_or([0; 3]), self.pos[b].unwrap_or([0; 3]));
-        let dir = ring_dir_idx(pa[d], pb[d], self.size[d]);
-        if dir == 0 {
-            return 0;
-        }
-        for sign in [dir, -dir] {
-            let mut x = a;
-            for _ in 0..self.size[d] {
-                match self.ring_next(g, x, d, sign) {
-                    Some(y) if y == b => return sign,
-                    Some(y) => x = y,
-                    None => break,
+    /// The port groups of OpenSM's `next_hop_path` and `next_hop_xy` for every switch `a`,
+    /// dimension `d` and destination coordinate `c` along `d`. Both depend on the destination
+    /// only through `c`: the switch `ts` where the path would turn off `d` (a's position with
+    /// coordinate `c`) and whether it exists. `next_hop_path` is OpenSM's `ring_dir_path`: the
+    /// shorter way round (`ring_dir_idx`) if walking that way along the group's first ports
+    /// reaches `ts` within a ring's length, else the other way if that reaches it, else none;
+    /// `next_hop_xy` is `next_hop_path` if `ts` exists, else `next_hop_idx` (the shorter way,
+    /// whatever is broken). Each ring is walked once per switch and direction.
+    fn hop_tables(&self, g: &SwitchGraph) -> HopTables {
+        let n = self.pos.len();
+        let next = self.ring_next(g);
+        let mut t = HopTables {
+            base: [0; 3],
+            path: Vec::new(),
+            xy: Vec::new(),
+        };
+        // Per coordinate along d: reached walking −d (+d) from the current switch, i.e. a
+        // switch at that coordinate of the current switch's ring (the switch `ts`) is met.
+        let mut reach: [Vec<bool>; 2] = [Vec::new(), Vec::new()];
+        for d in 0..3 {
+            t.base[d] = t.path.len();
+            for a in 0..n {
+                let Some(pa) = self.pos[a] else {
+                    t.path.extend(std::iter::repeat_n(NO_GROUP, self.size[d]));
+                    t.xy.extend(std::iter::repeat_n(NO_GROUP, self.size[d]));
+                    continue;
+                };
+                for (k, w) in reach.iter_mut().enumerate() {
+                    w.clear();
+                    w.resize(self.size[d], false);
+                    let mut x = a;
+                    for _ in 0..self.size[d] {
+                        let y = next[x][2 * d + k];
+                        if y == NONE {
+                            break;
+                        }
+                        x = y as usize;
+                        // `y` is `ts` for coordinate c iff it sits at a's position with c.
+                        if let Some(q) = self.pos[x] {
+                            if (0..3).all(|e| e == d || q[e] == pa[e]) {
+                                w[q[d]] = true;
+                            }
+                        }
+                    }
+                }
+                for c in 0..self.size[d] {
+                    let mut tp = pa;
+                    tp[d] = c;
+                    let (path, xy) = match self.at(tp) {
+                        Some(_) => {
+                            let dir = ring_dir_idx(pa[d], c, self.size[d]);
+                            let path = if dir == 0 {
+                                NO_GROUP
+                            } else {
+                                [dir > 0, dir < 0]
+                                    .into_iter()
+                                    .find(|&plus| reach[usize::from(plus)][c])
+                                    .map_or(NO_GROUP, |plus| (2 * d + usize::from(plus)) as u8)
+                            };
+                            (path, path)
+                        }
+                        None => (NO_GROUP, group_u8(self.next_hop_idx_to(d, a, c))),
+                    };
+                    t.path.push(path);
+                    t.xy.push(xy);
                 }
             }
         }
-        0
+        t
     }
 
-    /// OpenSM `next_hop_path`: toward the switch where the path turns off dimension `d`.
-    fn next_hop_path(&self, g: &SwitchGraph, d: usize, a: usize, b: usize) -> Option<usize> {
-        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
-        let mut tp = pa;
-        tp[d] = pb[d];
-        let ts = self.at(tp)?;
-        let s = self.ring_dir_path(g, d, a, ts);
-        if s == 0 {
-            return None;
-        }
-        Some(2 * d + usize::from(s > 0))
-    }
-
-    /// OpenSM `next_hop_idx`: the shorter way along `d`, whatever is broken.
-    fn next_hop_idx(&self, d: usize, a: usize, b: usize) -> Option<usize> {
-        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
-        let s = ring_dir_idx(pa[d], pb[d], self.size[d]);
+    /// OpenSM `next_hop_idx` toward coordinate `c` along `d`: the shorter way, whatever is
+    /// broken.
+    fn next_hop_idx_to(&self, d: usize, a: usize, c: usize) -> Option<usize> {
+        let pa = self.pos[a]?;
+        let s = ring_dir_idx(pa[d], c, self.size[d]);
         if s == 0 {
             return None;
         }
         let gi = 2 * d + usize::from(s > 0);
-        (!self.groups[a][gi].is_empty()).then_some(gi)
+        (!self.group(a, gi).is_empty()).then_some(gi)
     }
 
-    fn next_hop_xy(&self, g: &SwitchGraph, d: usize, a: usize, b: usize) -> Option<usize> {
-        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
-        let mut tp = pa;
-        tp[d] = pb[d];
-        if self.at(tp).is_some() {
-            self.next_hop_path(g, d, a, b)
-        } else {
-            self.next_hop_idx(d, a, b)
-        }
-    }
-
-    /// OpenSM `lft_port`: the port group switch `a` uses toward switch `b`.
-    fn lft_group(&self, g: &SwitchGraph, a: usize, b: usize) -> Option<usize> {
-        let (pa, pb) = (self.pos[a]?, self.pos[b]?);
-        if pb[0] != pa[0] {
-            self.next_hop_xy(g, 0, a, b)
-                .or_else(|| {
-                    (pb[1] != pa[1])
-                        .then(|| self.next_hop_xy(g, 1, a, b))
-                        .flatten()
-                })
-                .or_else(|| {
-                    (pb[2] != pa[2])
-                        .then(|| self.next_hop_path(g, 2, a, b))
-                        .flatten()
-                })
-        } else if pb[1] != pa[1] {
-            self.next_hop_xy(g, 1, a, b).or_else(|| {
-                (pb[2] != pa[2])
-                    .then(|| self.next_hop_path(g, 2, a, b))
-                    .flatten()
-            })
-        } else {
-            self.next_hop_path(g, 2, a, b)
-        }
-    }
-
-    /// The SL (QoS level 0) of paths from switch `a` to switch `b`.
-    fn path_sl(&self, a: usize, b: usize) -> u8 {
-        let (Some(pa), Some(pb)) = (self.pos[a], self.pos[b]) else {
-            return 0;
-        };
-        let mut sl = 0u8;
-        for d in 0..3 {
-            if use_vl1(pa[d], pb[d], self.size[d]) {
-                sl |= 1 << d;
+    /// For source switch `a` at `pa` whose port groups have at most one port each: the port
+    /// toward every cell of the torus into `port_to` (as [`Torus::lft_group`] picks its group;
+    /// [`NO_PATH`] where there is none), and the number of other switches it cannot reach.
+    fn ports_to_cells(&self, h: &HopTables, a: usize, pa: [usize; 3], port_to: &mut [u8]) -> u64 {
+        let [s0, s1, s2] = self.size;
+        let mut pmap = [NO_PATH; 256];
+        for gi in 0..ENDPORT {
+            if let Some(&p) = self.group(a, gi).first() {
+                pmap[gi] = p;
             }
         }
-        sl
+        let (xy0, xy1, path2) = (
+            h.row(&h.xy, 0, a, s0),
+            h.row(&h.xy, 1, a, s1),
+            h.row(&h.path, 2, a, s2),
+        );
+        // Along X (off the source's X coordinate) the group is xy0's unless that has none.
+        let xrow: Vec<u8> = xy0.iter().map(|&gi| pmap[usize::from(gi)]).collect();
+        let holes: Vec<usize> = (0..s0)
+            .filter(|&c0| c0 != pa[0] && xy0[c0] == NO_GROUP)
+            .collect();
+        let mut unroutable = 0;
+        let has_switch = |c: usize| self.grid.get(c).is_some_and(|&x| x != NONE);
+        for c2 in 0..s2 {
+            for c1 in 0..s1 {
+                let base = s0 * (c1 + s1 * c2);
+                let Some(cells) = port_to.get_mut(base..base + s0) else {
+                    continue;
+                };
+                cells.copy_from_slice(&xrow);
+                let z = if c2 != pa[2] { path2[c2] } else { NO_GROUP };
+                let y = if c1 != pa[1] { xy1[c1] } else { NO_GROUP };
+                // Off X: Y, then Z. On the source's X coordinate: Y then Z, or Z alone.
+                let off = if y != NO_GROUP { y } else { z };
+                let on = if c1 != pa[1] { off } else { path2[c2] };
+                cells[pa[0]] = pmap[usize::from(on)];
+                if on == NO_GROUP && (c1, c2) != (pa[1], pa[2]) && has_switch(base + pa[0]) {
+                    unroutable += 1;
+                }
+                for &c0 in &holes {
+                    cells[c0] = pmap[usize::from(off)];
+                    if off == NO_GROUP && has_switch(base + c0) {
+                        unroutable += 1;
+                    }
+                }
+            }
+        }
+        unroutable
+    }
+
+    /// OpenSM `lft_port`: the port group switch `a` (at `pa`) uses toward the switch at `pb`
+    /// ([`NO_GROUP`]: none), from the tables of [`Torus::hop_tables`].
+    fn lft_group(&self, h: &HopTables, a: usize, pa: [usize; 3], pb: [usize; 3]) -> u8 {
+        let path = |d: usize| h.path[h.base[d] + a * self.size[d] + pb[d]];
+        let xy = |d: usize| h.xy[h.base[d] + a * self.size[d] + pb[d]];
+        if pb[0] != pa[0] {
+            let mut g = xy(0);
+            if g == NO_GROUP && pb[1] != pa[1] {
+                g = xy(1);
+            }
+            if g == NO_GROUP && pb[2] != pa[2] {
+                g = path(2);
+            }
+            g
+        } else if pb[1] != pa[1] {
+            let g = xy(1);
+            if g == NO_GROUP && pb[2] != pa[2] {
+                path(2)
+            } else {
+                g
+            }
+        } else {
+            path(2)
+        }
+    }
+}
+
+/// `row[l] = by_cell[cell_of[l]]` wherever `cell_of[l]` is a cell ([`NONE`]: left as is).
+fn gather(row: &mut [u8], cell_of: &[u32], by_cell: &[u8]) {
+    for (e, &c) in row.iter_mut().zip(cell_of) {
+        if let Some(&p) = by_cell.get(c as usize) {
+            *e = p;
+        }
+    }
+}
+
+/// Sets the forwarding entries of LIDs `lid .. lid + nl` (those within the table) to `port`.
+#[inline]
+fn fill_lids(row: &mut [u8], lid: u16, nl: u16, port: u8) {
+    let lid = usize::from(lid);
+    for e in row.iter_mut().skip(lid).take(usize::from(nl)) {
+        *e = port;
     }
 }
 
@@ -900,15 +1075,20 @@ impl RoutingEngine for Torus2QoS {
         self.check_routable(&t, sw_vls, log)?;
         let n = g.switch_count();
         // End LIDs behind each switch: (LID, LMC count, CA?), in port_order.
-        let mut order: Vec<u8> = cfg.port_order.clone();
-        for p in 0..=254u8 {
-            if !order.contains(&p) {
-                order.push(p);
+        // Each port's rank in that order (port_order first, then the rest increasing; 255:
+        // in no order).
+        let mut rank = [u16::MAX; 256];
+        let mut next_rank = 0u16;
+        for p in cfg.port_order.iter().copied().chain(0..=254u8) {
+            if rank[usize::from(p)] == u16::MAX {
+                rank[usize::from(p)] = next_rank;
+                next_rank += 1;
             }
         }
+        let mut ordered: Vec<u8> = Vec::new();
         let mut ends: Vec<Vec<(u16, u16, bool, u8)>> = vec![Vec::new(); n];
         for (b, &sw) in g.slots().switches().iter().enumerate() {
-            let grp = &t.groups[b][ENDPORT];
+            let grp = t.group(b, ENDPORT);
             if grp.len() > cfg.portgroup_max_ports + 1 {
                 log.push(format!(
                     "build_torus: ERR 4E03: port group of switch 0x{:016x} has {} ports; portgroup_max_ports is {}",
@@ -917,10 +1097,11 @@ impl RoutingEngine for Torus2QoS {
                     cfg.portgroup_max_ports
                 ));
             }
-            for &p in &order {
-                if !grp.contains(&p) {
-                    continue;
-                }
+            ordered.clear();
+            ordered.extend(grp.iter().filter(|&&p| rank[usize::from(p)] != u16::MAX));
+            ordered.sort_unstable_by_key(|&p| rank[usize::from(p)]);
+            ordered.dedup();
+            for &p in &ordered {
                 if p == 0 {
                     if let Some(x) = subnet.port(sw, PortNum(0)) {
                         if x.lid != Lid::UNASSIGNED {
@@ -942,36 +1123,78 @@ impl RoutingEngine for Torus2QoS {
         let top = max_lid(subnet);
         let mut lfts = Lfts::with_slots(g.slots().clone(), top);
         let mut unroutable = 0u64;
+        let hops = t.hop_tables(&g);
+        // The torus cell of the switch behind each end LID; `overlap`: some LID is covered by
+        // two end ports (then only the switch-pair loop below keeps OpenSM's write order).
+        let cells = t.grid.len();
+        let mut cell_of_lid = vec![NONE; usize::from(top.0) + 1];
+        let mut overlap = false;
+        for (b, e) in ends.iter().enumerate() {
+            let cell = t.pos[b].map_or(NONE, |p| t.idx(p) as u32);
+            for &(lid, nl, _, _) in e {
+                for x in cell_of_lid
+                    .iter_mut()
+                    .skip(usize::from(lid))
+                    .take(usize::from(nl))
+                {
+                    overlap |= *x != NONE;
+                    *x = cell;
+                }
+            }
+        }
+        // The port toward every cell from the current source (fast path).
+        let mut port_to = vec![NO_PATH; cells];
+        // The port group toward every switch from the current source (NO_GROUP: none).
+        let mut grp_to = vec![NO_GROUP; n];
         for a in 0..n {
             let Some(sw) = g.switch_at(a) else { continue };
-            let mut ca_cnt = [0usize; 7];
-            let mut sw_cnt = [0usize; 7];
             let Some(row) = lfts.table_mut(sw) else {
                 continue;
             };
-            for b in 0..n {
-                let grp = if a == b { None } else { t.lft_group(&g, a, b) };
-                if a != b && grp.is_none() {
-                    unroutable += 1;
+            // With at most one port per group the round-robin below always picks that port,
+            // so each cell's port is the one of its group, computed row by row along X.
+            if let Some(pa) =
+                t.pos[a].filter(|_| !overlap && (0..ENDPORT).all(|gi| t.group(a, gi).len() <= 1))
+            {
+                unroutable += t.ports_to_cells(&hops, a, pa, &mut port_to);
+                gather(row, &cell_of_lid, &port_to);
+                for &(lid, nl, _, local) in &ends[a] {
+                    fill_lids(row, lid, nl, local);
                 }
-                for &(lid, nl, ca, local) in &ends[b] {
-                    let port = if a == b {
-                        Some(local)
-                    } else {
-                        grp.and_then(|gi| {
-                            let pg = &t.groups[a][gi];
-                            let cnt = if ca { &mut ca_cnt[gi] } else { &mut sw_cnt[gi] };
-                            let p = pg.get(*cnt % pg.len().max(1)).copied();
-                            *cnt += 1;
-                            p
-                        })
-                    };
-                    if let Some(p) = port {
-                        for l in 0..nl {
-                            if let Some(e) = row.get_mut(usize::from(lid) + usize::from(l)) {
-                                *e = p;
-                            }
-                        }
+                continue;
+            }
+            for (b, e) in grp_to.iter_mut().enumerate() {
+                *e = match (t.pos[a], t.pos[b]) {
+                    (Some(pa), Some(pb)) if a != b => t.lft_group(&hops, a, pa, pb),
+                    _ => NO_GROUP,
+                };
+            }
+            // Round-robin positions in each port group, CA and switch LIDs counted apart
+            // (kept below the group's size: only the position is used).
+            let mut ca_cnt = [0usize; 7];
+            let mut sw_cnt = [0usize; 7];
+            for (b, &gi) in grp_to.iter().enumerate() {
+                if a == b {
+                    for &(lid, nl, _, local) in &ends[b] {
+                        fill_lids(row, lid, nl, local);
+                    }
+                    continue;
+                }
+                if gi == NO_GROUP {
+                    unroutable += 1;
+                    continue;
+                }
+                let gi = usize::from(gi);
+                let pg = t.group(a, gi);
+                for &(lid, nl, ca, _) in &ends[b] {
+                    let cnt = if ca { &mut ca_cnt[gi] } else { &mut sw_cnt[gi] };
+                    let p = pg.get(*cnt).copied();
+                    *cnt += 1;
+                    if *cnt >= pg.len() {
+                        *cnt = 0;
+                    }
+                    if let Some(p) = p {
+                        fill_lids(row, lid, nl, p);
                     }
                 }
             }
@@ -981,49 +1204,71 @@ impl RoutingEngine for Torus2QoS {
                 "ERR 4E39: {unroutable} switch pairs cannot be routed (unable to route around the failures)"
             )));
         }
-        // Path SLs per (source switch, destination LID).
-        let mut sls = PathSls::per_source_switch(subnet, g.slots(), top);
+        // Path SLs per (source switch, destination switch): one bit per dimension whose
+        // shorter way round wraps between the two switches' coordinates. Destination LIDs are
+        // those of the end ports routed to above (any other is SL 0).
+        let mut sls = PathSls::per_switch_pair(subnet, g.slots(), top);
         let mut dst_of = vec![NONE; usize::from(top.0) + 1];
         for (b, e) in ends.iter().enumerate() {
             for &(lid, nl, _, _) in e {
-                for l in 0..nl {
-                    if let Some(x) = dst_of.get_mut(usize::from(lid) + usize::from(l)) {
-                        *x = b as u32;
-                    }
+                for x in dst_of
+                    .iter_mut()
+                    .skip(usize::from(lid))
+                    .take(usize::from(nl))
+                {
+                    *x = b as u32;
                 }
             }
         }
+        for (l, &b) in dst_of.iter().enumerate() {
+            sls.set_dest_slot(Lid(l as u16), (b != NONE).then_some(b as usize));
+        }
+        // Per dimension d and source coordinate x along it: the SL bit d toward every
+        // switch (none toward an unplaced one). A row is the OR of its coordinates' three.
+        let bits: [Vec<Vec<u8>>; 3] = std::array::from_fn(|d| {
+            let r = t.size[d];
+            (0..r)
+                .map(|x| {
+                    t.pos
+                        .iter()
+                        .map(|p| p.map_or(0, |p| u8::from(use_vl1(x, p[d], r)) << d))
+                        .collect()
+                })
+                .collect()
+        });
         for a in 0..n {
             let Some(sw) = g.switch_at(a) else { continue };
-            if let Some(row) = sls.switch_row_mut(sw) {
-                for (l, e) in row.iter_mut().enumerate() {
-                    let b = dst_of[l];
-                    if b != NONE {
-                        *e = t.path_sl(a, b as usize);
-                    }
+            let Some(row) = sls.switch_pair_row_mut(sw) else {
+                continue;
+            };
+            let Some(pa) = t.pos[a] else { continue };
+            if let (Some(x), Some(y), Some(z)) =
+                (bits[0].get(pa[0]), bits[1].get(pa[1]), bits[2].get(pa[2]))
+            {
+                for (e, ((&x, &y), &z)) in row.iter_mut().zip(x.iter().zip(y).zip(z)) {
+                    *e = x | y | z;
                 }
             }
         }
         // SL-to-VL: every switch port pair and every CA port.
         let mut tables = Sl2VlTables::new(subnet);
+        // The table of each (input, output) dimension pair, NO_DIM for end ports.
+        let by_dims: [[SlToVl; NO_DIM + 1]; NO_DIM + 1] = std::array::from_fn(|di| {
+            std::array::from_fn(|dout| {
+                let mut v = [0u8; NUM_SLS];
+                for (sl, e) in v.iter_mut().enumerate() {
+                    *e = switch_vl(di, dout, sl as u8, sw_vls);
+                }
+                sl2vl_from(v)
+            })
+        });
         for a in 0..n {
             let Some(sw) = g.switch_at(a) else { continue };
-            let np = usize::from(subnet.node(sw).num_ports);
-            let dims = &t.port_dim[a];
-            let mut cache: HashMap<(usize, usize), SlToVl> = HashMap::new();
-            for i in 0..=np {
-                for o in 0..=np {
-                    let (di, dout) = (usize::from(dims[i]), usize::from(dims[o]));
-                    let tbl = *cache.entry((di, dout)).or_insert_with(|| {
-                        let mut v = [0u8; NUM_SLS];
-                        for (sl, e) in v.iter_mut().enumerate() {
-                            *e = switch_vl(di, dout, sl as u8, sw_vls);
-                        }
-                        sl2vl_from(v)
-                    });
-                    tables.set(subnet, sw, PortNum(i as u8), PortNum(o as u8), tbl);
-                }
-            }
+            let dims = t.port_dims(a);
+            let dim = |p: PortNum| {
+                usize::from(dims.get(usize::from(p.0)).map_or(NO_DIM as u8, |&d| d)).min(NO_DIM)
+            };
+            tables.set_switch(subnet, sw, |i, o| by_dims[dim(i)][dim(o)]);
         }
         let ca_table = {
             let mut v = [0u8; NUM_SLS];
@@ -1055,7 +1300,7 @@ impl RoutingEngine for Torus2QoS {
         let mut arb = VlArbTables::default();
         for a in 0..n {
             let Some(sw) = g.switch_at(a) else { continue };
-            for &p in &t.groups[a][ENDPORT] {
+            for &p in t.group(a, ENDPORT) {
                 if p != 0 {
                     arb.folds.insert((sw, PortNum(p)), VlArbFold::TorusEndport);
                 }
@@ -1127,10 +1372,10 @@ impl Torus2QoS {
                         p[a] = u;
                         p[b] = v;
                         let Some(s) = t.at(p) else { continue };
-                        if t.groups[s][2 * d].is_empty() {
+                        if t.group(s, 2 * d).is_empty() {
                             b2g += 1;
                         }
-                        if t.groups[s][2 * d + 1].is_empty() {
+                        if t.group(s, 2 * d + 1).is_empty() {
                             g2b += 1;
                         }
                     }

@@ -26,11 +26,12 @@
 //!
 //! # Sizes
 //!
-//! [`PathSls`] is one byte per (source, destination LID). Choose the coarsest source
-//! granularity the engine needs: per destination (nue's layers: one row), per source switch
-//! (lash, torus-2QoS, dfsssp: every end port behind one switch follows the same tables, so
-//! k36 is 1,620 rows × 13k LIDs = 21 MB), or per source LID (k36: 13k × 13k = 176 MB; only for
-//! small fabrics). [`Sl2VlTables`] is 8 bytes per (input, output) pair of each switch the engine
+//! [`PathSls`] is one byte per (source, destination). Choose the coarsest granularity the
+//! engine needs: per destination LID (nue's layers: one row), per (source switch,
+//! destination switch) (torus-2QoS: the SL follows from the two switches' coordinates; k36
+//! would be 1,620² = 2.6 MB), per (source switch, destination LID) (lash, dfsssp: every end
+//! port behind one switch follows the same tables, so k36 is 1,620 rows × 13k LIDs = 21 MB),
+//! or per (source LID, destination LID) (k36: 13k × 13k = 176 MB; only for small fabrics). [`Sl2VlTables`] is 8 bytes per (input, output) pair of each switch the engine
 //! sets (k36: 1,620 × 37² × 8 B = 18 MB) and per end port.
 
 use std::collections::BTreeMap;
@@ -148,6 +149,10 @@ pub enum SlSource {
     Switch,
     /// One row per source LID `0..=top`.
     Lid,
+    /// One row per source switch as for [`SlSource::Switch`], one column per destination
+    /// switch (the same slots): the SL of (SLID, DLID) is that of the switches behind the two
+    /// LIDs; a DLID behind no switch is SL 0.
+    SwitchPair,
 }
 
 const NO_ROW: u32 = u32::MAX;
@@ -161,6 +166,11 @@ pub struct PathSls {
     source: SlSource,
     /// Row of each source LID `0..=top`; [`NO_ROW`] for LIDs of no end port.
     row_of_lid: Vec<u32>,
+    /// [`SlSource::SwitchPair`]: the column of each destination LID `0..=top` ([`NO_ROW`]:
+    /// none, SL 0); empty otherwise (the column is the LID).
+    col_of_lid: Vec<u32>,
+    /// Entries per row: `width`, or the number of switches for [`SlSource::SwitchPair`].
+    stride: usize,
     slots: Option<SwitchSlots>,
     data: Vec<u8>,
 }
@@ -175,6 +185,8 @@ impl PathSls {
             width,
             source: SlSource::Dest,
             row_of_lid: vec![0; width],
+            col_of_lid: Vec::new(),
+            stride: width,
             slots: None,
             data: vec![0; width],
         }
@@ -186,6 +198,40 @@ impl PathSls {
     #[must_use]
     pub fn per_source_switch(subnet: &Subnet, slots: &SwitchSlots, top: Lid) -> PathSls {
         let width = usize::from(top.0) + 1;
+        PathSls {
+            top,
+            width,
+            source: SlSource::Switch,
+            row_of_lid: Self::switch_of_lid(subnet, slots, width),
+            col_of_lid: Vec::new(),
+            stride: width,
+            data: vec![0; width * slots.len()],
+            slots: Some(slots.clone()),
+        }
+    }
+
+    /// SL per (source switch, destination switch), all 0; rows and columns in `slots` order.
+    /// Source and destination LIDs (with their LMC ranges) map to switches as in
+    /// [`PathSls::per_source_switch`]; [`PathSls::set_dest_slot`] changes a destination's.
+    #[must_use]
+    pub fn per_switch_pair(subnet: &Subnet, slots: &SwitchSlots, top: Lid) -> PathSls {
+        let width = usize::from(top.0) + 1;
+        let row_of_lid = Self::switch_of_lid(subnet, slots, width);
+        PathSls {
+            top,
+            width,
+            source: SlSource::SwitchPair,
+            col_of_lid: row_of_lid.clone(),
+            row_of_lid,
+            stride: slots.len(),
+            data: vec![0; slots.len() * slots.len()],
+            slots: Some(slots.clone()),
+        }
+    }
+
+    /// The slot of the switch each end-port LID `0..width` is behind (a switch's own LIDs: the
+    /// switch), [`NO_ROW`] for others.
+    fn switch_of_lid(subnet: &Subnet, slots: &SwitchSlots, width: usize) -> Vec<u32> {
         let mut row_of_lid = vec![NO_ROW; width];
         for (n, p) in subnet.end_ports() {
             let Some(port) = subnet.port(n, p) else {
@@ -211,14 +257,7 @@ impl PathSls {
                 }
             }
         }
-        PathSls {
-            top,
-            width,
-            source: SlSource::Switch,
-            row_of_lid,
-            data: vec![0; width * slots.len()],
-            slots: Some(slots.clone()),
-        }
+        row_of_lid
     }
 
     /// SL per (source LID, destination LID), both `0..=top`, all 0. Quadratic in the LID
@@ -231,6 +270,8 @@ impl PathSls {
             width,
             source: SlSource::Lid,
             row_of_lid: (0..width as u32).collect(),
+            col_of_lid: Vec::new(),
+            stride: width,
             slots: None,
             data: vec![0; width * width],
         }
@@ -257,18 +298,43 @@ impl PathSls {
         if row == NO_ROW {
             return None;
         }
-        let d = usize::from(dlid.0);
+        let mut d = usize::from(dlid.0);
         if d >= self.width {
             return None;
         }
-        self.data.get(row as usize * self.width + d).copied()
+        if self.source == SlSource::SwitchPair {
+            d = *self.col_of_lid.get(d)? as usize;
+            if d == NO_ROW as usize {
+                return Some(0);
+            }
+        }
+        self.data.get(row as usize * self.stride + d).copied()
+    }
+
+    /// Makes destination LID `dlid` one of the switch in slot `slot` ([`SlSource::SwitchPair`]
+    /// only; `None`: of no switch, SL 0 from everywhere). Returns false for another
+    /// granularity, `dlid` beyond top or a slot beyond the switches.
+    pub fn set_dest_slot(&mut self, dlid: Lid, slot: Option<usize>) -> bool {
+        let col = match slot {
+            Some(s) if s < self.stride => s as u32,
+            Some(_) => return false,
+            None => NO_ROW,
+        };
+        match self.col_of_lid.get_mut(usize::from(dlid.0)) {
+            Some(e) if self.source == SlSource::SwitchPair => {
+                *e = col;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Sets the SL toward `dlid` from every source (the whole column). Returns false if `dlid`
-    /// is beyond top or `sl > 15`.
+    /// is beyond top, `sl > 15` or the granularity is [`SlSource::SwitchPair`] (a column there
+    /// is every LID behind a switch).
     pub fn set_dest(&mut self, dlid: Lid, sl: u8) -> bool {
         let d = usize::from(dlid.0);
-        if d >= self.width || usize::from(sl) >= NUM_SLS {
+        if d >= self.width || usize::from(sl) >= NUM_SLS || self.source == SlSource::SwitchPair {
             return false;
         }
         for row in self.data.chunks_mut(self.width) {
@@ -305,16 +371,30 @@ impl PathSls {
 
     /// The row of switch `sw` ([`SlSource::Switch`]), indexed by destination LID.
     pub fn switch_row_mut(&mut self, sw: NodeId) -> Option<&mut [u8]> {
+        if self.source != SlSource::Switch {
+            return None;
+        }
         let slot = self.slots.as_ref()?.slot(sw)?;
         let b = slot * self.width;
         self.data.get_mut(b..b + self.width)
     }
 
-    /// All rows as one slice (`rows × width`, row-major, width = top + 1), for engines that
-    /// fill rows in parallel (`par_chunks_mut(width)`); rows are in the order of
-    /// [`SlSource`]: one row, switch slots, or source LIDs. Values above 15 are read as 15.
+    /// The row of switch `sw` ([`SlSource::SwitchPair`]), indexed by destination slot.
+    pub fn switch_pair_row_mut(&mut self, sw: NodeId) -> Option<&mut [u8]> {
+        if self.source != SlSource::SwitchPair {
+            return None;
+        }
+        let slot = self.slots.as_ref()?.slot(sw)?;
+        let b = slot * self.stride;
+        self.data.get_mut(b..b + self.stride)
+    }
+
+    /// All rows as one slice (`rows × width`, row-major; width = top + 1, or the number of
+    /// switches for [`SlSource::SwitchPair`]), for engines that fill rows in parallel
+    /// (`par_chunks_mut(width)`); rows are in the order of [`SlSource`]: one row, switch
+    /// slots, or source LIDs. Values above 15 are read as 15.
     pub fn rows_mut(&mut self) -> (&mut [u8], usize) {
-        (&mut self.data, self.width)
+        (&mut self.data, self.stride)
     }
 
     /// The switch order of the rows ([`SlSource::Switch`]).
@@ -386,6 +466,31 @@ impl Sl2VlTables {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Sets every (input, output) pair of switch `id` to `table(input, output)`. Returns false
+    /// if `id` is not a switch of `subnet`.
+    pub fn set_switch(
+        &mut self,
+        subnet: &Subnet,
+        id: NodeId,
+        mut table: impl FnMut(PortNum, PortNum) -> SlToVl,
+    ) -> bool {
+        if subnet.nodes.get(id.idx()).is_none_or(|n| !n.is_switch()) {
+            return false;
+        }
+        match self.node_mut(subnet, id) {
+            Some(t) if t.switch => {
+                let n = usize::from(t.num_ports) + 1;
+                for (i, row) in (0u8..).zip(t.tables.chunks_mut(n)) {
+                    for (o, e) in (0u8..).zip(row.iter_mut()) {
+                        *e = table(PortNum(i), PortNum(o));
+                    }
+                }
+                true
+            }
+            _ => false,
         }
     }
 
@@ -633,6 +738,48 @@ mod tests {
     }
 
     #[test]
+    fn per_switch_pair_maps_both_ends_to_switches() {
+        let (s, sw, _, _) = fabric();
+        let slots = SwitchSlots::new(&s);
+        let mut t = PathSls::per_switch_pair(&s, &slots, Lid(4));
+        assert_eq!(t.source(), SlSource::SwitchPair);
+        assert!(!t.set_from_switch(sw, Lid(2), 3), "wrong granularity");
+        assert!(!t.set_dest(Lid(2), 3), "a column is a whole switch here");
+        let row = t.switch_pair_row_mut(sw).unwrap();
+        assert_eq!(row.len(), 1, "one column per switch");
+        row[0] = 5;
+        assert_eq!(
+            t.get(Lid(3), Lid(2)),
+            Some(5),
+            "CA to CA behind the same switch"
+        );
+        assert_eq!(
+            t.get(Lid(4), Lid(1)),
+            Some(5),
+            "LMC range to the switch's own LID"
+        );
+        assert_eq!(t.get(Lid(5), Lid(2)), None, "beyond top");
+        assert_eq!(t.get(Lid(0), Lid(2)), None, "LID 0 is no end port");
+        assert_eq!(
+            t.get(Lid(2), Lid(0)),
+            Some(0),
+            "a destination of no switch is SL 0"
+        );
+        assert!(t.set_dest_slot(Lid(2), None));
+        assert_eq!(t.get(Lid(3), Lid(2)), Some(0), "moved off the switch");
+        assert!(t.set_dest_slot(Lid(2), Some(0)));
+        assert_eq!(t.get(Lid(3), Lid(2)), Some(5));
+        assert!(!t.set_dest_slot(Lid(2), Some(1)), "no second switch");
+        assert!(!t.set_dest_slot(Lid(5), Some(0)), "beyond top");
+        assert_eq!(t.max_sl(), 5);
+        let (rows, width) = t.rows_mut();
+        assert_eq!((rows.len(), width), (1, 1));
+        let mut d = PathSls::per_dest(Lid(4));
+        assert!(!d.set_dest_slot(Lid(2), Some(0)), "wrong granularity");
+        assert!(d.switch_pair_row_mut(sw).is_none());
+    }
+
+    #[test]
     fn per_dest_and_per_pair() {
         let mut d = PathSls::per_dest(Lid(4));
         assert!(d.set_dest(Lid(3), 5));
@@ -644,6 +791,25 @@ mod tests {
         assert_eq!(p.get(Lid(3), Lid(2)), Some(0));
         assert!(p.set_dest(Lid(4), 2));
         assert_eq!(p.get(Lid(1), Lid(4)), Some(2));
+    }
+
+    #[test]
+    fn sl2vl_set_switch_fills_every_pair() {
+        let (s, sw, a, _) = fabric();
+        let mut t = Sl2VlTables::new(&s);
+        assert!(t.set_switch(&s, sw, |i, o| sl2vl_modulo(1 + i.0 * 3 + o.0)));
+        for i in 0..3u8 {
+            for o in 0..3u8 {
+                assert_eq!(
+                    t.get(sw, PortNum(i), PortNum(o)),
+                    Some(sl2vl_modulo(1 + i * 3 + o))
+                );
+            }
+        }
+        assert!(
+            !t.set_switch(&s, a, |_, _| sl2vl_modulo(2)),
+            "a CA has no port pairs"
+        );
     }
 
     #[test]
