@@ -583,6 +583,25 @@ pub(crate) fn discover(
     // (next switch) placed already can add nothing in any later round: skipped from then on.
     let mut squares_done = vec![false; n];
     let mut lines_done = vec![false; n];
+    // Per cell, per direction k (2d = −d, 2d+1 = +d): the cell one step away ([`NONE`]: off a
+    // mesh edge) — `step` as a table.
+    let size = t.size;
+    let cell_pos = |c: usize| {
+        [
+            c % size[0],
+            (c / size[0]) % size[1],
+            c / (size[0] * size[1]),
+        ]
+    };
+    let nbr: Vec<[u32; 6]> = (0..cells)
+        .map(|c| {
+            std::array::from_fn(|k| {
+                t.step(cell_pos(c), k / 2, if k % 2 == 1 { 1 } else { -1 })
+                    .map_or(NONE, |q| t.idx(q) as u32)
+            })
+        })
+        .collect();
+    let step = |c: u32, k: usize| if c == NONE { NONE } else { nbr[c as usize][k] };
     loop {
         let mut progress = false;
         // Squares.
@@ -593,27 +612,26 @@ pub(crate) fn discover(
                     continue;
                 }
                 let Some(p) = t.pos[a] else { continue };
+                let ca = t.idx(p) as u32;
                 let mut open = false;
                 for (ii, &i) in dims.iter().enumerate() {
                     for &j in &dims[ii + 1..] {
-                        for si in [-1i64, 1] {
-                            for sj in [-1i64, 1] {
-                                let (Some(pb), Some(pc)) = (t.step(p, i, si), t.step(p, j, sj))
-                                else {
-                                    continue;
-                                };
-                                let Some(q) = t.step(pb, j, sj) else { continue };
-                                if t.at(q).is_some() {
+                        for ki in [2 * i, 2 * i + 1] {
+                            for kj in [2 * j, 2 * j + 1] {
+                                let (cb, cc) = (step(ca, ki), step(ca, kj));
+                                let cq = step(cb, kj);
+                                if cc == NONE || cq == NONE || t.grid[cq as usize] != NONE {
                                     continue;
                                 }
                                 open = true;
-                                let (Some(b), Some(c)) = (t.at(pb), t.at(pc)) else {
+                                let (b, c) = (t.grid[cb as usize], t.grid[cc as usize]);
+                                if b == NONE || c == NONE {
                                     continue;
-                                };
-                                let mut cand =
-                                    common(&nb, b, c).filter(|&x| x != a && t.pos[x].is_none());
+                                }
+                                let mut cand = common(&nb, b as usize, c as usize)
+                                    .filter(|&x| x != a && t.pos[x].is_none());
                                 if let (Some(x), None) = (cand.next(), cand.next()) {
-                                    found.push((x, q));
+                                    found.push((x, cell_pos(cq as usize)));
                                 }
                             }
                         }
@@ -640,28 +658,32 @@ pub(crate) fn discover(
                 continue;
             }
             let Some(p) = t.pos[a] else { continue };
+            let ca = t.idx(p) as u32;
             let mut open = false;
             for &d in &dims {
                 let r = t.size[d];
                 if r == 2 {
                     continue;
                 }
-                for s in [-1i64, 1] {
-                    let Some(pb) = t.step(p, d, s) else { continue };
-                    let Some(q) = t.step(p, d, 2 * s) else {
-                        continue;
-                    };
-                    if t.at(q).is_some() {
+                for k in [2 * d, 2 * d + 1] {
+                    // Two steps along a ring of 3 or more (or a mesh line): step(p, d, ±2).
+                    let cb = step(ca, k);
+                    let cq = step(cb, k);
+                    if cq == NONE || t.grid[cq as usize] != NONE {
                         continue;
                     }
                     open = true;
-                    let Some(b) = t.at(pb) else { continue };
+                    let b = t.grid[cb as usize];
+                    if b == NONE {
+                        continue;
+                    }
+                    let (b, q) = (b as usize, cell_pos(cq as usize));
                     // A mesh dimension is a line: no triangle or square across the ring.
                     let ring = if t.mesh[d] { usize::MAX } else { r };
                     let cands: Vec<usize> = match ring {
                         3 => common(&nb, a, b).filter(|&x| t.pos[x].is_none()).collect(),
-                        4 => match t.step(p, d, -s).and_then(|pm| t.at(pm)) {
-                            Some(m) => common(&nb, b, m)
+                        4 => match t.grid.get(step(ca, k ^ 1) as usize).filter(|&&m| m != NONE) {
+                            Some(m) => common(&nb, b, *m as usize)
                                 .filter(|&x| x != a && t.pos[x].is_none())
                                 .collect(),
                             None => Vec::new(),
@@ -915,13 +937,16 @@ impl Torus {
             .collect();
         let mut unroutable = 0;
         let has_switch = |c: usize| self.grid.get(c).is_some_and(|&x| x != NONE);
+        let mut rows = port_to.chunks_exact_mut(s0);
         for c2 in 0..s2 {
             for c1 in 0..s1 {
                 let base = s0 * (c1 + s1 * c2);
-                let Some(cells) = port_to.get_mut(base..base + s0) else {
+                let Some(cells) = rows.next() else {
                     continue;
                 };
-                cells.copy_from_slice(&xrow);
+                for (e, &x) in cells.iter_mut().zip(&xrow) {
+                    *e = x;
+                }
                 let z = if c2 != pa[2] { path2[c2] } else { NO_GROUP };
                 let y = if c1 != pa[1] { xy1[c1] } else { NO_GROUP };
                 // Off X: Y, then Z. On the source's X coordinate: Y then Z, or Z alone.
@@ -975,6 +1000,13 @@ fn gather(row: &mut [u8], cell_of: &[u32], by_cell: &[u8]) {
         if let Some(&p) = by_cell.get(c as usize) {
             *e = p;
         }
+    }
+}
+
+/// `row[l] = by_cell[cell_of[l]]`.
+fn gather16(row: &mut [u8], cell_of: &[u16], by_cell: &[u8; 1 << 16]) {
+    for (e, &c) in row.iter_mut().zip(cell_of) {
+        *e = by_cell[usize::from(c)];
     }
 }
 
@@ -1142,8 +1174,17 @@ impl RoutingEngine for Torus2QoS {
                 }
             }
         }
-        // The port toward every cell from the current source (fast path).
-        let mut port_to = vec![NO_PATH; cells];
+        // The port toward every cell from the current source (fast path). With fewer than
+        // 2^16 − 1 cells, cells are 16-bit indices into a 2^16-entry table, the last entry
+        // (NO_PATH) standing for "no cell", so the gather needs no test.
+        let cell16: Option<Vec<u16>> = (cells < usize::from(u16::MAX)).then(|| {
+            cell_of_lid
+                .iter()
+                .map(|&c| u16::try_from(c).unwrap_or(u16::MAX))
+                .collect()
+        });
+        let mut port16 = Box::new([NO_PATH; 1 << 16]);
+        let mut port_to = vec![NO_PATH; if cell16.is_some() { 0 } else { cells }];
         // The port group toward every switch from the current source (NO_GROUP: none).
         let mut grp_to = vec![NO_GROUP; n];
         for a in 0..n {
@@ -1156,8 +1197,13 @@ impl RoutingEngine for Torus2QoS {
             if let Some(pa) =
                 t.pos[a].filter(|_| !overlap && (0..ENDPORT).all(|gi| t.group(a, gi).len() <= 1))
             {
-                unroutable += t.ports_to_cells(&hops, a, pa, &mut port_to);
-                gather(row, &cell_of_lid, &port_to);
+                if let Some(c16) = &cell16 {
+                    unroutable += t.ports_to_cells(&hops, a, pa, &mut port16[..cells]);
+                    gather16(row, c16, &port16);
+                } else {
+                    unroutable += t.ports_to_cells(&hops, a, pa, &mut port_to);
+                    gather(row, &cell_of_lid, &port_to);
+                }
                 for &(lid, nl, _, local) in &ends[a] {
                     fill_lids(row, lid, nl, local);
                 }
