@@ -341,10 +341,6 @@ pub(crate) struct Torus {
 /// "No port group" in the tables of [`Torus::hop_tables`].
 const NO_GROUP: u8 = u8::MAX;
 
-fn group_u8(g: Option<usize>) -> u8 {
-    g.map_or(NO_GROUP, |g| g as u8)
-}
-
 /// Per (dimension, switch, destination coordinate along it): the port group of OpenSM's
 /// `next_hop_path` and `next_hop_xy` ([`NO_GROUP`]: none); dimension `d`'s entries start at
 /// `base[d]`, switch `a`'s at `base[d] + a * size[d]`.
@@ -847,22 +843,27 @@ impl Torus {
             path: Vec::new(),
             xy: Vec::new(),
         };
+        let stride = [1, self.size[0], self.size[0] * self.size[1]];
         // Per coordinate along d: reached walking −d (+d) from the current switch, i.e. a
         // switch at that coordinate of the current switch's ring (the switch `ts`) is met.
         let mut reach: [Vec<bool>; 2] = [Vec::new(), Vec::new()];
         for d in 0..3 {
+            let r = self.size[d];
+            // ring_dir_idx(x, c, r) for every pair of coordinates.
+            let dirs: Vec<i8> = (0..r * r)
+                .map(|i| ring_dir_idx(i / r, i % r, r) as i8)
+                .collect();
+            let (e1, e2) = ((d + 1) % 3, (d + 2) % 3);
             t.base[d] = t.path.len();
+            t.path.resize(t.base[d] + n * r, NO_GROUP);
+            t.xy.resize(t.base[d] + n * r, NO_GROUP);
             for a in 0..n {
-                let Some(pa) = self.pos[a] else {
-                    t.path.extend(std::iter::repeat_n(NO_GROUP, self.size[d]));
-                    t.xy.extend(std::iter::repeat_n(NO_GROUP, self.size[d]));
-                    continue;
-                };
+                let Some(pa) = self.pos[a] else { continue };
                 for (k, w) in reach.iter_mut().enumerate() {
                     w.clear();
-                    w.resize(self.size[d], false);
+                    w.resize(r, false);
                     let mut x = a;
-                    for _ in 0..self.size[d] {
+                    for _ in 0..r {
                         let y = next[x][2 * d + k];
                         if y == NONE {
                             break;
@@ -870,48 +871,44 @@ impl Torus {
                         x = y as usize;
                         // `y` is `ts` for coordinate c iff it sits at a's position with c.
                         if let Some(q) = self.pos[x] {
-                            if (0..3).all(|e| e == d || q[e] == pa[e]) {
+                            if q[e1] == pa[e1] && q[e2] == pa[e2] {
                                 w[q[d]] = true;
                             }
                         }
                     }
                 }
-                for c in 0..self.size[d] {
-                    let mut tp = pa;
-                    tp[d] = c;
-                    let (path, xy) = match self.at(tp) {
-                        Some(_) => {
-                            let dir = ring_dir_idx(pa[d], c, self.size[d]);
-                            let path = if dir == 0 {
-                                NO_GROUP
-                            } else {
-                                [dir > 0, dir < 0]
-                                    .into_iter()
-                                    .find(|&plus| reach[usize::from(plus)][c])
-                                    .map_or(NO_GROUP, |plus| (2 * d + usize::from(plus)) as u8)
-                            };
-                            (path, path)
+                // The cell of a's ring with coordinate 0 along d.
+                let line = self.idx(pa) - pa[d] * stride[d];
+                let from = t.base[d] + a * r;
+                let (Some(path), Some(xy), Some(dirs)) = (
+                    t.path.get_mut(from..from + r),
+                    t.xy.get_mut(from..from + r),
+                    dirs.get(pa[d] * r..pa[d] * r + r),
+                ) else {
+                    continue;
+                };
+                for c in 0..r {
+                    let dir = dirs[c];
+                    if dir == 0 {
+                        continue;
+                    }
+                    if self.grid[line + c * stride[d]] != NONE {
+                        path[c] = [dir > 0, dir < 0]
+                            .into_iter()
+                            .find(|&plus| reach[usize::from(plus)][c])
+                            .map_or(NO_GROUP, |plus| (2 * d + usize::from(plus)) as u8);
+                        xy[c] = path[c];
+                    } else {
+                        // OpenSM `next_hop_idx`: the shorter way, whatever is broken.
+                        let gi = 2 * d + usize::from(dir > 0);
+                        if !self.group(a, gi).is_empty() {
+                            xy[c] = gi as u8;
                         }
-                        None => (NO_GROUP, group_u8(self.next_hop_idx_to(d, a, c))),
-                    };
-                    t.path.push(path);
-                    t.xy.push(xy);
+                    }
                 }
             }
         }
         t
-    }
-
-    /// OpenSM `next_hop_idx` toward coordinate `c` along `d`: the shorter way, whatever is
-    /// broken.
-    fn next_hop_idx_to(&self, d: usize, a: usize, c: usize) -> Option<usize> {
-        let pa = self.pos[a]?;
-        let s = ring_dir_idx(pa[d], c, self.size[d]);
-        if s == 0 {
-            return None;
-        }
-        let gi = 2 * d + usize::from(s > 0);
-        (!self.group(a, gi).is_empty()).then_some(gi)
     }
 
     /// For source switch `a` at `pa` whose port groups have at most one port each: the port
@@ -930,38 +927,56 @@ impl Torus {
             h.row(&h.xy, 1, a, s1),
             h.row(&h.path, 2, a, s2),
         );
-        // Along X (off the source's X coordinate) the group is xy0's unless that has none.
-        let xrow: Vec<u8> = xy0.iter().map(|&gi| pmap[usize::from(gi)]).collect();
-        let holes: Vec<usize> = (0..s0)
-            .filter(|&c0| c0 != pa[0] && xy0[c0] == NO_GROUP)
-            .collect();
+        // Along X (off the source's X coordinate) the group is xy0's unless that has none:
+        // every X row starts as xy0's ports, copied out by doubling.
+        let cells = s0 * s1 * s2;
+        let Some(grid) = port_to.get_mut(..cells) else {
+            return 0;
+        };
+        for (e, &gi) in grid.iter_mut().zip(xy0) {
+            *e = pmap[usize::from(gi)];
+        }
+        let mut done = s0.min(cells);
+        while done < cells {
+            let k = done.min(cells - done);
+            grid.copy_within(..k, done);
+            done += k;
+        }
+        let mut holes = [0u8; 256];
+        let mut nholes = 0;
+        for (c0, &gi) in xy0.iter().enumerate() {
+            if c0 != pa[0] && gi == NO_GROUP {
+                holes[nholes] = c0 as u8;
+                nholes += 1;
+            }
+        }
+        let holes = &holes[..nholes];
         let mut unroutable = 0;
         let has_switch = |c: usize| self.grid.get(c).is_some_and(|&x| x != NONE);
-        let mut rows = port_to.chunks_exact_mut(s0);
-        for c2 in 0..s2 {
-            for c1 in 0..s1 {
-                let base = s0 * (c1 + s1 * c2);
-                let Some(cells) = rows.next() else {
-                    continue;
-                };
-                for (e, &x) in cells.iter_mut().zip(&xrow) {
-                    *e = x;
-                }
-                let z = if c2 != pa[2] { path2[c2] } else { NO_GROUP };
-                let y = if c1 != pa[1] { xy1[c1] } else { NO_GROUP };
+        let mut base = 0;
+        for (c2, &z) in path2.iter().enumerate() {
+            let z = if c2 != pa[2] { z } else { NO_GROUP };
+            for (c1, &y) in xy1.iter().enumerate() {
+                let y = if c1 != pa[1] { y } else { NO_GROUP };
                 // Off X: Y, then Z. On the source's X coordinate: Y then Z, or Z alone.
                 let off = if y != NO_GROUP { y } else { z };
                 let on = if c1 != pa[1] { off } else { path2[c2] };
-                cells[pa[0]] = pmap[usize::from(on)];
+                if let Some(e) = grid.get_mut(base + pa[0]) {
+                    *e = pmap[usize::from(on)];
+                }
                 if on == NO_GROUP && (c1, c2) != (pa[1], pa[2]) && has_switch(base + pa[0]) {
                     unroutable += 1;
                 }
-                for &c0 in &holes {
-                    cells[c0] = pmap[usize::from(off)];
-                    if off == NO_GROUP && has_switch(base + c0) {
+                for &c0 in holes {
+                    let c = base + usize::from(c0);
+                    if let Some(e) = grid.get_mut(c) {
+                        *e = pmap[usize::from(off)];
+                    }
+                    if off == NO_GROUP && has_switch(c) {
                         unroutable += 1;
                     }
                 }
+                base += s0;
             }
         }
         unroutable
@@ -1311,10 +1326,16 @@ impl RoutingEngine for Torus2QoS {
         for a in 0..n {
             let Some(sw) = g.switch_at(a) else { continue };
             let dims = t.port_dims(a);
-            let dim = |p: PortNum| {
-                usize::from(dims.get(usize::from(p.0)).map_or(NO_DIM as u8, |&d| d)).min(NO_DIM)
+            let Some(all) = tables.switch_tables_mut(subnet, sw) else {
+                continue;
             };
-            tables.set_switch(subnet, sw, |i, o| by_dims[dim(i)][dim(o)]);
+            // Input port i's tables, by output port, from the two ports' dimensions.
+            for (row, &di) in all.chunks_exact_mut(dims.len().max(1)).zip(dims) {
+                let by_out = &by_dims[usize::from(di).min(NO_DIM)];
+                for (e, &dout) in row.iter_mut().zip(dims) {
+                    *e = by_out[usize::from(dout).min(NO_DIM)];
+                }
+            }
         }
         let ca_table = {
             let mut v = [0u8; NUM_SLS];

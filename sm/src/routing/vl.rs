@@ -469,29 +469,16 @@ impl Sl2VlTables {
         }
     }
 
-    /// Sets every (input, output) pair of switch `id` to `table(input, output)`. Returns false
-    /// if `id` is not a switch of `subnet`.
-    pub fn set_switch(
-        &mut self,
-        subnet: &Subnet,
-        id: NodeId,
-        mut table: impl FnMut(PortNum, PortNum) -> SlToVl,
-    ) -> bool {
+    /// The (input, output) tables of switch `id` as one row-major slice: input port `i`'s
+    /// tables are `[i * (NumPorts + 1)..][..NumPorts + 1]`, indexed by output port. A switch
+    /// set for the first time starts all-VL0. `None` if `id` is not a switch of `subnet`.
+    pub fn switch_tables_mut(&mut self, subnet: &Subnet, id: NodeId) -> Option<&mut [SlToVl]> {
         if subnet.nodes.get(id.idx()).is_none_or(|n| !n.is_switch()) {
-            return false;
+            return None;
         }
-        match self.node_mut(subnet, id) {
-            Some(t) if t.switch => {
-                let n = usize::from(t.num_ports) + 1;
-                for (i, row) in (0u8..).zip(t.tables.chunks_mut(n)) {
-                    for (o, e) in (0u8..).zip(row.iter_mut()) {
-                        *e = table(PortNum(i), PortNum(o));
-                    }
-                }
-                true
-            }
-            _ => false,
-        }
+        self.node_mut(subnet, id)
+            .filter(|t| t.switch)
+            .map(|t| t.tables.as_mut_slice())
     }
 
     /// Sets the table of (`in_port`, `out_port`) on a switch, or of port `out_port` on a CA or
@@ -794,10 +781,14 @@ mod tests {
     }
 
     #[test]
-    fn sl2vl_set_switch_fills_every_pair() {
+    fn sl2vl_switch_tables_are_row_major_by_input() {
         let (s, sw, a, _) = fabric();
         let mut t = Sl2VlTables::new(&s);
-        assert!(t.set_switch(&s, sw, |i, o| sl2vl_modulo(1 + i.0 * 3 + o.0)));
+        let rows = t.switch_tables_mut(&s, sw).unwrap();
+        assert_eq!(rows.len(), 9, "(NumPorts + 1)² tables");
+        for (k, e) in rows.iter_mut().enumerate() {
+            *e = sl2vl_modulo(1 + k as u8);
+        }
         for i in 0..3u8 {
             for o in 0..3u8 {
                 assert_eq!(
@@ -807,9 +798,10 @@ mod tests {
             }
         }
         assert!(
-            !t.set_switch(&s, a, |_, _| sl2vl_modulo(2)),
+            t.switch_tables_mut(&s, a).is_none(),
             "a CA has no port pairs"
         );
+        assert!(!t.has_node(a), "and is left unset");
     }
 
     #[test]
