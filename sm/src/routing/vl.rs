@@ -371,17 +371,17 @@ impl PathSls {
 
     /// The row of switch `sw` ([`SlSource::Switch`]), indexed by destination LID.
     pub fn switch_row_mut(&mut self, sw: NodeId) -> Option<&mut [u8]> {
-        if self.source != SlSource::Switch {
-            return None;
-        }
-        let slot = self.slots.as_ref()?.slot(sw)?;
-        let b = slot * self.width;
-        self.data.get_mut(b..b + self.width)
+        self.row_of_switch_mut(SlSource::Switch, sw)
     }
 
     /// The row of switch `sw` ([`SlSource::SwitchPair`]), indexed by destination slot.
     pub fn switch_pair_row_mut(&mut self, sw: NodeId) -> Option<&mut [u8]> {
-        if self.source != SlSource::SwitchPair {
+        self.row_of_switch_mut(SlSource::SwitchPair, sw)
+    }
+
+    /// Switch `sw`'s row if the table has granularity `source` (rows per switch slot).
+    fn row_of_switch_mut(&mut self, source: SlSource, sw: NodeId) -> Option<&mut [u8]> {
+        if self.source != source {
             return None;
         }
         let slot = self.slots.as_ref()?.slot(sw)?;
