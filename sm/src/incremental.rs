@@ -134,7 +134,7 @@ impl Replay {
     pub fn answer(
         &self,
         disc: &Discovery,
-        node_info: &HashMap<Guid, NodeInfo>,
+        node_info: &crate::FastMap<Guid, NodeInfo>,
         req: &Request,
     ) -> Option<Cached> {
         match req.purpose {
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn clean_nodes_are_answered_from_the_model_dirty_ones_are_not() {
         let old = model();
-        let infos: HashMap<Guid, NodeInfo> = [
+        let infos: crate::FastMap<Guid, NodeInfo> = [
             (Guid(1), ni(1, NodeType::SWITCH, 2)),
             (Guid(2), ni(2, NodeType::CA, 1)),
         ]

@@ -38,8 +38,6 @@
 //! read from (or acknowledged by) the port; a port that already holds its configuration gets
 //! no configuration SMP at all.
 
-use std::collections::HashMap;
-
 use ibmad::attr::tables::{LFT_BLOCK_SIZE, LFT_NO_PATH};
 use ibmad::attr::{PortInfo, SwitchInfo};
 use ibmad::{Guid, Lid, PhysState, PortNum, PortState, SmpAttrId};
@@ -52,6 +50,7 @@ use crate::qos::program::{KnownQos, PlanInputs};
 use crate::routing::{Lfts, Routes};
 use crate::subnet::{NodeId, Subnet};
 use crate::txn::{Purpose, Request};
+use crate::FastMap;
 
 /// What the SM last knew a switch's LFT to hold, by NodeGUID (survives sweeps).
 ///
@@ -67,7 +66,7 @@ struct KnownLft {
     /// Per block: [`BLOCK_UNKNOWN`], [`BLOCK_BASE`] or [`BLOCK_OWN`].
     blocks: Vec<u8>,
     /// The bytes of the [`BLOCK_OWN`] blocks.
-    own: HashMap<u16, [u8; 64]>,
+    own: FastMap<u16, [u8; 64]>,
     /// This switch's row in the base routes' tables (a [`NodeId`] of the subnet they were
     /// computed for), when some block is [`BLOCK_BASE`].
     base_node: Option<NodeId>,
@@ -127,12 +126,12 @@ pub(crate) struct LftSet {
 /// and the diff of desired against known state as Set requests.
 #[derive(Debug, Default)]
 pub(crate) struct Programmer {
-    known_lft: HashMap<Guid, KnownLft>,
+    known_lft: FastMap<Guid, KnownLft>,
     /// The routes whose tables [`BLOCK_BASE`] blocks refer to ([`Programmer::set_lft_base`]).
     lft_base: Option<std::sync::Arc<Routes>>,
     /// By (NodeGUID, port).
-    known_pi: HashMap<(Guid, u8), KnownPortInfo>,
-    known_qos: HashMap<Guid, KnownQos>,
+    known_pi: FastMap<(Guid, u8), KnownPortInfo>,
+    known_qos: FastMap<Guid, KnownQos>,
     known_pkeys: KnownPkeys,
     /// This sweep's partitions resolved against the subnet (and, once planned, laid out).
     pkeys: PkeyPlan,

@@ -6,8 +6,6 @@
 //! Ports of a node are stored contiguously: `ports[node.first_port + p]` for p in
 //! `0..=num_ports` (index 0 is a switch's management port; unused for a CA).
 
-use std::collections::HashMap;
-
 use ibmad::attr::{PortInfo, SwitchInfo};
 use ibmad::{DrPath, Guid, Lid, NodeType, PortNum, PortState};
 
@@ -122,7 +120,7 @@ pub struct Subnet {
     /// The SM's own port number on the node reached by the empty directed route, when known
     /// (discovery sets it for an SM on a multi-port CA); see [`Subnet::sm_port`].
     pub local_port: Option<PortNum>,
-    by_guid: HashMap<Guid, NodeId>,
+    by_guid: crate::FastMap<Guid, NodeId>,
 }
 
 impl Subnet {

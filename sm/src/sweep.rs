@@ -171,7 +171,7 @@ pub(crate) struct Sweep {
     lft_sets: std::collections::VecDeque<crate::program::LftSet>,
     /// The NodeInfo each node last answered (by NodeGUID): what an incremental walk answers a
     /// probe through a clean port with ([`crate::incremental`]).
-    node_info: HashMap<Guid, NodeInfo>,
+    node_info: crate::FastMap<Guid, NodeInfo>,
     /// Nodes (by NodeGUID) seen to change since the last heavy sweep began: switches with
     /// PortStateChange at a light sweep, trap issuers.
     dirty: HashSet<Guid>,
@@ -244,7 +244,7 @@ impl Sweep {
             qos_reads: crate::qos::program::QosReads::default(),
             qos_reads_sent: 0,
             lft_sets: std::collections::VecDeque::new(),
-            node_info: HashMap::new(),
+            node_info: crate::FastMap::default(),
             dirty: HashSet::new(),
             full_reason: None,
             psc_fresh: false,
