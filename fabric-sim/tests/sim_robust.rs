@@ -76,10 +76,17 @@ fn heavy_faults_do_not_leak_buffers() {
         use ibmad::zerocopy::IntoBytes;
         f.sm_port(sm).send(&dr_meta(), q.as_bytes()).unwrap();
         f.run_for(Duration::from_micros(1));
-        assert_eq!(f.mads_in_flight(), f.mads_on_the_wire());
+        assert_eq!(f.mads_in_flight(), f.mads_on_the_wire() + f.sm_pending(sm));
     }
     settle(&mut f, Duration::from_secs(1));
     assert_eq!(f.mads_on_the_wire(), 0);
+    assert!(
+        f.sm_pending(sm) > 0,
+        "answers queued for the SM hold their buffers"
+    );
+    assert_eq!(f.mads_in_flight(), f.sm_pending(sm));
+    // Detaching discards the queue and gives its buffers back.
+    f.detach_sm(sm);
     assert_eq!(f.mads_in_flight(), 0);
     assert!(f.stats().faults.garbled > 100);
     assert!(f.stats().faults.corrupted > 50);

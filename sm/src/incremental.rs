@@ -301,7 +301,8 @@ mod tests {
             (Guid(1), ni(1, NodeType::SWITCH, 2)),
             (Guid(2), ni(2, NodeType::CA, 1)),
         ]
-        .into();
+        .into_iter()
+        .collect();
         let mut r = Replay::new(old, HashSet::new());
         let (mut d, _) = Discovery::start(PortNum(1));
         let (mut out, mut ev) = (Vec::new(), Vec::new());

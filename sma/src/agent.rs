@@ -144,6 +144,19 @@ pub struct Agent<H: Hardware = NoHardware> {
     pub(crate) next_tid: u64,
     pub(crate) stats: Stats,
     pub(crate) hw: H,
+    /// Inside [`Agent::handle_mad_lent`]: a MAD for the local SM may stay in the lent buffer.
+    lend_sm: bool,
+    /// What [`Agent::hand_to_sm`] left in the lent buffer (its addressing).
+    lent_sm: Option<MadMeta>,
+}
+
+/// What [`Agent::handle_mad_lent`] left in the caller's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lent {
+    /// A MAD to put on the wire, as [`Agent::handle_mad_in_place`] returns it.
+    Transmit(MadMeta),
+    /// A MAD for the co-located SM, as an [`Event::ForSm`] with this `meta` would carry it.
+    ForSm(MadMeta),
 }
 
 /// What to do with a request after it was served.
@@ -283,6 +296,8 @@ impl<H: Hardware> Agent<H> {
             next_tid: 1,
             stats: Stats::default(),
             hw,
+            lend_sm: false,
+            lent_sm: None,
         })
     }
 
@@ -328,6 +343,20 @@ impl<H: Hardware> Agent<H> {
             return None;
         };
         self.handle_smp(now, meta, smp, true)
+    }
+
+    /// [`Agent::handle_mad_in_place`] that also leaves a MAD for the co-located SM in `mad`
+    /// ([`Lent::ForSm`]) instead of a boxed copy in [`Event::ForSm`] — when no event is queued
+    /// before it, so the caller queues it for the SM first and then drains
+    /// [`Agent::poll_event`] as after any input: the SM gets the same MADs in the same order.
+    pub fn handle_mad_lent(&mut self, now: Time, meta: &MadMeta, mad: &mut [u8]) -> Option<Lent> {
+        self.lend_sm = true;
+        let tx = self.handle_mad_in_place(now, meta, mad);
+        self.lend_sm = false;
+        match self.lent_sm.take() {
+            Some(m) => Some(Lent::ForSm(m)),
+            None => tx.map(Lent::Transmit),
+        }
     }
 
     /// The checks of a received MAD before it is parsed: length, BaseVersion, class, ingress
@@ -395,7 +424,7 @@ impl<H: Hardware> Agent<H> {
                 None
             }
             Forward::Local if smp.direction() => {
-                self.hand_to_sm(*meta, smp);
+                self.hand_to_sm(*meta, smp, lend);
                 None
             }
             Forward::Local => match self.serve(now, meta, smp) {
@@ -404,7 +433,7 @@ impl<H: Hardware> Agent<H> {
                     self.reply_dr(meta, smp, lend)
                 }
                 Served::ToSm => {
-                    self.hand_to_sm(*meta, smp);
+                    self.hand_to_sm(*meta, smp, lend);
                     None
                 }
                 Served::Drop(r) => {
@@ -436,7 +465,7 @@ impl<H: Hardware> Agent<H> {
                 self.push_lid_routed(meta.port, slid, meta.slid, meta.sl, smp, lend)
             }
             Served::ToSm => {
-                self.hand_to_sm(*meta, smp);
+                self.hand_to_sm(*meta, smp, lend);
                 None
             }
             Served::Drop(r) => {
@@ -516,7 +545,7 @@ impl<H: Hardware> Agent<H> {
         match smi::advance(smp, self.is_switch) {
             Forward::Out(p) => self.push_dr(p, smp, lend),
             Forward::Local => {
-                self.hand_to_sm(*meta, smp);
+                self.hand_to_sm(*meta, smp, lend);
                 None
             }
             Forward::LidRouted(lid) => {
@@ -814,8 +843,15 @@ impl<H: Hardware> Agent<H> {
         self.events.push_back(e);
     }
 
-    pub(crate) fn hand_to_sm(&mut self, meta: MadMeta, smp: &Smp) {
+    /// Hands `smp` to the co-located SM: as [`Event::ForSm`], or with `lend` (`smp` is the
+    /// buffer lent to [`Agent::handle_mad_lent`]) and no event queued, left where it is.
+    pub(crate) fn hand_to_sm(&mut self, meta: MadMeta, smp: &Smp, lend: bool) {
         self.stats.to_sm += 1;
+        if lend && self.lend_sm && self.events.is_empty() {
+            self.lend_sm = false;
+            self.lent_sm = Some(meta);
+            return;
+        }
         let mut mad = Box::new([0u8; SMP_LEN]);
         mad.copy_from_slice(smp.as_bytes());
         self.push_event(Event::ForSm { meta, mad });
@@ -898,7 +934,7 @@ impl<H: Hardware> Agent<H> {
             ..Default::default()
         };
         if self.is_switch && port.0 == 0 {
-            self.hand_to_sm(meta, smp);
+            self.hand_to_sm(meta, smp, lend);
             return None;
         }
         if !self.link_up(port) {

@@ -68,7 +68,7 @@ pub mod timer;
 pub mod trap;
 
 pub use agent::{
-    Agent, LinkEvent, Stats, Transmit, DEFAULT_LIFE_TIME, GUID_CAP, MAX_EVENTS, MAX_TX_QUEUE,
+    Agent, Lent, LinkEvent, Stats, Transmit, DEFAULT_LIFE_TIME, GUID_CAP, MAX_EVENTS, MAX_TX_QUEUE,
     PARTITION_CAP, VL_ARB_CAP,
 };
 pub use config::{ConfigError, NodeConfig, PortConfig};

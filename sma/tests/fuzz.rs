@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use ibmad::{Lid, MadMeta, Method, PortNum, Time};
 use proptest::prelude::*;
+use sma::Event;
 
 fn agents() -> Vec<sma::Agent> {
     let mut sw = switch(0x700, 8);
@@ -69,34 +70,57 @@ proptest! {
     }
 }
 
+#[derive(Clone, Copy, PartialEq)]
+enum Entry {
+    Copying,
+    InPlace,
+    /// `handle_mad_lent`: a MAD left for the SM counts as the first event.
+    Lent,
+}
+
 /// Everything an agent sends after one input, as `(addressing, bytes)` in sending order, by
-/// the copying entry point or by the in-place one (the lent buffer first, then the queue).
+/// the copying entry point or by an in-place one (the lent buffer first, then the queue), and
+/// its events (with `Entry::Lent`, a MAD left for the SM first, as `Event::ForSm`).
 fn outputs(
     a: &mut sma::Agent,
     m: &MadMeta,
     bytes: &[u8],
-    in_place: bool,
-) -> Vec<(MadMeta, Vec<u8>)> {
+    entry: Entry,
+) -> (Vec<(MadMeta, Vec<u8>)>, Vec<Event>) {
     let mut out = Vec::new();
-    if in_place {
-        let mut buf = bytes.to_vec();
-        if let Some(meta) = a.handle_mad_in_place(Time::ZERO, m, &mut buf) {
-            out.push((meta, buf));
+    let mut evs = Vec::new();
+    let mut buf = bytes.to_vec();
+    match entry {
+        Entry::Copying => a.handle_mad(Time::ZERO, m, bytes),
+        Entry::InPlace => {
+            if let Some(meta) = a.handle_mad_in_place(Time::ZERO, m, &mut buf) {
+                out.push((meta, buf));
+            }
         }
-    } else {
-        a.handle_mad(Time::ZERO, m, bytes);
+        Entry::Lent => match a.handle_mad_lent(Time::ZERO, m, &mut buf) {
+            Some(sma::Lent::Transmit(meta)) => out.push((meta, buf)),
+            Some(sma::Lent::ForSm(meta)) => {
+                let mut mad = Box::new([0u8; 256]);
+                mad.copy_from_slice(&buf);
+                evs.push(Event::ForSm { meta, mad });
+            }
+            None => {}
+        },
     }
     for (t, smp) in drain(a) {
         out.push((t.meta, ibmad::zerocopy::IntoBytes::as_bytes(&smp).to_vec()));
     }
-    out
+    evs.extend(events(a));
+    (out, evs)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
-    /// `handle_mad_in_place` sends the same MADs in the same order as `handle_mad`, with the
-    /// same events and counters — for DR hops passed on, responses, discards and traps alike.
+    /// `handle_mad_in_place` and `handle_mad_lent` send the same MADs in the same order as
+    /// `handle_mad`, with the same events (a MAD lent for the SM in the place of its
+    /// `Event::ForSm`) and counters — for DR hops passed on, responses, MADs for the SM,
+    /// discards and traps alike.
     #[test]
     fn in_place_handling_sends_what_copying_handling_sends(
         mut bytes in proptest::collection::vec(any::<u8>(), 256),
@@ -120,9 +144,10 @@ proptest! {
         for i in 0..2 {
             let mut copying = agents().swap_remove(i);
             let mut lending = agents().swap_remove(i);
+            let mut lending_sm = agents().swap_remove(i);
             // LIDs and an M_Key (requests without it may fail the check and queue a trap 256
             // before any response).
-            for x in [&mut copying, &mut lending] {
+            for x in [&mut copying, &mut lending, &mut lending_sm] {
                 let mgmt = if x.is_switch() { 0 } else { 1 };
                 let mut pi = pi_template(x, mgmt);
                 pi.lid.set(3);
@@ -143,11 +168,13 @@ proptest! {
                 }
             }
             let m = MadMeta { port: PortNum(port), slid: Lid(1), dlid: Lid(dlid), qp: 0, sl: 0, ..Default::default() };
-            let want = outputs(&mut copying, &m, &bytes, false);
-            let got = outputs(&mut lending, &m, &bytes, true);
-            prop_assert_eq!(got, want);
+            let want = outputs(&mut copying, &m, &bytes, Entry::Copying);
+            let got = outputs(&mut lending, &m, &bytes, Entry::InPlace);
+            let got_sm = outputs(&mut lending_sm, &m, &bytes, Entry::Lent);
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(&got_sm, &want);
             prop_assert_eq!(lending.stats(), copying.stats());
-            prop_assert_eq!(events(&mut lending), events(&mut copying));
+            prop_assert_eq!(lending_sm.stats(), copying.stats());
         }
     }
 }

@@ -218,6 +218,39 @@ fn c14_13_3_end_of_return_path_goes_to_the_sm() {
 }
 
 #[test]
+fn end_of_return_path_stays_in_a_lent_buffer() {
+    let mut s = req(&[1]);
+    s.set_direction(true);
+    s.method = Method::GET_RESP.0;
+    s.hop_ptr = 1;
+    let mut c = ca(0x500, 1);
+    c.handle_link(Time::ZERO, PortNum(1), UP);
+    let _ = events(&mut c);
+    let mut buf = s.as_bytes().to_vec();
+    let lent = c.handle_mad_lent(Time::ZERO, &meta(1), &mut buf);
+    assert!(
+        matches!(lent, Some(sma::Lent::ForSm(m)) if m.port == PortNum(1)),
+        "{lent:?}"
+    );
+    assert_eq!(buf[6], 0, "hop pointer 0 at the SM, in the lent buffer");
+    assert!(drain(&mut c).is_empty());
+    assert!(events(&mut c).is_empty(), "no boxed copy besides");
+    assert_eq!(c.stats().to_sm, 1);
+    // Behind an event already queued (the link coming up), it stays an event, in order.
+    let mut c = ca(0x500, 1);
+    c.handle_link(Time::ZERO, PortNum(1), UP);
+    let mut buf = s.as_bytes().to_vec();
+    assert_eq!(c.handle_mad_lent(Time::ZERO, &meta(1), &mut buf), None);
+    let ev = events(&mut c);
+    let at = ev
+        .iter()
+        .position(|e| matches!(e, Event::ForSm { mad, .. } if mad[6] == 0))
+        .expect("handed to the SM");
+    assert!(at > 0, "{ev:?}");
+    assert_eq!(c.stats().to_sm, 1);
+}
+
+#[test]
 fn c14_13_5_unreasonable_return_hop_pointer_is_dropped() {
     let mut a = up_switch(4);
     let mut s = req(&[1]);

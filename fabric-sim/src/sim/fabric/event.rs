@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use ibmad::zerocopy::FromBytes;
 use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum, PortState, Smp, SmpAttrId, Time, SMP_LEN};
-use sma::{Event, LinkEvent, LinkRequest};
+use sma::{Event, Lent, LinkEvent, LinkRequest};
 
 use super::{Ev, Fabric, TraceKind, CUT, DISABLED, NO_PEER, NO_TIMER, UP};
 use crate::sim::counters::{bump, MAD_PACKET_OCTETS};
@@ -435,21 +435,31 @@ impl Fabric {
             // The agent's first answer (a DR SMP passed on, a response) stays in this buffer
             // and leaves first, as it would from the agent's transmit queue; the rest of what
             // it sends is drained below.
-            None => self.agents[n as usize].handle_mad_in_place(self.now, &meta, &mut slot.data),
+            // A MAD for the local SM may stay in it too; it is queued for the SM before the
+            // events drained below, as the agent's first event would have been.
+            None => self.agents[n as usize].handle_mad_lent(self.now, &meta, &mut slot.data),
         };
+        let mut for_sm = None;
         match lent {
-            Some(out) => {
+            Some(Lent::Transmit(out)) => {
                 let depart = self.now.0.saturating_add(delay);
                 self.transmit_from_agent(n, buf, &out, depart);
             }
+            Some(Lent::ForSm(m)) => for_sm = Some((m, buf)),
             None => self.pool.release(buf),
         }
-        self.after_agent(n, delay);
+        self.after_agent_with(n, delay, for_sm);
     }
 
     /// Drains an agent after any input: transmits (leaving after `delay` ns), events (MADs for
     /// the local SM), link requests, and its next timer.
     pub(super) fn after_agent(&mut self, n: u32, delay: u64) {
+        self.after_agent_with(n, delay, None);
+    }
+
+    /// [`Fabric::after_agent`], with a MAD the agent left for the local SM in buffer `buf`
+    /// (queued ahead of its events).
+    fn after_agent_with(&mut self, n: u32, delay: u64, for_sm: Option<(MadMeta, u32)>) {
         let ni = n as usize;
         let depart = self.now.0.saturating_add(delay);
         if self.external[ni].is_some() {
@@ -464,9 +474,14 @@ impl Fabric {
             };
             self.transmit_from_agent(n, buf, &tx.meta, depart);
         }
+        if let Some((meta, buf)) = for_sm {
+            self.queue_for_sm(n, meta, 0, buf);
+        }
         while let Some(ev) = self.agents[ni].poll_event() {
             if let Event::ForSm { meta, mad } = ev {
-                self.queue_for_sm(n, meta, 0, mad);
+                let buf = self.pool.alloc();
+                self.pool.slot_mut(buf).data = *mad;
+                self.queue_for_sm(n, meta, 0, buf);
             }
         }
         if !self.agents[ni].hardware().requests.is_empty() {

@@ -18,7 +18,7 @@
 //! to the requester's LID and QP.
 
 use ibmad::zerocopy::IntoBytes;
-use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum, SMP_LEN};
+use ibmad::{Lid, MadMeta, Method, MgmtClass, PortNum};
 use sma::pma::{CounterSet, CounterSource, Counters, Pma, PmaConfig};
 
 use super::Fabric;
@@ -73,10 +73,7 @@ impl Fabric {
             (meta, s.dqp, MgmtClass(s.data[1]), Method(s.data[3]))
         };
         if method.is_response() || self.class_registered(n, end_port, class) {
-            let mut mad = Box::new([0u8; SMP_LEN]);
-            mad.copy_from_slice(&self.pool.slot(buf).data);
-            self.pool.release(buf);
-            self.queue_for_sm(n, meta, qp, mad);
+            self.queue_for_sm(n, meta, qp, buf);
             return;
         }
         if self.external[ni].as_ref().is_some_and(|e| e.handles_gmp()) {

@@ -470,8 +470,9 @@ impl Fabric {
         &self.stats
     }
 
-    /// MAD buffers currently in use. Every buffer is either on a wire (a pending arrival) or
-    /// free, so this equals [`Fabric::mads_on_the_wire`] between events — a leak check.
+    /// MAD buffers currently in use. Every buffer is on a wire (a pending arrival), queued
+    /// for an attached SM ([`Fabric::sm_pending`]) or free, so between events this equals
+    /// [`Fabric::mads_on_the_wire`] plus the SMs' queues — a leak check.
     #[must_use]
     pub fn mads_in_flight(&self) -> usize {
         self.pool.slots.len() - self.pool.free.len()

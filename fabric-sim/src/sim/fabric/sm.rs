@@ -38,8 +38,9 @@ pub(super) struct SmSlot {
     is_sm: bool,
     /// GMP classes registered (bit `c % 64` of word `c / 64`).
     classes: [u64; 4],
-    /// What reached the attachment, with the local QP it arrived on.
-    queue: VecDeque<(MadMeta, u32, Box<[u8; SMP_LEN]>)>,
+    /// What reached the attachment, with the local QP it arrived on and the buffer holding
+    /// it (released when taken or discarded).
+    queue: VecDeque<(MadMeta, u32, u32)>,
     stats: SmStats,
 }
 
@@ -54,17 +55,15 @@ impl Fabric {
     /// `meta.port`). `qp` is the local QP it arrived on (0 for SMPs, 1 for GMPs to the GSI).
     /// A GMP request goes only to an attachment that registered its class
     /// ([`Fabric::register_class`]); SMPs and responses go to any attachment there.
-    /// Returns false (the MAD counted as dropped) if no attachment takes it.
-    pub(super) fn queue_for_sm(
-        &mut self,
-        n: u32,
-        mut meta: MadMeta,
-        qp: u32,
-        mad: Box<[u8; SMP_LEN]>,
-    ) -> bool {
+    /// The MAD is in buffer `buf`, which the queue keeps (or releases). Returns false (the MAD
+    /// counted as dropped) if no attachment takes it.
+    pub(super) fn queue_for_sm(&mut self, n: u32, mut meta: MadMeta, qp: u32, buf: u32) -> bool {
         let is_switch = self.agents[n as usize].is_switch();
-        let class = MgmtClass(mad[1]);
-        let gmp_request = !class.is_smp() && !Method(mad[3]).is_response();
+        let (class, method) = {
+            let d = &self.pool.slot(buf).data;
+            (MgmtClass(d[1]), Method(d[3]))
+        };
+        let gmp_request = !class.is_smp() && !method.is_response();
         let found = self.sms.iter().position(|s| {
             s.active
                 && s.node == n
@@ -74,8 +73,10 @@ impl Fabric {
         let Some(i) = found else {
             self.stats.dropped.bump(DropReason::NoSm);
             if self.cfg.trace {
-                self.trace_hdr(TraceKind::Drop(DropReason::NoSm), n, meta.port.0, &mad[..]);
+                let d = self.pool.slot(buf).data;
+                self.trace_hdr(TraceKind::Drop(DropReason::NoSm), n, meta.port.0, &d);
             }
+            self.pool.release(buf);
             return false;
         };
         if self.sms[i].queue.len() >= self.cfg.sm_queue_cap {
@@ -85,14 +86,16 @@ impl Fabric {
                 let g = self.base[n as usize] as usize + usize::from(self.sms[i].port);
                 bump(&mut self.counters[g].vl15_dropped);
             }
+            self.pool.release(buf);
             return false;
         }
         self.stats.to_sm += 1;
         if self.cfg.trace {
-            self.trace_hdr(TraceKind::ToSm, n, meta.port.0, &mad[..]);
+            let d = self.pool.slot(buf).data;
+            self.trace_hdr(TraceKind::ToSm, n, meta.port.0, &d);
         }
         meta.port = PortNum(self.sms[i].port);
-        self.sms[i].queue.push_back((meta, qp, mad));
+        self.sms[i].queue.push_back((meta, qp, buf));
         true
     }
 
@@ -245,7 +248,9 @@ impl Fabric {
             return;
         }
         sm.active = false;
-        sm.queue.clear();
+        for (_, _, buf) in sm.queue.drain(..) {
+            self.pool.release(buf);
+        }
         let (n, p) = (sm.node, sm.port);
         self.set_is_sm(n, p, false);
     }
@@ -443,11 +448,12 @@ impl Fabric {
                 expected: SMP_LEN,
             });
         };
-        let Some((meta, qp, mad)) = sm.queue.pop_front() else {
+        let Some((meta, qp, buf)) = sm.queue.pop_front() else {
             return Ok(None);
         };
-        out.copy_from_slice(&mad[..]);
         sm.stats.received += 1;
+        out.copy_from_slice(&self.pool.slot(buf).data);
+        self.pool.release(buf);
         Ok(Some((meta, qp, SMP_LEN)))
     }
 }
