@@ -22,7 +22,7 @@
 //! predecessors), so a search step reads a word instead of a counter per possible dependency;
 //! on fabrics of high-degree switches each switch's leaving and arriving channels are kept
 //! sorted by their place in the order, so a search takes its next channel from a few cursors
-//! instead of sorting its frontier; and the last cycle found between two switches is kept and
+//! instead of sorting its frontier, and the last cycle found between two switches is kept and
 //! tried first, since the same few cycles block edge after edge.
 
 use std::cmp::Reverse;
@@ -801,18 +801,19 @@ impl DynTopo {
     /// so when `b` does not reach `a` the searches visit, stop and move the channels exactly
     /// as the eager search of low-degree fabrics does.
     ///
-    /// When the searches meet, the path they found from `b` to `a` is kept per pair of
-    /// switches (the one `b` leads to, the one `a` leaves); the next check of an edge between
-    /// the same two switches first tries that path, and if all its edges are still live the
-    /// edge closes a cycle without a search. Either way the answer is "closes a cycle" and
-    /// the order does not change.
+    /// With lazy frontiers, when the searches meet, the path they found from `b` to `a` is
+    /// kept per pair of switches (the one `b` leads to, the one `a` leaves); the next check
+    /// of an edge between the same two switches first tries that path, and if all its edges
+    /// are still live the edge closes a cycle without a search. Either way the answer is
+    /// "closes a cycle" and the order does not change. (On a torus the proofs are short and
+    /// the map costs more than it saves.)
     fn reorder(&mut self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
         let ub = self.lab[a as usize];
         let lb = self.lab[b as usize];
         if lb > ub {
             return true;
         }
-        if self.witness_holds(cg, a, b) {
+        if self.lazy && self.witness_holds(cg, a, b) {
             return false;
         }
         let st = self.next_stamps();
@@ -824,7 +825,9 @@ impl DynTopo {
             self.search_eager(cg, a, b, st)
         };
         let Some((p, q)) = found else {
-            self.keep_witness(cg, a, b);
+            if self.lazy {
+                self.keep_witness(cg, a, b);
+            }
             return false;
         };
         let (fwd, bwd) = (std::mem::take(&mut self.fwd), std::mem::take(&mut self.bwd));
