@@ -143,19 +143,19 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
     let mut up = false;
     let mut up_wall = Duration::ZERO;
     let mut ups = 0;
-    // The longest single handle_mad: the one that ends discovery and runs LID assignment and
-    // routing inside it.
+    // The longest batch of MADs handled at one instant: the one whose MAD ends discovery and
+    // runs LID assignment and routing inside handle_mad (the rest of the batch costs µs).
+    // Timed per batch, not per MAD: two clock reads per MAD were ≈ 2 % of the run.
     let mut compute = Duration::ZERO;
     let mut buf = [0u8; 256];
     loop {
         let now = fabric.now();
-        while let Ok(Some((meta, len))) = fabric.sm_recv(h, &mut buf) {
+        if fabric.sm_pending(h) > 0 {
             let c = Instant::now();
-            sm.handle_mad(now, &meta, &buf[..len]);
-            let d = c.elapsed();
-            if d > compute {
-                compute = d;
+            while let Ok(Some((meta, len))) = fabric.sm_recv(h, &mut buf) {
+                sm.handle_mad(now, &meta, &buf[..len]);
             }
+            compute = compute.max(c.elapsed());
         }
         if sm.poll_timeout().is_some_and(|t| t <= now) {
             sm.handle_timeout(now);
