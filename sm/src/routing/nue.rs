@@ -337,6 +337,7 @@ impl RoutingEngine for Nue {
         // have their final distances when it starts. A level is sorted by (distance, slot) —
         // the order a heap would settle them in — and settled in that order.
         let mut pend: Vec<(u64, u32)> = Vec::new();
+        let mut far: Vec<(u64, u32)> = Vec::new();
         let mut cur: Vec<u64> = Vec::new();
         // Per switch u, its neighbours v as (channel v → u, v, the port of u it arrives on
         // minus 1), in u's channel order; nb_start[u].. nb_start[u + 1].
@@ -398,23 +399,42 @@ impl RoutingEngine for Nue {
                 pend.clear();
                 settled.clear();
                 dist[t] = 0;
+                far.clear();
                 pend.push((0, t as u32));
-                while let Some(level) = pend.iter().map(|&(d, _)| d / HOP).min() {
+                // The level being settled; the first one (the destination's switch) is 0.
+                let mut level = u64::MAX;
+                while !pend.is_empty() || !far.is_empty() {
+                    // `pend` holds what the last level queued one level deeper (in practice
+                    // everything: a path's summed load stays far below HOP); `far`, what it
+                    // queued deeper still. The next level is the least one queued.
+                    if pend.is_empty() {
+                        level = far.iter().map(|&(d, _)| d / HOP).min().unwrap_or(0);
+                    } else {
+                        level = level.wrapping_add(1);
+                    }
                     // A switch is queued only when its distance drops, so exactly one entry
                     // per reached switch carries its final distance; the others are dropped.
+                    // (distance, slot) order within the level as one integer: the distance's
+                    // part below HOP (40 bits), then the slot (< 2^24).
                     cur.clear();
-                    pend.retain(|&(d, u)| {
-                        if d != dist[u as usize] {
-                            return false;
-                        }
-                        if d / HOP == level {
-                            // (distance, slot) order within the level as one integer: the
-                            // distance's part below HOP (40 bits), then the slot (< 2^24).
+                    for &(d, u) in &pend {
+                        if d == dist[u as usize] {
                             cur.push((d % HOP) << SLOT_BITS | u64::from(u));
-                            return false;
                         }
-                        true
-                    });
+                    }
+                    pend.clear();
+                    if !far.is_empty() {
+                        far.retain(|&(d, u)| {
+                            if d != dist[u as usize] {
+                                return false;
+                            }
+                            if d / HOP == level {
+                                cur.push((d % HOP) << SLOT_BITS | u64::from(u));
+                                return false;
+                            }
+                            true
+                        });
+                    }
                     cur.sort_unstable();
                     for &key in &cur {
                         let du = level * HOP + (key >> SLOT_BITS);
@@ -453,7 +473,11 @@ impl RoutingEngine for Nue {
                             tdep[v] = dep;
                             dist[v] = nd;
                             next[v] = c;
-                            pend.push((nd, v as u32));
+                            if nd / HOP == level + 1 {
+                                pend.push((nd, v as u32));
+                            } else {
+                                far.push((nd, v as u32));
+                            }
                         }
                     }
                 }
