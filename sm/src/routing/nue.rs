@@ -547,6 +547,23 @@ impl RoutingEngine for Nue {
         // Switch LIDs that are not destinations: balanced min-hop, SL 0 (OpenSM's simple
         // Dijkstra for them).
         if !include_sw {
+            // The loads no longer change: each switch's channels once, least load first (and
+            // in channel order among equal loads), so the first one a hop closer to the
+            // target is the one a scan for the strictly least load would keep.
+            let mut by_load: Vec<(u32, u8)> = Vec::with_capacity(chans.len());
+            let mut by_load_start = Vec::with_capacity(n + 1);
+            let mut sorted: Vec<usize> = Vec::new();
+            for v in 0..n {
+                by_load_start.push(by_load.len());
+                sorted.clear();
+                // A load of u64::MAX never beats the scan's starting bound.
+                sorted.extend(
+                    (g.first_channel(v)..g.first_channel(v + 1)).filter(|&c| weight[c] < u64::MAX),
+                );
+                sorted.sort_by_key(|&c| (weight[c], c));
+                by_load.extend(sorted.iter().map(|&c| (chans[c].to, chans[c].port)));
+            }
+            by_load_start.push(by_load.len());
             for d in ep.dests.iter().filter(|d| !d.ca) {
                 let t = d.slot as usize;
                 let lid = usize::from(d.lid);
@@ -564,13 +581,10 @@ impl RoutingEngine for Nue {
                     if dv == UNREACHABLE {
                         continue;
                     }
-                    let mut best = (u64::MAX, NO_PATH);
-                    for c in g.first_channel(v)..g.first_channel(v + 1) {
-                        if row[chans[c].to as usize].wrapping_add(1) == dv && weight[c] < best.0 {
-                            best = (weight[c], chans[c].port);
-                        }
-                    }
-                    col[v] = best.1;
+                    col[v] = by_load[by_load_start[v]..by_load_start[v + 1]]
+                        .iter()
+                        .find(|&&(to, _)| row[to as usize].wrapping_add(1) == dv)
+                        .map_or(NO_PATH, |&(_, port)| port);
                 }
             }
         }
