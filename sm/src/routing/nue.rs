@@ -352,6 +352,12 @@ impl RoutingEngine for Nue {
             }
         }
         nb_start.push(nb.len());
+        // Per channel, the transposed id of the first dependency into it (one load where
+        // `tdeps_into` chains four).
+        // The ids fit in u32: `ChannelGraph` numbers dependencies in u32.
+        let tin: Vec<u32> = (0..cg.num_channels() as u32)
+            .map(|c| cg.tdeps_into(c) as u32)
+            .collect();
         let mut settled: Vec<u32> = Vec::with_capacity(n);
         let mut fallbacks = 0u64;
         for (li, ldests) in layers_of.iter().enumerate() {
@@ -446,7 +452,7 @@ impl RoutingEngine for Nue {
                         let base = if out_u == NONE {
                             0
                         } else {
-                            cg.tdeps_into(out_u)
+                            tin[out_u as usize] as usize
                         };
                         for &(c, v, q1) in &nb[nb_start[u]..nb_start[u + 1]] {
                             let v = v as usize;
