@@ -432,15 +432,7 @@ impl<H: Hardware> Agent<H> {
                     self.stats.answered += 1;
                     self.reply_dr(meta, smp, lend)
                 }
-                Served::ToSm => {
-                    self.hand_to_sm(*meta, smp, lend);
-                    None
-                }
-                Served::Drop(r) => {
-                    self.discard(meta.port, r);
-                    None
-                }
-                Served::Silent => None,
+                other => self.settle_unanswered(meta, smp, other, lend),
             },
         }
     }
@@ -464,16 +456,25 @@ impl<H: Hardware> Agent<H> {
                 };
                 self.push_lid_routed(meta.port, slid, meta.slid, meta.sl, smp, lend)
             }
-            Served::ToSm => {
-                self.hand_to_sm(*meta, smp, lend);
-                None
-            }
-            Served::Drop(r) => {
-                self.discard(meta.port, r);
-                None
-            }
-            Served::Silent => None,
+            other => self.settle_unanswered(meta, smp, other, lend),
         }
+    }
+
+    /// What [`Agent::serve`] decided other than a reply: hand the SMP to the co-located SM,
+    /// count the discard, or nothing. Sends nothing on the wire.
+    fn settle_unanswered(
+        &mut self,
+        meta: &MadMeta,
+        smp: &mut Smp,
+        served: Served,
+        lend: bool,
+    ) -> Option<MadMeta> {
+        match served {
+            Served::ToSm => self.hand_to_sm(*meta, smp, lend),
+            Served::Drop(r) => self.discard(meta.port, r),
+            Served::Reply | Served::Silent => {}
+        }
+        None
     }
 
     /// Serves a request addressed to this SMA: method and version checks, M_Key check,

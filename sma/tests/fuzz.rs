@@ -20,6 +20,18 @@ fn agents() -> Vec<sma::Agent> {
     vec![sw, c]
 }
 
+/// Makes 256 random bytes an SMP header: BaseVersion 1, class LID-routed or directed route,
+/// ClassVersion 1, the method, DR hop pointer and count, and the attribute ID.
+fn shape_smp(bytes: &mut [u8], dr: bool, method: u8, hop_ptr: u8, hop_cnt: u8, attr: u16) {
+    bytes[0] = 1;
+    bytes[1] = if dr { 0x81 } else { 0x01 };
+    bytes[2] = 1;
+    bytes[3] = method;
+    bytes[6] = hop_ptr;
+    bytes[7] = hop_cnt;
+    bytes[16..18].copy_from_slice(&attr.to_be_bytes());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -48,13 +60,7 @@ proptest! {
         hop_ptr in 0u8..70,
         port in 0u8..4,
     ) {
-        bytes[0] = 1;
-        bytes[1] = if dr { 0x81 } else { 0x01 };
-        bytes[2] = 1;
-        bytes[3] = method;
-        bytes[6] = hop_ptr;
-        bytes[7] = hop_cnt;
-        bytes[16..18].copy_from_slice(&attr.to_be_bytes());
+        shape_smp(&mut bytes, dr, method, hop_ptr, hop_cnt, attr);
         for mut a in agents() {
             let m = MadMeta { port: PortNum(port), slid: Lid(1), dlid: Lid(2), qp: 0, sl: 0, ..Default::default() };
             a.handle_mad(Time::ZERO, &m, &bytes);
@@ -134,13 +140,7 @@ proptest! {
         protect in 0u8..4,
         queued in any::<bool>(),
     ) {
-        bytes[0] = 1;
-        bytes[1] = if dr { 0x81 } else { 0x01 };
-        bytes[2] = 1;
-        bytes[3] = method;
-        bytes[6] = hop_ptr;
-        bytes[7] = hop_cnt;
-        bytes[16..18].copy_from_slice(&attr.to_be_bytes());
+        shape_smp(&mut bytes, dr, method, hop_ptr, hop_cnt, attr);
         for i in 0..2 {
             let mut copying = agents().swap_remove(i);
             let mut lending = agents().swap_remove(i);
