@@ -314,6 +314,39 @@ impl Bed {
         assert_eq!(now, expect, "LIDs unchanged");
     }
 
+    /// Cuts link `n`[`p`] and runs 10 s: the subnet is up again after incremental sweeps in
+    /// which no SMP timed out or was resent, the first of them shorter than one transaction
+    /// timeout, and every CA reaches every CA.
+    fn cut_without_timeout(&mut self, n: NodeId, p: u8) {
+        self.reset();
+        self.f.set_link(n, PortNum(p), false).unwrap();
+        self.run_for(Duration::from_secs(10));
+        assert!(self.sm.is_up());
+        self.assert_incremental();
+        let sweeps = self.heavy_sweeps();
+        assert!(!sweeps.is_empty());
+        eprintln!(
+            "link {n:?}[{p}] down: {} heavy sweep(s), the first in {:?}, {} SMPs",
+            sweeps.len(),
+            sweeps[0].elapsed,
+            self.smps()
+        );
+        let lost: u64 = sweeps.iter().map(|s| s.timed_out + s.retried).sum();
+        assert_eq!(
+            lost,
+            0,
+            "{n:?} port {p}: SMPs timed out or resent: {:#?}",
+            self.log_lines()
+        );
+        let timeout = SmConfig::default().transaction_timeout;
+        assert!(
+            sweeps[0].elapsed < timeout,
+            "the first heavy sweep took {:?} (timeout {timeout:?})",
+            sweeps[0].elapsed
+        );
+        self.assert_all_pairs();
+    }
+
     /// The change was handled by an incremental sweep, not a full discovery.
     fn assert_incremental(&self) {
         assert!(
@@ -731,30 +764,10 @@ fn a_cut_spine_link_costs_no_timeout() {
     let sm_leaf = bed.f.peer(bed.ca(0), PortNum(1)).unwrap().node;
     // Every spine link whose cut stays away from the SM's own leaf: try a few of them.
     let spines = bed.at_level(2);
-    let timeout = SmConfig::default().transaction_timeout;
     for &spine in spines.iter().take(4) {
         let (p, agg) = bed.neighbours(spine)[0];
         assert_ne!(agg, sm_leaf);
-        bed.reset();
-        bed.f.set_link(spine, PortNum(p), false).unwrap();
-        bed.run_for(Duration::from_secs(10));
-        assert!(bed.sm.is_up());
-        bed.assert_incremental();
-        let sweeps = bed.heavy_sweeps();
-        assert!(!sweeps.is_empty());
-        eprintln!(
-            "spine link {spine:?}[{p}] down: {} heavy sweep(s), the first in {:?}, {} SMPs",
-            sweeps.len(),
-            sweeps[0].elapsed,
-            bed.smps()
-        );
-        let timed_out: u64 = sweeps.iter().map(|s| s.timed_out + s.retried).sum();
-        assert_eq!(
-            timed_out,
-            0,
-            "spine {spine:?} port {p}: SMPs timed out or resent: {:#?}",
-            bed.log_lines()
-        );
+        bed.cut_without_timeout(spine, p);
         assert!(!bed.logged("went unanswered"), "{:#?}", bed.log_lines());
         assert!(
             !bed.events
@@ -762,12 +775,6 @@ fn a_cut_spine_link_costs_no_timeout() {
                 .any(|e| matches!(e, Event::Guid2LidUpdated(_))),
             "every LID kept: the guid2lid map is not handed out to be written again"
         );
-        assert!(
-            sweeps[0].elapsed < timeout,
-            "the first heavy sweep took {:?} (timeout {timeout:?})",
-            sweeps[0].elapsed
-        );
-        bed.assert_all_pairs();
     }
 }
 
@@ -778,7 +785,6 @@ fn a_cut_spine_link_costs_no_timeout() {
 fn a_cut_uplink_of_the_sms_own_leaf_costs_no_timeout() {
     let (mut bed, _) = Bed::k8(false);
     let sm_leaf = bed.f.peer(bed.ca(0), PortNum(1)).unwrap().node;
-    let timeout = SmConfig::default().transaction_timeout;
     let uplinks: Vec<u8> = bed
         .neighbours(sm_leaf)
         .into_iter()
@@ -787,16 +793,6 @@ fn a_cut_uplink_of_the_sms_own_leaf_costs_no_timeout() {
         .collect();
     assert!(uplinks.len() >= 2);
     for &p in uplinks.iter().take(2) {
-        bed.reset();
-        bed.f.set_link(sm_leaf, PortNum(p), false).unwrap();
-        bed.run_for(Duration::from_secs(10));
-        assert!(bed.sm.is_up());
-        bed.assert_incremental();
-        let sweeps = bed.heavy_sweeps();
-        assert!(!sweeps.is_empty());
-        let lost: u64 = sweeps.iter().map(|s| s.timed_out + s.retried).sum();
-        assert_eq!(lost, 0, "uplink {p}: {:#?}", bed.log_lines());
-        assert!(sweeps[0].elapsed < timeout, "{:?}", sweeps[0].elapsed);
-        bed.assert_all_pairs();
+        bed.cut_without_timeout(sm_leaf, p);
     }
 }
