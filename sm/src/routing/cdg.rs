@@ -1114,16 +1114,11 @@ impl DynTopo {
         let mut meet = NONE;
         let open = each_bit(&self.succ, start, len, |j| {
             let y = first + j as u32;
-            let m = &mut mark[y as usize];
-            if *m == st.bv || *m == st.bf {
+            let open = reach(mark, fpar, x, y, (st.fv, st.ff), (st.bv, st.bf));
+            if !open {
                 meet = y;
-                return false;
             }
-            if *m != st.fv && *m != st.ff {
-                *m = st.ff;
-                fpar[y as usize] = x;
-            }
-            true
+            open
         });
         if !open {
             self.meet = (x, meet);
@@ -1142,16 +1137,11 @@ impl DynTopo {
             if y == NONE {
                 return true;
             }
-            let m = &mut mark[y as usize];
-            if *m == st.fv || *m == st.ff {
+            let open = reach(mark, bpar, x, y, (st.bv, st.bf), (st.fv, st.ff));
+            if !open {
                 meet = y;
-                return false;
             }
-            if *m != st.bv && *m != st.bf {
-                *m = st.bf;
-                bpar[y as usize] = x;
-            }
-            true
+            open
         });
         if !open {
             self.meet = (meet, x);
@@ -1346,6 +1336,30 @@ impl DynTopo {
         }
         self.run = buf;
     }
+}
+
+/// One search of [`DynTopo::reorder`] reaching channel `y` from the visited channel `x`:
+/// `mine` and `theirs` are the (visited, frontier) marks of this search and of the other.
+/// Puts `y` on this search's frontier with `x` as its parent unless this search reached it
+/// already; false when the other search did (the two searches meet: a cycle).
+#[inline]
+fn reach(
+    mark: &mut [u8],
+    par: &mut [u32],
+    x: u32,
+    y: u32,
+    mine: (u8, u8),
+    theirs: (u8, u8),
+) -> bool {
+    let m = &mut mark[y as usize];
+    if *m == theirs.0 || *m == theirs.1 {
+        return false;
+    }
+    if *m != mine.0 && *m != mine.1 {
+        *m = mine.1;
+        par[y as usize] = x;
+    }
+    true
 }
 
 /// Sorts a nearly sorted slice by `key` (stable; linear when sorted).
