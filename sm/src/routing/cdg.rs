@@ -419,9 +419,10 @@ pub struct DynTopo {
     bwd: Vec<u32>,
     /// Scratch for relabelling.
     run: Vec<u32>,
-    /// Per channel, the visited channel whose visit first marked it in the current search
-    /// (forward: its predecessor on a path from the search's start; backward: its successor
-    /// on a path to the start), and the live edge where the two searches met.
+    /// With lazy frontiers (the cursors and the witnesses read them): per channel, the visited
+    /// channel whose visit first marked it in the current search (forward: its predecessor on
+    /// a path from the search's start; backward: its successor on a path to the start), and
+    /// the live edge where the two searches met.
     fpar: Vec<u32>,
     bpar: Vec<u32>,
     meet: (u32, u32),
@@ -817,8 +818,6 @@ impl DynTopo {
             return false;
         }
         let st = self.next_stamps();
-        self.fpar[b as usize] = NONE;
-        self.bpar[a as usize] = NONE;
         let found = if self.lazy {
             self.search_lazy(cg, a, b, st)
         } else {
@@ -885,6 +884,8 @@ impl DynTopo {
         self.bwd.clear();
         self.mark[b as usize] = st.ff;
         self.mark[a as usize] = st.bf;
+        self.fpar[b as usize] = NONE;
+        self.bpar[a as usize] = NONE;
         self.fheap.push(Reverse((lb, START)));
         self.bheap.push((ub, START));
         let mut forward = true;
@@ -978,8 +979,6 @@ impl DynTopo {
         self.efheap.push(Reverse((lb, b, 0)));
         self.ebheap.push((ub, a, 0));
         let (lab, mark) = (&self.lab, &mut self.mark);
-        let (fpar, bpar) = (&mut self.fpar, &mut self.bpar);
-        let mut meet = (NONE, NONE);
         let (efheap, ebheap) = (&mut self.efheap, &mut self.ebheap);
         let (fbuf, bbuf) = (&mut self.fbuf, &mut self.bbuf);
         let mut forward = true;
@@ -1011,13 +1010,11 @@ impl DynTopo {
                     let y = first + j as u32;
                     let m = mark[y as usize];
                     if m == sb {
-                        meet = (x, y);
                         return false;
                     }
                     let l = lab[y as usize];
                     if m != sf && l < ub {
                         mark[y as usize] = sf;
-                        fpar[y as usize] = x;
                         // Insert into the run, ascending.
                         let mut k = fbuf.len();
                         fbuf.push((l, y));
@@ -1030,7 +1027,6 @@ impl DynTopo {
                     true
                 });
                 if !open {
-                    self.meet = meet;
                     return None;
                 }
                 if fbuf.len() > s {
@@ -1063,13 +1059,11 @@ impl DynTopo {
                     }
                     let m = mark[y as usize];
                     if m == sf {
-                        meet = (y, x);
                         return false;
                     }
                     let l = lab[y as usize];
                     if m != sb && l > lb {
                         mark[y as usize] = sb;
-                        bpar[y as usize] = x;
                         // Insert into the run, descending.
                         let mut k = bbuf.len();
                         bbuf.push((l, y));
@@ -1082,7 +1076,6 @@ impl DynTopo {
                     true
                 });
                 if !open {
-                    self.meet = meet;
                     return None;
                 }
                 if bbuf.len() > s {
