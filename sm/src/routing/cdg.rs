@@ -195,19 +195,6 @@ impl ChannelGraph {
         Some((self.dep_base[u] + (u32::from(q) - 1) * deg + j) as usize)
     }
 
-    /// The dependencies into channel `b`: `(base, stride)` such that the dependency from the
-    /// channel arriving on port `q >= 1` of the switch `b` leaves to `b` is
-    /// `base + (q - 1) * stride` (the id [`ChannelGraph::dep`] gives, when that channel
-    /// exists).
-    #[inline]
-    #[must_use]
-    pub fn deps_into(&self, b: u32) -> (usize, usize) {
-        let u = self.from[b as usize] as usize;
-        let deg = self.chan_start[u + 1] - self.chan_start[u];
-        let j = b - self.first[b as usize];
-        ((self.dep_base[u] + j) as usize, deg as usize)
-    }
-
     /// The dependencies into channel `b` in the transposed numbering (per switch: leaving
     /// channel major, arrival port minor): the one from the channel arriving on port `q >= 1`
     /// of the switch `b` leaves is `first + q - 1`, the id [`ChannelGraph::tdep`] gives. A
@@ -640,13 +627,6 @@ impl DynTopo {
         if let Some((d, t)) = cg.dep_ids(a, b) {
             self.succ[d / 64] &= !(1 << (d % 64));
             self.pred[t / 64] &= !(1 << (t % 64));
-        }
-    }
-
-    /// Removes the edge with dependency id `d` (see [`ChannelGraph::dep`]).
-    pub fn remove_dep(&mut self, cg: &ChannelGraph, d: usize) {
-        if let Some((a, b)) = cg.dep_channels(d) {
-            self.remove(cg, a, b);
         }
     }
 
@@ -1773,12 +1753,7 @@ mod tests {
                 };
                 if count[d] > 0 {
                     if op == 0 {
-                        // Sometimes by id, sometimes by channels.
-                        if k % 2 == 0 {
-                            topo.remove(&cg, a, b);
-                        } else {
-                            topo.remove_dep(&cg, d);
-                        }
+                        topo.remove(&cg, a, b);
                         count[d] = 0;
                         proptest::prop_assert!(!topo.contains(&cg, a, b));
                     }
