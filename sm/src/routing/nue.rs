@@ -111,6 +111,14 @@ impl Layer {
         }
     }
 
+    /// Drops the dependency (transposed id `t`) switch `v`'s route holds: from its channel
+    /// `next[v]` to its candidate, which was settled, into that one's next channel.
+    #[inline]
+    fn release_held(&mut self, cg: &ChannelGraph, t: usize, next: &[u32], v: usize) {
+        let a = next[v];
+        self.release(cg, t, a, next[cg.to_slot(a).0]);
+    }
+
     /// Drops one use of dependency a → b (transposed id `t`).
     fn release(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32) {
         let c = self.counts[t];
@@ -470,11 +478,7 @@ impl RoutingEngine for Nue {
                                 dep = dd;
                             }
                             if tdep[v] != usize::MAX {
-                                // v's held dependency: its channel to its candidate, which
-                                // was settled, into that one's next channel.
-                                let a = next[v];
-                                let b = next[cg.to_slot(a).0];
-                                layer.release(&cg, tdep[v], a, b);
+                                layer.release_held(&cg, tdep[v], &next, v);
                             }
                             tdep[v] = dep;
                             dist[v] = nd;
@@ -492,9 +496,7 @@ impl RoutingEngine for Nue {
                     // Impasse: the whole destination takes the escape tree.
                     for v in 0..n {
                         if tdep[v] != usize::MAX {
-                            let a = next[v];
-                            let b = next[cg.to_slot(a).0];
-                            layer.release(&cg, tdep[v], a, b);
+                            layer.release_held(&cg, tdep[v], &next, v);
                         }
                     }
                     esc.routes_to(&cg, t, &mut next);
