@@ -27,10 +27,10 @@
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::BuildHasherDefault;
+use std::collections::BinaryHeap;
 
 use super::graph::SwitchGraph;
+use crate::FastMap;
 
 /// "No channel" in the per-port maps.
 pub const NONE: u32 = u32::MAX;
@@ -417,7 +417,7 @@ pub struct DynTopo {
     /// one its tail leaves): a path between them, as a range of `arena`. Edges into a
     /// switch and out of another close cycles again and again over the same few paths; while
     /// a kept path is still live it proves the next one without a search.
-    witness: HashMap<u64, (u32, u32), BuildHasherDefault<KeyHasher>>,
+    witness: FastMap<u64, (u32, u32)>,
     arena: Vec<u32>,
     path: Vec<u32>,
     /// Live edges, bit = dependency id.
@@ -463,27 +463,6 @@ const START: u32 = u32::MAX;
 #[inline]
 fn witness_key(cg: &ChannelGraph, a: u32, b: u32) -> u64 {
     u64::from(cg.to[b as usize].0) << 32 | u64::from(cg.from[a as usize])
-}
-
-/// A hasher for the witness map's integer keys (one multiply; the keys are not chosen by
-/// anyone who could make them collide on purpose).
-#[derive(Clone, Copy, Debug, Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 /// The average number of channels per switch from which [`DynTopo`]'s searches use lazy
@@ -562,7 +541,7 @@ impl DynTopo {
             fpar: vec![NONE; n],
             bpar: vec![NONE; n],
             meet: (NONE, NONE),
-            witness: HashMap::default(),
+            witness: FastMap::default(),
             arena: Vec::new(),
             path: Vec::new(),
             succ: vec![0; words],
