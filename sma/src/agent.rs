@@ -144,8 +144,6 @@ pub struct Agent<H: Hardware = NoHardware> {
     pub(crate) next_tid: u64,
     pub(crate) stats: Stats,
     pub(crate) hw: H,
-    /// Inside [`Agent::handle_mad_lent`]: a MAD for the local SM may stay in the lent buffer.
-    lend_sm: bool,
     /// What [`Agent::hand_to_sm`] left in the lent buffer (its addressing).
     lent_sm: Option<MadMeta>,
 }
@@ -153,7 +151,7 @@ pub struct Agent<H: Hardware = NoHardware> {
 /// What [`Agent::handle_mad_lent`] left in the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lent {
-    /// A MAD to put on the wire, as [`Agent::handle_mad_in_place`] returns it.
+    /// A MAD to put on the wire with this addressing, as a [`Transmit`] would carry it.
     Transmit(MadMeta),
     /// A MAD for the co-located SM, as an [`Event::ForSm`] with this `meta` would carry it.
     ForSm(MadMeta),
@@ -296,7 +294,6 @@ impl<H: Hardware> Agent<H> {
             next_tid: 1,
             stats: Stats::default(),
             hw,
-            lend_sm: false,
             lent_sm: None,
         })
     }
@@ -322,18 +319,16 @@ impl<H: Hardware> Agent<H> {
 
     /// [`Agent::handle_mad`] for a carrier that lends the MAD's own buffer: the first MAD the
     /// agent sends in answer — a directed-route SMP passed on, or the response to the request
-    /// — is left in `mad` and its addressing returned, instead of being copied into the
-    /// transmit queue (when the queue is empty; otherwise it is queued behind what is there).
-    /// The caller puts `mad` on the wire with the returned [`MadMeta`] as it would a
-    /// [`Transmit`], then drains [`Agent::poll_transmit`] as after any input; the MADs sent,
-    /// their order, the checks and the counters are the same as with `handle_mad`. On `None`
-    /// nothing was left in `mad` (its content is then unspecified).
-    pub fn handle_mad_in_place(
-        &mut self,
-        now: Time,
-        meta: &MadMeta,
-        mad: &mut [u8],
-    ) -> Option<MadMeta> {
+    /// — is left in `mad` ([`Lent::Transmit`]) instead of being copied into the transmit queue
+    /// (when the queue is empty; otherwise it is queued behind what is there), and a MAD for
+    /// the co-located SM is left there ([`Lent::ForSm`]) instead of a boxed copy in
+    /// [`Event::ForSm`] (when no event is queued before it). The caller puts a
+    /// [`Lent::Transmit`] on the wire as it would a [`Transmit`] or queues a [`Lent::ForSm`]
+    /// for the SM first, then drains [`Agent::poll_transmit`] and [`Agent::poll_event`] as
+    /// after any input: the MADs sent and handed to the SM, their order, the checks and the
+    /// counters are the same as with `handle_mad`. On `None` nothing was left in `mad` (its
+    /// content is then unspecified).
+    pub fn handle_mad_lent(&mut self, now: Time, meta: &MadMeta, mad: &mut [u8]) -> Option<Lent> {
         self.stats.received += 1;
         if !self.mad_acceptable(meta, mad.len(), mad.get(..2)) {
             return None;
@@ -342,17 +337,7 @@ impl<H: Hardware> Agent<H> {
             self.malformed(meta.port, Discard::BadLength { len: mad.len() });
             return None;
         };
-        self.handle_smp(now, meta, smp, true)
-    }
-
-    /// [`Agent::handle_mad_in_place`] that also leaves a MAD for the co-located SM in `mad`
-    /// ([`Lent::ForSm`]) instead of a boxed copy in [`Event::ForSm`] — when no event is queued
-    /// before it, so the caller queues it for the SM first and then drains
-    /// [`Agent::poll_event`] as after any input: the SM gets the same MADs in the same order.
-    pub fn handle_mad_lent(&mut self, now: Time, meta: &MadMeta, mad: &mut [u8]) -> Option<Lent> {
-        self.lend_sm = true;
-        let tx = self.handle_mad_in_place(now, meta, mad);
-        self.lend_sm = false;
+        let tx = self.handle_smp(now, meta, smp, true);
         match self.lent_sm.take() {
             Some(m) => Some(Lent::ForSm(m)),
             None => tx.map(Lent::Transmit),
@@ -848,8 +833,7 @@ impl<H: Hardware> Agent<H> {
     /// buffer lent to [`Agent::handle_mad_lent`]) and no event queued, left where it is.
     pub(crate) fn hand_to_sm(&mut self, meta: MadMeta, smp: &Smp, lend: bool) {
         self.stats.to_sm += 1;
-        if lend && self.lend_sm && self.events.is_empty() {
-            self.lend_sm = false;
+        if lend && self.lent_sm.is_none() && self.events.is_empty() {
             self.lent_sm = Some(meta);
             return;
         }
@@ -859,7 +843,7 @@ impl<H: Hardware> Agent<H> {
     }
 
     /// Queues `smp` for [`Agent::poll_transmit`] — or, with `lend` (`smp` is the input buffer
-    /// of [`Agent::handle_mad_in_place`]) and nothing queued before it, leaves it where it is
+    /// of [`Agent::handle_mad_lent`]) and nothing queued before it, leaves it where it is
     /// and returns its addressing: the carrier sends it first, as it would have been.
     fn push_tx(&mut self, meta: MadMeta, smp: &Smp, lend: bool) -> Option<MadMeta> {
         if lend && self.tx.is_empty() {
