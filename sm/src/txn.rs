@@ -147,11 +147,11 @@ pub(crate) struct Failed {
     pub attempts: u32,
 }
 
-/// Transactions by TID. TIDs are handed out in increasing order, so the live ones sit in a
-/// window `base..base + slots.len()` and are found by subtraction, without hashing.
 /// Slots an empty [`Slab`] keeps (more than the wire window ever holds in flight).
 const SLAB_KEEP: usize = 4096;
 
+/// Transactions by TID. TIDs are handed out in increasing order, so the live ones sit in a
+/// window `base..base + slots.len()` and are found by subtraction, without hashing.
 #[derive(Debug, Default)]
 struct Slab {
     base: u32,
