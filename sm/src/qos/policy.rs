@@ -40,6 +40,7 @@
 
 use core::fmt;
 
+use ibmad::sa_rec::path::rate_order;
 use ibmad::{Guid, NodeType};
 
 /// A `qos-policy.conf` error, with the place.
@@ -896,38 +897,6 @@ impl QosPolicy {
     }
 }
 
-/// Link rates in Gb/s × 10, by IBA rate code (2..=24), for comparing rate codes, which are not
-/// in speed order (OpenSM `ib_path_compare_rates`).
-#[must_use]
-pub fn rate_gbps_x10(code: u8) -> Option<u32> {
-    Some(match code {
-        2 => 25,
-        3 => 100,
-        4 => 300,
-        5 => 50,
-        6 => 200,
-        7 => 400,
-        8 => 600,
-        9 => 800,
-        10 => 1200,
-        11 => 140,
-        12 => 560,
-        13 => 1120,
-        14 => 1680,
-        15 => 250,
-        16 => 1000,
-        17 => 2000,
-        18 => 3000,
-        19 => 280,
-        20 => 500,
-        21 => 4000,
-        22 => 6000,
-        23 => 8000,
-        24 => 12000,
-        _ => return None,
-    })
-}
-
 /// What a path may offer, as the SA computed it before the policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathParams {
@@ -951,8 +920,10 @@ impl QosLevel {
         if let Some(m) = self.mtu_limit {
             out.mtu = out.mtu.min(m);
         }
+        // OpenSM `ib_path_compare_rates`: rates compare by their rank, not by their nominal
+        // Gb/s (30 Gb/s ranks below 25, 60 below 50, 120 below 100).
         if let Some(r) = self.rate_limit {
-            if rate_gbps_x10(p.rate).unwrap_or(0) > rate_gbps_x10(r).unwrap_or(0) {
+            if rate_order(p.rate).unwrap_or(0) > rate_order(r).unwrap_or(0) {
                 out.rate = r;
             }
         }
@@ -1218,9 +1189,40 @@ end-qos-ulps
         );
     }
 
+    /// A rate-limit caps the rate as OpenSM's `ib_path_compare_rates` orders rates: 40 Gb/s
+    /// (code 7) is capped at 10 Gb/s (3), 5 Gb/s (5) stays; 30 Gb/s (4) ranks below 25 Gb/s
+    /// (15), so a 25 Gb/s limit leaves it.
     #[test]
-    fn rate_order() {
-        assert!(rate_gbps_x10(5) < rate_gbps_x10(3), "5 Gb/s below 10 Gb/s");
-        assert_eq!(rate_gbps_x10(1), None);
+    fn rate_limit_caps_by_opensm_rate_rank() {
+        let level = QosLevel {
+            rate_limit: Some(3),
+            ..QosLevel::default()
+        };
+        let p = PathParams {
+            sl: 0,
+            mtu: 4,
+            rate: 7,
+            packet_life: 0,
+        };
+        assert_eq!(level.limit(p).rate, 3, "40 Gb/s capped at 10 Gb/s");
+        assert_eq!(
+            level.limit(PathParams { rate: 5, ..p }).rate,
+            5,
+            "5 Gb/s kept under 10"
+        );
+        let level = QosLevel {
+            rate_limit: Some(15),
+            ..QosLevel::default()
+        };
+        assert_eq!(
+            level.limit(PathParams { rate: 4, ..p }).rate,
+            4,
+            "30 Gb/s ranks below 25"
+        );
+        assert_eq!(
+            level.limit(PathParams { rate: 16, ..p }).rate,
+            15,
+            "100 Gb/s capped at 25"
+        );
     }
 }
