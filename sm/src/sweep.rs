@@ -1584,7 +1584,12 @@ impl Sweep {
         cx.submit_all(reqs);
         self.lft_sets = self
             .program
-            .lft_sets(&self.disc, self.routes.as_deref().map(|r| &r.lfts), top)
+            .lft_sets(
+                &self.disc,
+                self.routes.as_deref().map(|r| &r.lfts),
+                top,
+                cx.cfg.max_wire_smps.max(64),
+            )
             .into();
         self.feed_lft_sets(cx);
         self.mcast_pass(cx);
