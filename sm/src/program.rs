@@ -39,6 +39,7 @@
 //! read from (or acknowledged by) the port; a port that already holds its configuration gets
 //! no configuration SMP at all.
 
+use ibmad::attr::modifier;
 use ibmad::attr::tables::{LFT_BLOCK_SIZE, LFT_NO_PATH};
 use ibmad::attr::{PortInfo, SwitchInfo};
 use ibmad::{Guid, Lid, PhysState, PortNum, PortState, SmpAttrId};
@@ -771,9 +772,9 @@ fn qos_path(disc: &Discovery, id: NodeId, port: PortNum) -> ibmad::DrPath {
 fn pkey_addr(disc: &Discovery, id: NodeId, p: PortNum, b: u16) -> (ibmad::DrPath, u32) {
     let n = disc.subnet.node(id);
     if n.is_switch() {
-        (n.dr_path, u32::from(p.0) << 16 | u32::from(b))
+        (n.dr_path, modifier::pkey(p, b))
     } else {
-        (disc.port_path(id, p), u32::from(b))
+        (disc.port_path(id, p), modifier::pkey(PortNum(0), b))
     }
 }
 

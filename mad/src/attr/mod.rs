@@ -25,6 +25,7 @@
 //! `smpquery` (`Name:.....value`, one field per line, IBA field names), and
 //! [`SmpAttr`] dispatches on the attribute id. None of it can panic on any bytes.
 
+pub mod modifier;
 pub mod node_desc;
 pub mod node_info;
 pub mod notice;

@@ -1,7 +1,8 @@
 //! Table attributes: GUIDInfo (0x0014, §14.2.5.5), P_KeyTable (0x0016, §14.2.5.7),
 //! SLtoVLMappingTable (0x0017, §14.2.5.8), VLArbitrationTable (0x0018, §14.2.5.9),
 //! LinearForwardingTable (0x0019, §14.2.5.10), MulticastForwardingTable (0x001B, §14.2.5.12).
-//! The attribute modifier encodings are documented on each type.
+//! The attribute modifier encodings are documented on each type; those of P_KeyTable,
+//! SLtoVLMappingTable and VLArbitrationTable are built and decoded by [`super::modifier`].
 //!
 //! Views: the zerocopy structs; validated values: the `*Repr` types (see [`crate::attr`]).
 //! Every entry value of these tables is valid, so their `parse` only checks the length;
@@ -29,7 +30,7 @@ pub struct GuidInfo {
 const _: () = assert!(size_of::<GuidInfo>() == 64);
 
 /// P_KeyTable block: 32 P_Keys. AttributeModifier bits 15..0 = block; on a switch, bits 31..16 =
-/// port number.
+/// port number ([`super::modifier::pkey`]).
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq,
 )]
@@ -44,7 +45,8 @@ const _: () = assert!(size_of::<PKeyTable>() == 64);
 pub const PKEYS_PER_BLOCK: usize = 32;
 
 /// SLtoVLMappingTable: 16 SLs × 4 bits, SL0 in the high nibble of byte 0. Switch
-/// AttributeModifier: bits 15..8 input port, 7..0 output port; bit 17 all inputs, bit 16 all outputs.
+/// AttributeModifier: bits 15..8 input port, 7..0 output port; bit 17 all inputs, bit 16 all outputs
+/// ([`super::modifier::sl2vl`]).
 #[derive(
     FromBytes,
     IntoBytes,
@@ -111,7 +113,7 @@ pub struct VlArbEntry {
 }
 
 /// VLArbitrationTable block: 32 entries. AttributeModifier bits 31..16 = block (1, 2 low
-/// priority; 3, 4 high priority), bits 15..0 = output port.
+/// priority; 3, 4 high priority), bits 15..0 = output port ([`super::modifier::vlarb`]).
 #[derive(
     FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Clone, Copy, Debug, PartialEq, Eq,
 )]

@@ -21,13 +21,14 @@
 //!   `use_optimized_slvl` is on, a switch's SL-to-VL tables go out as one all-inputs /
 //!   all-outputs Set (AttributeModifier 0x30000) plus one all-inputs Set (0x20000 | out) per
 //!   output port whose tables differ from that — OpenSM's form — or, when fewer, one
-//!   all-inputs Set per output port that needs one; per-pair Sets (`in << 8 | out`) remain for
+//!   all-inputs Set per output port that needs one; per-pair Sets ([`modifier::sl2vl`]) remain for
 //!   output ports whose tables differ between inputs (engine tables). Without the capability:
 //!   one Set per (input, output) pair that differs from what the switch holds.
 //!
 //! Nothing is sent where the node is known to hold the desired table already: a table is
 //! known once a Set response carrying it arrives ([`KnownQos::on_ack`]), and unknown before.
 
+use ibmad::attr::modifier::{self, Sl2VlMod, VlArbMod, SL2VL_ALL_PORTS};
 use ibmad::attr::{PortInfo, SlToVl, VlArbEntry, VlArbEntryRepr, VlArbTable};
 use ibmad::zerocopy::{FromBytes, IntoBytes};
 use ibmad::{NodeType, PortNum, PortState, SmpAttrId};
@@ -39,10 +40,6 @@ use crate::subnet::{NodeId, Subnet};
 
 /// Entries of one VLArbitration block.
 pub const VLARB_BLOCK: usize = 32;
-/// SL-to-VL AttributeModifier bit: every input port (optimized programming).
-pub const SL2VL_ALL_IN: u32 = 0x2_0000;
-/// SL-to-VL AttributeModifier bit: every output port (optimized programming).
-pub const SL2VL_ALL_OUT: u32 = 0x1_0000;
 
 /// One QoS Set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -419,16 +416,10 @@ impl KnownQos {
                 return;
             }
             let n = self.num_ports;
-            let pick = |all: bool, v: u32| -> std::ops::RangeInclusive<u8> {
-                if all {
-                    0..=n
-                } else {
-                    let p = u8::try_from(v & 0xFF).unwrap_or(u8::MAX);
-                    p..=p
-                }
-            };
-            let ins = pick(attr_mod & SL2VL_ALL_IN != 0, attr_mod >> 8);
-            let outs = pick(attr_mod & SL2VL_ALL_OUT != 0, attr_mod);
+            let pick = |all: bool, p: u8| if all { 0..=n } else { p..=p };
+            let m = Sl2VlMod::from_raw(attr_mod);
+            let ins = pick(m.all_inputs, m.in_port);
+            let outs = pick(m.all_outputs, m.out_port);
             let key = intern(&mut self.sl2vl_tables, &mut self.sl2vl, t);
             for i in ins {
                 for o in outs.clone() {
@@ -438,13 +429,13 @@ impl KnownQos {
                 }
             }
         } else if attr == SmpAttrId::VL_ARB_TABLE {
-            let block = attr_mod >> 16;
+            let m = VlArbMod::from_raw(attr_mod);
             let p = if self.switch {
-                u8::try_from(attr_mod & 0xFFFF).unwrap_or(u8::MAX)
+                u8::try_from(m.port).unwrap_or(u8::MAX)
             } else {
                 port.0
             };
-            let b = usize::try_from(block).ok().and_then(|b| b.checked_sub(1));
+            let b = usize::from(m.block).checked_sub(1);
             let Some(b) = b.filter(|&b| b < 4 && usize::from(p) < self.vlarb.len()) else {
                 return;
             };
@@ -542,7 +533,7 @@ fn plan_switch_sl2vl(
         for c in &cols {
             for &i in &c.mismatched {
                 if let Some(t) = c.want[usize::from(i)] {
-                    sets.push(set(u32::from(i) << 8 | u32::from(c.out.0), t));
+                    sets.push(set(modifier::sl2vl(PortNum(i), c.out), t));
                 }
             }
         }
@@ -578,15 +569,15 @@ fn plan_switch_sl2vl(
     });
     match (common, cost_b) {
         (Some(t), Some(b)) if b < cost_a => {
-            sets.push(set(SL2VL_ALL_IN | SL2VL_ALL_OUT, t));
+            sets.push(set(SL2VL_ALL_PORTS, t));
             for c in &cols {
                 match c.uniform {
                     Some(u) if u == t => {}
-                    Some(u) => sets.push(set(SL2VL_ALL_IN | u32::from(c.out.0), u)),
+                    Some(u) => sets.push(set(modifier::sl2vl_all_inputs(c.out), u)),
                     None => {
                         for (i, w) in (0u8..).zip(&c.want) {
                             if let Some(w) = w.filter(|w| *w != t) {
-                                sets.push(set(u32::from(i) << 8 | u32::from(c.out.0), w));
+                                sets.push(set(modifier::sl2vl(PortNum(i), c.out), w));
                             }
                         }
                     }
@@ -596,11 +587,11 @@ fn plan_switch_sl2vl(
         _ => {
             for c in cols.iter().filter(|c| !c.mismatched.is_empty()) {
                 match c.uniform {
-                    Some(u) => sets.push(set(SL2VL_ALL_IN | u32::from(c.out.0), u)),
+                    Some(u) => sets.push(set(modifier::sl2vl_all_inputs(c.out), u)),
                     None => {
                         for &i in &c.mismatched {
                             if let Some(t) = c.want[usize::from(i)] {
-                                sets.push(set(u32::from(i) << 8 | u32::from(c.out.0), t));
+                                sets.push(set(modifier::sl2vl(PortNum(i), c.out), t));
                             }
                         }
                     }
@@ -655,15 +646,15 @@ pub fn plan_node(inp: &PlanInputs<'_>, id: NodeId, known: Option<&KnownQos>) -> 
                 continue;
             }
             let (port, mod_port) = if node.is_switch() {
-                (PortNum(0), u32::from(p.0))
+                (PortNum(0), p)
             } else {
-                (p, 0)
+                (p, PortNum(0))
             };
             sets.push(QosSet {
                 node: id,
                 port,
                 attr: SmpAttrId::VL_ARB_TABLE,
-                attr_mod: u32::from(b) << 16 | mod_port,
+                attr_mod: modifier::vlarb(mod_port, b),
                 data,
             });
         }
@@ -707,8 +698,9 @@ pub struct QosGet {
     pub port: PortNum,
     /// `SL_TO_VL_TABLE` or `VL_ARB_TABLE`.
     pub attr: SmpAttrId,
-    /// The AttributeModifier: `in << 8 | out` on a switch, 0 on a CA (SL-to-VL);
-    /// `block << 16 | port` on a switch, `block << 16` on a CA (VLArbitration).
+    /// The AttributeModifier: [`modifier::sl2vl`]`(in, out)` on a switch, 0 on a CA
+    /// (SL-to-VL); [`modifier::vlarb`]`(port, block)` on a switch, port 0 on a CA
+    /// (VLArbitration).
     pub attr_mod: u32,
 }
 
@@ -828,7 +820,11 @@ impl NodeReads {
                 node: self.node,
                 port: if self.via { port(at) } else { PortNum(0) },
                 attr: SmpAttrId::SL_TO_VL_TABLE,
-                attr_mod: if self.via { 0 } else { i << 8 | o },
+                attr_mod: if self.via {
+                    0
+                } else {
+                    modifier::sl2vl(port(i), port(o))
+                },
             }
         } else {
             let (p, b) = ((at - sl_bits) / 4, (at - sl_bits) % 4 + 1);
@@ -836,7 +832,7 @@ impl NodeReads {
                 node: self.node,
                 port: if self.via { port(p) } else { PortNum(0) },
                 attr: SmpAttrId::VL_ARB_TABLE,
-                attr_mod: b << 16 | if self.via { 0 } else { p },
+                attr_mod: modifier::vlarb(if self.via { PortNum(0) } else { port(p) }, b as u8),
             }
         })
     }
