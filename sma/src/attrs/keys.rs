@@ -1,11 +1,13 @@
 //! P_KeyTable (0x0016, IBA vol1 §14.2.5.7) and GUIDInfo (0x0014, §14.2.5.5).
 //!
-//! P_KeyTable modifier: bits 15..0 = block; on a switch bits 31..16 = port (0..=NumPorts), on a
-//! CA the receiving port (upper bits ignored). One block of 32 entries per port
-//! (PartitionCap / PartitionEnforcementCap = 32); entry 0 defaults to 0xFFFF.
+//! P_KeyTable modifier ([`ibmad::attr::modifier::PKeyMod`]): bits 15..0 = block; on a switch
+//! bits 31..16 = port (0..=NumPorts), on a CA the receiving port (upper bits ignored). One block
+//! of 32 entries per port (PartitionCap / PartitionEnforcementCap = 32); entry 0 defaults to
+//! 0xFFFF.
 //! GUIDInfo modifier = block: one block of 8 (GUIDCap 8) on each CA port and on switch port 0;
 //! entry 0 is the port GUID and read-only.
 
+use ibmad::attr::modifier::PKeyMod;
 use ibmad::attr::{GuidInfo, PKeyTable};
 use ibmad::zerocopy::{FromBytes, IntoBytes};
 use ibmad::{Method, PortNum};
@@ -17,12 +19,12 @@ use crate::hw::Hardware;
 
 impl<H: Hardware> Agent<H> {
     fn pkey_target(&self, req: &Req) -> Result<PortNum, SmaError> {
-        let block = req.attr_mod & 0xFFFF;
+        let PKeyMod { port, block } = PKeyMod::from_raw(req.attr_mod);
         if block != 0 {
             return Err(req.bad_mod("P_Key block beyond PartitionCap/32"));
         }
         if self.is_switch {
-            self.modifier_port(req, req.attr_mod >> 16)
+            self.modifier_port(req, u32::from(port))
         } else {
             Ok(req.in_port)
         }

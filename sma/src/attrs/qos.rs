@@ -3,8 +3,10 @@
 //! SLtoVL modifier: on a switch bits 15..8 = input port, 7..0 = output port, and in a Set bit
 //! 17 = all input ports, bit 16 = all output ports (optimized programming); on a CA bits 7..0 =
 //! the port (0 = the receiving port). VLArb modifier: bits 31..16 = block 1..=4 (1, 2 low
-//! priority; 3, 4 high priority), bits 15..0 = port (CA: 0 = receiving port).
+//! priority; 3, 4 high priority), bits 15..0 = port (CA: 0 = receiving port). Both are decoded by
+//! [`ibmad::attr::modifier`].
 
+use ibmad::attr::modifier::{Sl2VlMod, VlArbMod};
 use ibmad::attr::{SlToVl, VlArbTable};
 use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use ibmad::PortNum;
@@ -17,34 +19,34 @@ use crate::hw::Hardware;
 impl<H: Hardware> Agent<H> {
     /// (input ports, output ports) an SLtoVL modifier selects.
     fn sl2vl_ports(&self, req: &Req, set: bool) -> Result<(Vec<u8>, Vec<u8>), SmaError> {
-        let m = req.attr_mod;
+        let m = Sl2VlMod::from_raw(req.attr_mod);
         if !self.is_switch {
-            if m & !0xFF != 0 {
+            if req.attr_mod != Sl2VlMod::pair(0, m.out_port).to_raw() {
                 return Err(req.bad_mod("a CA takes only a port number"));
             }
-            let p = self.modifier_port(req, m & 0xFF)?;
+            let p = self.modifier_port(req, u32::from(m.out_port))?;
             return Ok((vec![p.0], vec![p.0]));
         }
-        if m & !0x3_FFFF != 0 {
+        if Sl2VlMod::parse(req.attr_mod).is_none() {
             return Err(req.bad_mod("reserved modifier bits set"));
         }
-        let all_in = m & 0x2_0000 != 0;
-        let all_out = m & 0x1_0000 != 0;
-        if (all_in || all_out) && !set {
+        if (m.all_inputs || m.all_outputs) && !set {
             return Err(req.bad_mod("all-ports bits are valid in a Set only"));
         }
         let n = self.num_ports;
-        let pick = |all: bool, v: u32| -> Result<Vec<u8>, SmaError> {
+        let pick = |all: bool, p: u8| -> Result<Vec<u8>, SmaError> {
             if all {
                 return Ok((0..=n).collect());
             }
-            let p = u8::try_from(v).unwrap_or(u8::MAX);
             if p > n {
                 return Err(req.bad_mod("port number beyond NumPorts"));
             }
             Ok(vec![p])
         };
-        Ok((pick(all_in, (m >> 8) & 0xFF)?, pick(all_out, m & 0xFF)?))
+        Ok((
+            pick(m.all_inputs, m.in_port)?,
+            pick(m.all_outputs, m.out_port)?,
+        ))
     }
 
     fn sl2vl_index(&self, inp: u8, out: u8) -> usize {
@@ -101,11 +103,11 @@ impl<H: Hardware> Agent<H> {
     }
 
     fn vl_arb_target(&self, req: &Req) -> Result<(PortNum, usize), SmaError> {
-        let block = req.attr_mod >> 16;
+        let VlArbMod { block, port } = VlArbMod::from_raw(req.attr_mod);
         if !(1..=4).contains(&block) {
             return Err(req.bad_mod("VLArbitration block must be 1..=4"));
         }
-        let port = self.modifier_port(req, req.attr_mod & 0xFFFF)?;
+        let port = self.modifier_port(req, u32::from(port))?;
         // Blocks 1-2 hold the low-priority table, 3-4 the high one, 32 entries each: a block
         // past the port's VLArbitrationLowCap / HighCap does not exist (the table is
         // VLArbitration*Cap entries long, IBA vol1 §14.2.5.9).
@@ -119,7 +121,7 @@ impl<H: Hardware> Agent<H> {
         if usize::from(cap) <= first_entry {
             return Err(req.bad_mod("VLArbitration block beyond the port's VLArbitration cap"));
         }
-        Ok((port, usize::try_from(block - 1).unwrap_or(0)))
+        Ok((port, usize::from(block - 1)))
     }
 
     pub(crate) fn get_vl_arb(&self, req: &Req, data: &mut [u8; 64]) -> Result<(), SmaError> {
