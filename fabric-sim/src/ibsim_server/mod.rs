@@ -587,7 +587,11 @@ impl IbsimServer {
                 };
                 self.ctl_query(ctl, client, SmpAttrId::PORT_INFO, u32::from(port))
             }
-            CtlType::GET_PKEYS => self.ctl_query(ctl, client, SmpAttrId::P_KEY_TABLE, 0),
+            CtlType::GET_PKEYS => {
+                // Block 0 of the port the query arrives on.
+                let m = ibmad::attr::modifier::pkey(PortNum(0), 0);
+                self.ctl_query(ctl, client, SmpAttrId::P_KEY_TABLE, m)
+            }
             CtlType::SET_ISSM => {
                 let issm =
                     i32::from_ne_bytes([ctl.data[0], ctl.data[1], ctl.data[2], ctl.data[3]]) != 0;

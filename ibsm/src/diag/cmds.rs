@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser};
+use ibmad::attr::modifier;
 use ibmad::attr::{
     GuidInfo, LftBlock, NodeDesc, NodeInfo, PKeyTable, PortInfo, SlToVl, SmInfo, SwitchInfo,
     VlArbTable,
 };
 use ibmad::zerocopy::{FromBytes, IntoBytes};
-use ibmad::{DrPath, Lid, NodeType, SmpAttrId};
+use ibmad::{DrPath, Lid, NodeType, PortNum, SmpAttrId};
 use serde_json::{json, Value};
 
 use super::client::{Addr, Client, ClientConfig, Req, SmpError};
@@ -587,6 +588,11 @@ fn query(a: &QueryArgs) -> R<()> {
     Ok(())
 }
 
+/// A port number the query checked to be 0..=255.
+fn port_num(p: u32) -> PortNum {
+    PortNum(u8::try_from(p).unwrap_or(u8::MAX))
+}
+
 fn pkeys(s: &mut Session, addr: Addr, port: u32) -> R<(String, Value)> {
     let n = ni(&s.get(addr, SmpAttrId::NODE_INFO, 0)?);
     if port > u32::from(n.num_ports) {
@@ -604,7 +610,8 @@ fn pkeys(s: &mut Session, addr: Addr, port: u32) -> R<(String, Value)> {
     let mut text = String::new();
     let mut all = Vec::new();
     for b in 0..blocks {
-        let d = s.get(addr, SmpAttrId::P_KEY_TABLE, (port << 16) | b as u32)?;
+        let m = modifier::pkey(port_num(port), b as u16);
+        let d = s.get(addr, SmpAttrId::P_KEY_TABLE, m)?;
         let t = PKeyTable::read_from_bytes(&d[..]).map_err(|_| "short P_KeyTable")?;
         let k = if b + 1 == blocks {
             ((cap + 7 - b * 32) / 8) * 8
@@ -675,7 +682,8 @@ fn sl2vl(s: &mut Session, addr: Addr, port: u32) -> R<(String, Value)> {
     };
     let mut rows = Vec::new();
     for i in ins {
-        let d = s.get(addr, SmpAttrId::SL_TO_VL_TABLE, (i << 8) | out)?;
+        let m = modifier::sl2vl(port_num(i), port_num(out));
+        let d = s.get(addr, SmpAttrId::SL_TO_VL_TABLE, m)?;
         let t = SlToVl::read_from_bytes(&d[..8]).map_err(|_| "short SLtoVL")?;
         let _ = write!(text, "ports: in {i:2}, out {out:2}: |");
         let vls: Vec<u8> = (0..16).map(|sl| t.vl(sl).unwrap_or(0)).collect();
@@ -709,17 +717,18 @@ fn vlarb(s: &mut Session, addr: Addr, port: u32) -> R<(String, Value)> {
     let mut text =
         format!("# VLArbitration tables: {who} port {port} LowCap {low} HighCap {high}\n");
     let mut js = serde_json::Map::new();
-    for (name, key, block, cap) in [("Low", "low", 1u32, low), ("High", "high", 3u32, high)] {
+    for (name, key, block, cap) in [("Low", "low", 1u8, low), ("High", "high", 3u8, high)] {
         if cap == 0 {
             continue;
         }
         let _ = write!(text, "# {name} priority VL Arbitration Table:");
         let mut entries = Vec::new();
-        for (k, n) in [(0u32, cap.min(32)), (1, cap.saturating_sub(32))] {
+        for (k, n) in [(0u8, cap.min(32)), (1, cap.saturating_sub(32))] {
             if n == 0 {
                 continue;
             }
-            let d = s.get(addr, SmpAttrId::VL_ARB_TABLE, ((block + k) << 16) | port)?;
+            let m = modifier::vlarb(port_num(port), block + k);
+            let d = s.get(addr, SmpAttrId::VL_ARB_TABLE, m)?;
             let t = VlArbTable::read_from_bytes(&d[..]).map_err(|_| "short VLArbitration")?;
             let e = &t.entries[..n.min(32)];
             text.push_str("\nVL    : |");
