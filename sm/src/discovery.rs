@@ -14,8 +14,6 @@
 //! The module is pure: responses come in as attribute views, the SMPs to send next go out as
 //! requests for the SM's transaction engine, and reports as [`Event`]s.
 
-use std::collections::{HashMap, HashSet};
-
 use ibmad::attr::{NodeDesc, NodeInfo, PortInfo, SwitchInfo};
 use ibmad::{DrPath, NodeType, PhysState, PortNum, PortState, SmpAttrId};
 use zerocopy::IntoBytes;
@@ -32,9 +30,9 @@ pub(crate) struct Discovery {
     /// Per node: the port its first NodeInfo arrived on (LocalPortNum).
     arrival: Vec<u8>,
     /// (node, port) whose PortInfo Get was queued this walk.
-    requested: HashSet<(NodeId, u8)>,
+    requested: foldhash::HashSet<(NodeId, u8)>,
     /// Routes to CA ports other than the one the node was first reached through.
-    port_paths: HashMap<(NodeId, u8), DrPath>,
+    port_paths: crate::FastMap<(NodeId, u8), DrPath>,
     /// The SM's port number on its own node.
     sm_port: u8,
     /// Nodes whose walk went through a duplicate GUID (never extended).

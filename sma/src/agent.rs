@@ -672,6 +672,13 @@ impl<H: Hardware> Agent<H> {
         })
     }
 
+    /// True if [`Agent::poll_transmit`] has a MAD to hand out (a carrier can skip lending
+    /// it a buffer otherwise).
+    #[must_use]
+    pub fn has_transmit(&self) -> bool {
+        !self.tx.is_empty()
+    }
+
     /// The next time [`Agent::handle_timeout`] must be called, if any.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Time> {

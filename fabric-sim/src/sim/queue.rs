@@ -46,24 +46,35 @@ const LANES: usize = 4;
 /// sorted by `(time, seq)`), else to a binary heap; the earliest event is the least of the
 /// lanes' heads and the heap's top. The order is exactly the `(time, seq)` order whatever the
 /// pushes; only the cost differs (a pop compares a few heads instead of sifting the heap).
+///
+/// The `(time, seq)` key of every lane's head and of the heap's top, and the time of every
+/// lane's last entry, are kept beside them, so finding the earliest event or a lane for a new
+/// one reads two small arrays instead of the lanes' ring buffers.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
     lanes: [VecDeque<Entry<E>>; LANES],
+    /// `key(time, seq)` of each lane's first entry, then of the heap's top; [`EMPTY`] where
+    /// there is none.
+    heads: [u128; LANES + 1],
+    /// The time of each lane's last entry (0 for an empty lane: any event fits there).
+    backs: [u64; LANES],
     seq: u64,
     len: usize,
+}
+
+/// The key of an absent head: after every real key.
+const EMPTY: u128 = u128::MAX;
+
+/// `(time, seq)` as one integer with the same order.
+#[inline]
+fn key(time: Time, seq: u64) -> u128 {
+    (u128::from(time.0) << 64) | u128::from(seq)
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue::new()
     }
-}
-
-/// Where the earliest event is.
-#[derive(Clone, Copy)]
-enum Head {
-    Lane(usize),
-    Heap,
 }
 
 impl<E> EventQueue<E> {
@@ -73,6 +84,8 @@ impl<E> EventQueue<E> {
         EventQueue {
             heap: BinaryHeap::new(),
             lanes: std::array::from_fn(|_| VecDeque::new()),
+            heads: [EMPTY; LANES + 1],
+            backs: [0; LANES],
             seq: 0,
             len: 0,
         }
@@ -83,36 +96,52 @@ impl<E> EventQueue<E> {
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         self.len += 1;
+        let k = key(time, seq);
         let e = Entry { time, seq, ev };
         // `seq` grows, so an entry not earlier than a lane's last one keeps the lane sorted.
-        for lane in &mut self.lanes {
-            if lane.back().is_none_or(|last| last.time <= time) {
-                lane.push_back(e);
+        for i in 0..LANES {
+            if self.backs[i] <= time.0 {
+                self.backs[i] = time.0;
+                if self.heads[i] == EMPTY {
+                    self.heads[i] = k;
+                }
+                self.lanes[i].push_back(e);
                 return;
             }
         }
         self.heap.push(e);
+        self.heads[LANES] = self.heads[LANES].min(k);
     }
 
-    /// The earliest entry's due time and place.
+    /// The earliest entry's due time and where it is (a lane, or `LANES` for the heap).
     #[inline]
-    fn head(&self) -> Option<(Time, Head)> {
-        let mut best: Option<(Time, u64, Head)> =
-            self.heap.peek().map(|e| (e.time, e.seq, Head::Heap));
-        for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(e) = lane.front() {
-                if best.is_none_or(|(t, q, _)| (e.time, e.seq) < (t, q)) {
-                    best = Some((e.time, e.seq, Head::Lane(i)));
-                }
+    fn head(&self) -> Option<(Time, usize)> {
+        let mut best = 0;
+        for i in 1..=LANES {
+            if self.heads[i] < self.heads[best] {
+                best = i;
             }
         }
-        best.map(|(t, _, h)| (t, h))
+        let k = self.heads[best];
+        (k != EMPTY).then_some((Time((k >> 64) as u64), best))
     }
 
-    fn take(&mut self, h: Head) -> Option<(Time, E)> {
-        let e = match h {
-            Head::Heap => self.heap.pop()?,
-            Head::Lane(i) => self.lanes[i].pop_front()?,
+    fn take(&mut self, at: usize) -> Option<(Time, E)> {
+        let e = if at == LANES {
+            let e = self.heap.pop()?;
+            self.heads[LANES] = self.heap.peek().map_or(EMPTY, |t| key(t.time, t.seq));
+            e
+        } else {
+            let lane = &mut self.lanes[at];
+            let e = lane.pop_front()?;
+            match lane.front() {
+                Some(f) => self.heads[at] = key(f.time, f.seq),
+                None => {
+                    self.heads[at] = EMPTY;
+                    self.backs[at] = 0;
+                }
+            }
+            e
         };
         self.len -= 1;
         Some((e.time, e.ev))

@@ -210,7 +210,9 @@ impl Fabric {
         }
         let pp = self.peer_port[g];
         let mut arrival = depart.saturating_add(self.hop_ns);
-        let decision = if !self.link_faults.is_empty() {
+        let decision = if !self.faulty {
+            None
+        } else if !self.link_faults.is_empty() {
             let key = (g as u32).min(self.base[pn as usize] + u32::from(pp));
             match self.link_faults.get_mut(&key) {
                 Some(inj) => Some(inj.decide(SMP_LEN)),
@@ -465,7 +467,7 @@ impl Fabric {
         if self.external[ni].is_some() {
             return self.after_external(n, depart);
         }
-        loop {
+        while self.agents[ni].has_transmit() {
             let buf = self.pool.alloc();
             let out = self.agents[ni].poll_transmit(self.now, &mut self.pool.slot_mut(buf).data);
             let Some(tx) = out else {

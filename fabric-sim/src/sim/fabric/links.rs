@@ -225,6 +225,7 @@ impl Fabric {
     pub fn set_faults(&mut self, faults: FaultConfig) {
         self.cfg.faults = faults;
         self.faults.set_config(faults);
+        self.faulty = !faults.is_none() || !self.link_faults.is_empty();
     }
 
     /// Gives the cable at `node`/`port` its own fault rates (both directions), replacing the
@@ -251,6 +252,7 @@ impl Fabric {
                 self.link_faults.remove(&key);
             }
         }
+        self.faulty = !self.faults.config().is_none() || !self.link_faults.is_empty();
         Ok(())
     }
 }

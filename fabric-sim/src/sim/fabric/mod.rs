@@ -325,6 +325,9 @@ pub struct Fabric {
     faults: FaultInjector,
     /// Per-cable injectors, keyed by the lower global port of the cable.
     link_faults: HashMap<u32, FaultInjector>,
+    /// True if any fault rate is set (fabric-wide or on a cable): a transmit without it
+    /// skips the fault decision.
+    faulty: bool,
     stats: SimStats,
     trace: Vec<TraceEntry>,
     topo: Topology,
@@ -423,6 +426,7 @@ impl Fabric {
             }
         }
         let faults = FaultInjector::new(cfg.faults, ChaCha8Rng::seed_from_u64(cfg.seed));
+        let faulty = !cfg.faults.is_none();
         let mut f = Fabric {
             service_ns: dur_ns(cfg.sma_service_time),
             hop_ns: dur_ns(cfg.hop_latency),
@@ -442,6 +446,7 @@ impl Fabric {
             sms: Vec::new(),
             faults,
             link_faults: HashMap::new(),
+            faulty,
             stats: SimStats::default(),
             trace: Vec::new(),
             topo: topo.clone(),
