@@ -143,7 +143,7 @@ pub(crate) struct Sweep {
     /// The switch ports with a link when routes were last computed (by switch GUID): a
     /// routing that finds a new one (a new switch, a new link, a new end port) balances
     /// afresh, as OpenSM sets `ignore_existing_lfts` for a port that needs an update.
-    routed_links: Option<std::collections::HashSet<(ibmad::Guid, u8)>>,
+    routed_links: Option<foldhash::HashSet<(ibmad::Guid, u8)>>,
     /// Programming: the LFT reads are out, the Sets not yet planned.
     reading_lfts: bool,
     /// The current light sweep saw a change.
@@ -468,7 +468,7 @@ impl Sweep {
     }
 
     /// The switch ports that have a link now, by switch GUID.
-    fn linked_switch_ports(&self) -> std::collections::HashSet<(ibmad::Guid, u8)> {
+    fn linked_switch_ports(&self) -> foldhash::HashSet<(ibmad::Guid, u8)> {
         let s = &self.disc.subnet;
         s.switches()
             .flat_map(|id| {
