@@ -531,24 +531,145 @@ spec_names!(NodeType {
     ROUTER => "Router",
 } fallback "NodeType({})");
 
-spec_names!(PortState {
-    NO_CHANGE => "NoChange",
-    DOWN => "Down",
-    INIT => "Initialize",
-    ARMED => "Armed",
-    ACTIVE => "Active",
-} fallback "PortState({})");
+/// One port state's names in each spelling the stack prints. Row `i` of a table names value
+/// `i`; `None` where that spelling has no name for the value.
+struct StateNames {
+    /// The IBA's name (PortInfo, IBA vol1 §14.2.5.6; libibmad's `mad_dump_portstate` and
+    /// `mad_dump_physportstate` print the same): `Display`, `smpquery`.
+    iba: Option<&'static str>,
+    /// The Linux kernel's name in sysfs `ports/N/state` and `ports/N/phys_state`.
+    kernel: Option<&'static str>,
+    /// ibstat's name.
+    ibstat: Option<&'static str>,
+}
 
-spec_names!(PhysState {
-    NO_CHANGE => "NoChange",
-    SLEEP => "Sleep",
-    POLLING => "Polling",
-    DISABLED => "Disabled",
-    TRAINING => "PortConfigurationTraining",
-    LINK_UP => "LinkUp",
-    LINK_ERROR_RECOVERY => "LinkErrorRecovery",
-    PHY_TEST => "PhyTest",
-} fallback "PhysState({})");
+/// What the kernel's sysfs prints for a state it has no name for.
+const KERNEL_UNKNOWN: &str = "<unknown>";
+/// What ibstat prints for a state it has no name for.
+const IBSTAT_UNKNOWN: &str = "Unknown";
+
+/// PortState names. The kernel also names 5 (`IB_PORT_ACTIVE_DEFER`), which the IBA does not
+/// define; ibstat says "Initializing" where the IBA says "Initialize".
+const PORT_STATE_NAMES: [StateNames; 6] = [
+    StateNames {
+        iba: Some("NoChange"),
+        kernel: Some("NOP"),
+        ibstat: None,
+    },
+    StateNames {
+        iba: Some("Down"),
+        kernel: Some("DOWN"),
+        ibstat: Some("Down"),
+    },
+    StateNames {
+        iba: Some("Initialize"),
+        kernel: Some("INIT"),
+        ibstat: Some("Initializing"),
+    },
+    StateNames {
+        iba: Some("Armed"),
+        kernel: Some("ARMED"),
+        ibstat: Some("Armed"),
+    },
+    StateNames {
+        iba: Some("Active"),
+        kernel: Some("ACTIVE"),
+        ibstat: Some("Active"),
+    },
+    StateNames {
+        iba: None,
+        kernel: Some("ACTIVE_DEFER"),
+        ibstat: None,
+    },
+];
+
+/// PortPhysicalState names. The kernel and ibstat say "Phy Test" where the IBA says "PhyTest",
+/// and have no name for 0 (NoChange, meaningful only in a Set).
+const PHYS_STATE_NAMES: [StateNames; 8] = [
+    StateNames {
+        iba: Some("NoChange"),
+        kernel: None,
+        ibstat: None,
+    },
+    StateNames {
+        iba: Some("Sleep"),
+        kernel: Some("Sleep"),
+        ibstat: Some("Sleep"),
+    },
+    StateNames {
+        iba: Some("Polling"),
+        kernel: Some("Polling"),
+        ibstat: Some("Polling"),
+    },
+    StateNames {
+        iba: Some("Disabled"),
+        kernel: Some("Disabled"),
+        ibstat: Some("Disabled"),
+    },
+    StateNames {
+        iba: Some("PortConfigurationTraining"),
+        kernel: Some("PortConfigurationTraining"),
+        ibstat: Some("PortConfigurationTraining"),
+    },
+    StateNames {
+        iba: Some("LinkUp"),
+        kernel: Some("LinkUp"),
+        ibstat: Some("LinkUp"),
+    },
+    StateNames {
+        iba: Some("LinkErrorRecovery"),
+        kernel: Some("LinkErrorRecovery"),
+        ibstat: Some("LinkErrorRecovery"),
+    },
+    StateNames {
+        iba: Some("PhyTest"),
+        kernel: Some("Phy Test"),
+        ibstat: Some("Phy Test"),
+    },
+];
+
+/// `spec_name`, `kernel_name`, `ibstat_name` and `Display` of a state type from its name table.
+macro_rules! state_names {
+    ($name:ident, $table:ident, $fb:literal) => {
+        impl $name {
+            fn names(self) -> Option<&'static StateNames> {
+                $table.get(usize::from(self.0))
+            }
+            /// The name the IBA uses for this value (e.g. `Initialize`), if it has one.
+            #[must_use]
+            pub fn spec_name(self) -> Option<&'static str> {
+                self.names().and_then(|n| n.iba)
+            }
+            /// The Linux kernel's name, as its sysfs `state` / `phys_state` file prints it
+            /// after the number (e.g. `INIT`, `Phy Test`); `<unknown>` if it has none.
+            #[must_use]
+            pub fn kernel_name(self) -> &'static str {
+                self.names()
+                    .and_then(|n| n.kernel)
+                    .unwrap_or(KERNEL_UNKNOWN)
+            }
+            /// ibstat's name (e.g. `Initializing`, `Phy Test`); `Unknown` if it has none.
+            #[must_use]
+            pub fn ibstat_name(self) -> &'static str {
+                self.names()
+                    .and_then(|n| n.ibstat)
+                    .unwrap_or(IBSTAT_UNKNOWN)
+            }
+        }
+        /// The IBA name, or the raw value.
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self.spec_name() {
+                    Some(n) => f.write_str(n),
+                    None => write!(f, $fb, self.0),
+                }
+            }
+        }
+    };
+}
+
+state_names!(PortState, PORT_STATE_NAMES, "PortState({})");
+state_names!(PhysState, PHYS_STATE_NAMES, "PhysState({})");
 
 spec_names!(SmState {
     NOT_ACTIVE => "NotActive",
@@ -634,5 +755,44 @@ mod tests {
         assert_eq!(Status(0x1C).to_string(), "InvalidField");
         assert_eq!(NodeType(2).to_string(), "Switch");
         assert_eq!(PortState(9).to_string(), "PortState(9)");
+    }
+
+    #[test]
+    fn port_state_names_in_each_spelling() {
+        let port = |v: u8| {
+            let s = PortState(v);
+            (s.to_string(), s.kernel_name(), s.ibstat_name())
+        };
+        let row = |a: &str, b: &'static str, c: &'static str| (a.to_string(), b, c);
+        assert_eq!(port(0), row("NoChange", "NOP", "Unknown"));
+        assert_eq!(port(1), row("Down", "DOWN", "Down"));
+        assert_eq!(port(2), row("Initialize", "INIT", "Initializing"));
+        assert_eq!(port(3), row("Armed", "ARMED", "Armed"));
+        assert_eq!(port(4), row("Active", "ACTIVE", "Active"));
+        assert_eq!(port(5), row("PortState(5)", "ACTIVE_DEFER", "Unknown"));
+        assert_eq!(port(6), row("PortState(6)", "<unknown>", "Unknown"));
+        assert_eq!(port(255), row("PortState(255)", "<unknown>", "Unknown"));
+        let phys = |v: u8| {
+            let s = PhysState(v);
+            (s.to_string(), s.kernel_name(), s.ibstat_name())
+        };
+        assert_eq!(phys(0), row("NoChange", "<unknown>", "Unknown"));
+        assert_eq!(phys(1), row("Sleep", "Sleep", "Sleep"));
+        assert_eq!(
+            phys(4),
+            row(
+                "PortConfigurationTraining",
+                "PortConfigurationTraining",
+                "PortConfigurationTraining"
+            )
+        );
+        assert_eq!(phys(5), row("LinkUp", "LinkUp", "LinkUp"));
+        assert_eq!(phys(7), row("PhyTest", "Phy Test", "Phy Test"));
+        assert_eq!(phys(8), row("PhysState(8)", "<unknown>", "Unknown"));
+        assert_eq!(
+            PhysState::LINK_ERROR_RECOVERY.spec_name(),
+            Some("LinkErrorRecovery")
+        );
+        assert_eq!(PortState::INIT.spec_name(), Some("Initialize"));
     }
 }

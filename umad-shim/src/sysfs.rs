@@ -18,6 +18,7 @@
 
 use ibmad::attr::PortInfo;
 use ibmad::zerocopy::FromBytes;
+use ibmad::{PhysState, PortState};
 
 /// The CA name presented (the same as ibsim's `libumad2sim.so`).
 pub const DEVICE: &str = "ibsim0";
@@ -266,18 +267,6 @@ fn gid_text(prefix: u64, guid: u64) -> String {
     format!("{}:{}", guid_text(prefix), guid_text(guid))
 }
 
-const STATE_NAMES: [&str; 6] = ["NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
-const PHYS_NAMES: [&str; 8] = [
-    "<unknown>",
-    "Sleep",
-    "Polling",
-    "Disabled",
-    "PortConfigurationTraining",
-    "LinkUp",
-    "LinkErrorRecovery",
-    "Phy Test",
-];
-
 /// `rate`: `"%d%s Gb/sec (%dX%s)"` from the active speed (deci-Gb/s per lane) and width.
 fn rate_text(p: &PortAttrs) -> String {
     let (name, per_lane) = if p.cap_mask & ibmad::attr::port_info::cap::IS_EXT_SPEEDS_SUP != 0
@@ -338,15 +327,11 @@ pub fn render(attr: Attr, node: &NodeAttrs, port: &PortAttrs) -> String {
             PortAttr::SmSl => port.sm_sl.to_string(),
             PortAttr::LidMaskCount => port.lmc.to_string(),
             PortAttr::State => {
-                let n = STATE_NAMES
-                    .get(usize::from(port.state))
-                    .unwrap_or(&"<unknown>");
+                let n = PortState(port.state).kernel_name();
                 format!("{}: {n}", port.state)
             }
             PortAttr::PhysState => {
-                let n = PHYS_NAMES
-                    .get(usize::from(port.phys_state))
-                    .unwrap_or(&"<unknown>");
+                let n = PhysState(port.phys_state).kernel_name();
                 format!("{}: {n}", port.phys_state)
             }
             PortAttr::Rate => rate_text(port),

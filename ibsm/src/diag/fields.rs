@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use ibmad::attr::{NodeInfo, PortInfo, SwitchInfo};
+use ibmad::{PhysState, PortState};
 use serde_json::{Map, Value};
 
 /// One field's value, as libibmad renders it.
@@ -359,32 +360,21 @@ fn link_speeds_ext(sp: u8) -> String {
     s
 }
 
-/// PortState text (`mad_dump_portstate`).
+/// PortState text (`mad_dump_portstate`: the IBA names, [`PortState::spec_name`]).
 #[must_use]
 pub fn port_state(s: u8) -> String {
-    match s {
-        0 => "NoChange".into(),
-        1 => "Down".into(),
-        2 => "Initialize".into(),
-        3 => "Armed".into(),
-        4 => "Active".into(),
-        other => format!("?({other})"),
+    match PortState(s).spec_name() {
+        Some(n) => n.into(),
+        None => format!("?({s})"),
     }
 }
 
-/// PortPhysicalState text (`mad_dump_physportstate`).
+/// PortPhysicalState text (`mad_dump_physportstate`: the IBA names, [`PhysState::spec_name`]).
 #[must_use]
 pub fn phys_state(s: u8) -> String {
-    match s {
-        0 => "NoChange".into(),
-        1 => "Sleep".into(),
-        2 => "Polling".into(),
-        3 => "Disabled".into(),
-        4 => "PortConfigurationTraining".into(),
-        5 => "LinkUp".into(),
-        6 => "LinkErrorRecovery".into(),
-        7 => "PhyTest".into(),
-        other => format!("?({other})"),
+    match PhysState(s).spec_name() {
+        Some(n) => n.into(),
+        None => format!("?({s})"),
     }
 }
 

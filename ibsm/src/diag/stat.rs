@@ -10,7 +10,7 @@ use clap::Parser;
 use ibmad::attr::port_info::cap;
 use ibmad::attr::PortInfo;
 use ibmad::sa_rec::path::{port_rate, rate_gbps_text};
-use ibmad::{DrPath, NodeType, PhysState, PortState, SmpAttrId};
+use ibmad::{DrPath, NodeType, SmpAttrId};
 use serde_json::json;
 
 use super::client::Addr;
@@ -25,31 +25,6 @@ pub struct StatArgs {
     /// Print only the port GUID, as ibstat -p
     #[arg(long = "list_of_guids", short = 'p')]
     guids_only: bool,
-}
-
-/// ibstat's State text (the kernel's port state names, not libibmad's "Initialize").
-fn state(s: PortState) -> &'static str {
-    match s {
-        PortState::DOWN => "Down",
-        PortState::INIT => "Initializing",
-        PortState::ARMED => "Armed",
-        PortState::ACTIVE => "Active",
-        _ => "Unknown",
-    }
-}
-
-/// ibstat's Physical state text (the kernel's names: "Phy Test", not libibmad's "PhyTest").
-fn phys(s: PhysState) -> &'static str {
-    match s {
-        PhysState::SLEEP => "Sleep",
-        PhysState::POLLING => "Polling",
-        PhysState::DISABLED => "Disabled",
-        PhysState::TRAINING => "PortConfigurationTraining",
-        PhysState::LINK_UP => "LinkUp",
-        PhysState::LINK_ERROR_RECOVERY => "LinkErrorRecovery",
-        PhysState::PHY_TEST => "Phy Test",
-        _ => "Unknown",
-    }
 }
 
 /// The port's data rate in Gb/s as the kernel's `rate` file gives it (ibstat's "Rate"):
@@ -112,8 +87,8 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
         ports = n.num_ports,
         node = n.node_guid.get(),
         sys = n.system_image_guid.get(),
-        state = state(p.port_state()),
-        phys = phys(p.phys_state()),
+        state = p.port_state().ibstat_name(),
+        phys = p.phys_state().ibstat_name(),
         rate = rate,
         lid = p.lid().0,
         lmc = p.lmc(),
@@ -128,8 +103,8 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
         "system_image_guid": format!("0x{:016x}", n.system_image_guid.get()),
         "port": {
             "num": port,
-            "state": state(p.port_state()),
-            "physical_state": phys(p.phys_state()),
+            "state": p.port_state().ibstat_name(),
+            "physical_state": p.phys_state().ibstat_name(),
             "rate_gbps": rate.parse::<f64>().ok(),
             "base_lid": p.lid().0,
             "lmc": p.lmc(),
@@ -147,6 +122,7 @@ pub fn stat(a: &StatArgs) -> Result<(), DiagError> {
 mod tests {
     use super::*;
     use ibmad::zerocopy::FromZeros;
+    use ibmad::{PhysState, PortState};
 
     fn port(width: u8, speed: u8, ext: u8, ext_cap: bool) -> PortInfo {
         let mut p = PortInfo::new_zeroed();
@@ -176,10 +152,11 @@ mod tests {
 
     #[test]
     fn state_names_are_ibstats() {
-        assert_eq!(state(PortState(2)), "Initializing");
-        assert_eq!(state(PortState(4)), "Active");
-        assert_eq!(phys(PhysState(5)), "LinkUp");
-        assert_eq!(phys(PhysState(3)), "Disabled");
-        assert_eq!(state(PortState(9)), "Unknown");
+        assert_eq!(PortState(2).ibstat_name(), "Initializing");
+        assert_eq!(PortState(4).ibstat_name(), "Active");
+        assert_eq!(PhysState(5).ibstat_name(), "LinkUp");
+        assert_eq!(PhysState(3).ibstat_name(), "Disabled");
+        assert_eq!(PhysState(7).ibstat_name(), "Phy Test");
+        assert_eq!(PortState(9).ibstat_name(), "Unknown");
     }
 }
