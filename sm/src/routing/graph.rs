@@ -262,6 +262,74 @@ impl SwitchGraph {
         }
     }
 
+    /// Hop rows of up to 64 sources at once, `first..first + k` for `k = rows.len() / n` (`n`
+    /// switches): afterwards `rows[i * n + v]` is what [`SwitchGraph::bfs`] from the single
+    /// source `first + i` leaves in `dist[v]` — hops, [`UNREACHABLE`] where none, growth
+    /// stopped at 0xFE.
+    ///
+    /// One level-synchronous search carries every source as a bit of a `u64` per switch: a
+    /// switch's frontier word is pushed (OR) into each out-neighbour's next word, and the bits
+    /// new at a switch are the sources that reach it first at this level. So each level walks
+    /// the edges once for all 64 sources instead of once per source.
+    fn bfs_batch(&self, first: usize, rows: &mut [u8], b: &mut BatchBfs) {
+        let n = self.switch_count();
+        if n == 0 {
+            return;
+        }
+        rows.fill(UNREACHABLE);
+        let k = (rows.len() / n).min(64);
+        for w in [&mut b.seen, &mut b.frontier, &mut b.next] {
+            w.clear();
+            w.resize(n, 0);
+        }
+        b.active.clear();
+        for i in 0..k {
+            let s = first + i;
+            if s < n {
+                b.seen[s] = 1 << i;
+                b.frontier[s] = 1 << i;
+                b.active.push(s as u32);
+                rows[i * n + s] = 0;
+            }
+        }
+        // Levels 1..=0xFE: a switch first reached at 0xFE is not expanded, as in `bfs`.
+        for level in 1..UNREACHABLE {
+            if b.active.is_empty() {
+                break;
+            }
+            b.touched.clear();
+            for &u in &b.active {
+                let u = u as usize;
+                let f = b.frontier[u];
+                let (x, y) = (self.adj_start[u] as usize, self.adj_start[u + 1] as usize);
+                for e in &self.adj[x..y] {
+                    let to = e.to as usize;
+                    let add = f & !b.seen[to];
+                    if add != 0 {
+                        if b.next[to] == 0 {
+                            b.touched.push(e.to);
+                        }
+                        b.next[to] |= add;
+                    }
+                }
+            }
+            b.active.clear();
+            for &v in &b.touched {
+                let v = v as usize;
+                let mut new = b.next[v];
+                b.next[v] = 0;
+                b.seen[v] |= new;
+                b.frontier[v] = new;
+                b.active.push(v as u32);
+                while new != 0 {
+                    let i = new.trailing_zeros() as usize;
+                    rows[i * n + v] = level;
+                    new &= new - 1;
+                }
+            }
+        }
+    }
+
     /// Bytes held by the graph.
     #[must_use]
     pub fn memory_bytes(&self) -> usize {
@@ -271,8 +339,21 @@ impl SwitchGraph {
     }
 }
 
-/// The switch graph and its all-pairs hop matrix (one [`SwitchGraph::bfs`] per switch, in
-/// parallel with the `parallel` feature).
+/// Reusable buffers of [`SwitchGraph::bfs_batch`]: one word per switch (bit `i` = source
+/// `first + i`) for the sources that reached it, the sources that reached it last level (read
+/// only for the switches in `active`, the frontier) and those reaching it this level (set for
+/// the switches in `touched`).
+#[derive(Default)]
+struct BatchBfs {
+    seen: Vec<u64>,
+    frontier: Vec<u64>,
+    next: Vec<u64>,
+    active: Vec<u32>,
+    touched: Vec<u32>,
+}
+
+/// The switch graph and its all-pairs hop matrix (the rows of [`SwitchGraph::bfs`] from every
+/// switch, 64 sources per search, batches in parallel with the `parallel` feature).
 ///
 /// This equals the fixed point of OpenSM's relaxation (`ucast_mgr_process_hop_0_1` +
 /// `ucast_mgr_process_neighbors` with the default hop weight 1): the hop count via port `p` of
@@ -294,21 +375,25 @@ impl HopMatrix {
     #[must_use]
     pub fn from_graph(graph: SwitchGraph) -> HopMatrix {
         let n = graph.switch_count();
-        let mut dist = vec![UNREACHABLE; n * n];
+        // Zeroed (untouched pages); every batch fills its own rows first, in parallel.
+        let mut dist = vec![0u8; n * n];
         if n > 0 {
             let g = &graph;
             #[cfg(feature = "parallel")]
             {
                 use rayon::prelude::*;
-                dist.par_chunks_mut(n)
-                    .enumerate()
-                    .for_each_init(Vec::new, |q, (src, row)| g.bfs([src], row, q));
+                dist.par_chunks_mut(64 * n).enumerate().for_each_init(
+                    BatchBfs::default,
+                    |b, (i, rows)| {
+                        g.bfs_batch(64 * i, rows, b);
+                    },
+                );
             }
             #[cfg(not(feature = "parallel"))]
             {
-                let mut q = Vec::new();
-                for (src, row) in dist.chunks_mut(n).enumerate() {
-                    g.bfs([src], row, &mut q);
+                let mut b = BatchBfs::default();
+                for (i, rows) in dist.chunks_mut(64 * n).enumerate() {
+                    g.bfs_batch(64 * i, rows, &mut b);
                 }
             }
         }
@@ -519,6 +604,145 @@ mod tests {
         assert_eq!(c.of(0), &[1, 8], "both parallel links");
         assert_eq!(c.of(1), &[] as &[u8], "own slot: no list");
         assert_eq!(c.of(4), &[2]);
+    }
+
+    /// A random fabric of `n` switches with 16 ports each: `links` cables between random free
+    /// ports (parallel links and loopbacks among them), some of them usable in one direction
+    /// only (the far port has no PortInfo) or not at all (a port Down); switches left without
+    /// cables and whole groups cut off make unreachable parts.
+    fn random_fabric(seed: u64, n: usize, links: usize) -> Subnet {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut s = Subnet::new();
+        let ids: Vec<NodeId> = (0..n)
+            .map(|i| s.add_node(Node::new(Guid(0x1000 + i as u64), NodeType::SWITCH, 16, "")))
+            .collect();
+        let mut free: Vec<Vec<u8>> = vec![(1..=16).collect(); n];
+        // Switches at or past `reach` only cable among themselves (when there are a few).
+        let reach = if n > 8 { n - n / 8 } else { n };
+        for _ in 0..links {
+            let a = rng.gen_range(0..n);
+            let b = if a < reach {
+                rng.gen_range(0..reach)
+            } else {
+                rng.gen_range(reach..n)
+            };
+            let (Some(&pa), Some(&pb)) = (free[a].last(), free[b].first()) else {
+                continue;
+            };
+            if a == b && pa == pb {
+                continue;
+            }
+            free[a].pop();
+            free[b].retain(|&p| p != pb);
+            s.link((ids[a], PortNum(pa)), (ids[b], PortNum(pb)));
+            let mut ia = active();
+            let mut ib = Some(active());
+            match rng.gen_range(0..10) {
+                0 => ib = None,                          // usable from a only
+                1 => ia.set_port_state(PortState::DOWN), // not usable
+                2 => ia.set_port_state(PortState::INIT),
+                _ => {}
+            }
+            s.port_mut(ids[a], PortNum(pa)).unwrap().info = Some(ia);
+            s.port_mut(ids[b], PortNum(pb)).unwrap().info = ib;
+        }
+        s
+    }
+
+    /// The hop matrix row by row against one plain [`SwitchGraph::bfs`] per source.
+    fn assert_matrix_matches_bfs(hm: &HopMatrix) {
+        let g = hm.graph();
+        let n = g.switch_count();
+        let (mut d, mut q) = (vec![0u8; n], Vec::new());
+        for src in 0..n {
+            g.bfs([src], &mut d, &mut q);
+            assert_eq!(hm.row(src), &d[..], "row of source {src} of {n}");
+        }
+    }
+
+    /// The straightforward candidate lists: every destination, every neighbour in port order.
+    fn min_hop_by_scan(hm: &HopMatrix, si: usize) -> Candidates {
+        let my = hm.row(si);
+        let mut start = vec![0u32];
+        let mut ports = Vec::new();
+        for (t, &least) in my.iter().enumerate() {
+            if least != UNREACHABLE && least != 0 {
+                for e in hm.neighbors(si) {
+                    if hm.row(e.to as usize)[t].wrapping_add(1) == least {
+                        ports.push(e.port);
+                    }
+                }
+            }
+            start.push(ports.len() as u32);
+        }
+        Candidates::from_csr(start, ports)
+    }
+
+    fn assert_candidates_match_scan(hm: &HopMatrix) {
+        for si in 0..hm.switch_count() {
+            assert_eq!(
+                Candidates::min_hop(hm, si),
+                min_hop_by_scan(hm, si),
+                "candidates of switch {si}"
+            );
+        }
+    }
+
+    #[test]
+    fn long_chain_stops_growing_at_0xfe() {
+        // 300 switches in a row: hops past 0xFE are unreachable, as `bfs` leaves them.
+        let hm = HopMatrix::build(&chain(300));
+        assert_eq!(hm.hops_idx(0, 254), Some(0xFE));
+        assert_eq!(hm.hops_idx(0, 255), None);
+        assert_eq!(hm.hops_idx(299, 45), Some(0xFE));
+        assert_eq!(hm.hops_idx(299, 44), None);
+        assert_matrix_matches_bfs(&hm);
+        assert_candidates_match_scan(&hm);
+        // Toward the far end of the cut-off part, only the chain's port leads on.
+        let c = Candidates::min_hop(&hm, 1);
+        assert_eq!(c.of(255), &[2]);
+        assert_eq!(c.of(256), &[] as &[u8], "0xFF hops away: no list");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// The 64-sources-at-a-time matrix and the candidate lists equal the plain ones on
+        /// irregular fabrics: sizes around the batch width, one-way and dead links,
+        /// parallel links, loopbacks, unreachable parts.
+        #[test]
+        fn batched_matrix_and_candidates_match_plain(
+            seed in proptest::prelude::any::<u64>(),
+            n in proptest::prelude::prop_oneof![1usize..8, 60usize..70, 120usize..200],
+            density in 1usize..6,
+        ) {
+            let hm = HopMatrix::build(&random_fabric(seed, n, n * density / 2 + 1));
+            assert_matrix_matches_bfs(&hm);
+            assert_candidates_match_scan(&hm);
+        }
+    }
+
+    #[test]
+    fn random_fabrics_have_what_the_comparison_needs() {
+        // The fabrics above are not all trivially connected or symmetric.
+        let hm = HopMatrix::build(&random_fabric(7, 150, 170));
+        let n = hm.switch_count();
+        let pairs = (0..n).flat_map(|a| (0..n).map(move |b| (a, b)));
+        let hops = |a, b| hm.hops_idx(a, b);
+        assert!(pairs.clone().any(|(a, b)| hops(a, b).is_none()));
+        assert!(pairs
+            .clone()
+            .any(|(a, b)| hops(a, b).is_some() && hops(b, a).is_none()));
+        assert!(pairs
+            .clone()
+            .any(|(a, b)| hops(a, b).is_some_and(|h| h >= 8)));
+        let dense = HopMatrix::build(&random_fabric(7, 150, 300));
+        assert!((0..n).any(|a| Candidates::min_hop(&dense, a).ports.len() > n));
+        assert!((0..n).any(|a| {
+            let nb = dense.neighbors(a);
+            nb.iter()
+                .any(|e| nb.iter().filter(|f| f.to == e.to).count() > 1)
+        }));
     }
 
     #[test]

@@ -2,12 +2,12 @@
 //! balancing, transcribed from `osm_ucast_mgr.c` / `osm_switch_recommend_path` semantics.
 //!
 //! # Phase 1: hop matrix
-//! [`HopMatrix`] (in [`super::graph`]): a BFS from every switch over the usable switch–switch
-//! links gives `hops(a, b)` in a compact `u8` matrix (switches × switches, 0xFF = unreachable),
-//! OpenSM's relaxation fixed point with hop weight 1. A CA LID uses its attached switch's row
-//! (the CA link adds 1 to every candidate alike). A link is usable when both ends are linked and
-//! in Init/Armed/Active ([`link_usable`]). The candidates per destination switch are the
-//! minimum-hop ports ([`Candidates::min_hop`]).
+//! [`HopMatrix`] (in [`super::graph`]): a BFS from every switch (64 sources per search) over
+//! the usable switch–switch links gives `hops(a, b)` in a compact `u8` matrix (switches ×
+//! switches, 0xFF = unreachable), OpenSM's relaxation fixed point with hop weight 1. A CA LID
+//! uses its attached switch's row (the CA link adds 1 to every candidate alike). A link is
+//! usable when both ends are linked and in Init/Armed/Active ([`link_usable`]). The candidates
+//! per destination switch are the minimum-hop ports ([`Candidates::min_hop`]).
 //!
 //! # Phase 2: egress ports
 //! Destinations are visited in OpenSM's `port_order_list` order:
