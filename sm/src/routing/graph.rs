@@ -472,54 +472,166 @@ impl HopMatrix {
     }
 }
 
-/// Candidate egress ports of one switch per destination switch slot `t`, ports ascending, as
-/// CSR arrays (`ports[start[t]..start[t + 1]]`). An empty list means "no path".
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Candidate egress ports of one switch per destination switch slot `t`, ports ascending. An
+/// empty list means "no path". Destinations with the same ports may share one stored list
+/// ([`Candidates::list_id`]); [`Candidates::of`] gives each destination's ports either way, and
+/// two `Candidates` are equal when every destination's ports are.
+#[derive(Clone, Debug)]
 pub struct Candidates {
-    start: Vec<u32>,
+    /// Per destination slot: the index of its list in `spans`.
+    list: Vec<u32>,
+    /// Per stored list: its ports, `ports[a..b]`.
+    spans: Vec<(u32, u32)>,
     ports: Vec<u8>,
+    /// True if no two stored lists have the same ports.
+    distinct: bool,
 }
 
+impl PartialEq for Candidates {
+    fn eq(&self, other: &Candidates) -> bool {
+        self.len() == other.len() && (0..self.len()).all(|t| self.of(t) == other.of(t))
+    }
+}
+
+impl Eq for Candidates {}
+
 impl Candidates {
-    /// From CSR arrays: list `t` is `ports[start[t]..start[t + 1]]`, ports ascending.
+    /// From CSR arrays: list `t` is `ports[start[t]..start[t + 1]]`, ports ascending (one
+    /// stored list per destination).
     #[must_use]
     pub fn from_csr(start: Vec<u32>, ports: Vec<u8>) -> Candidates {
-        Candidates { start, ports }
+        let spans: Vec<(u32, u32)> = start.windows(2).map(|w| (w[0], w[1])).collect();
+        Candidates {
+            list: (0..spans.len() as u32).collect(),
+            spans,
+            ports,
+            distinct: false,
+        }
     }
 
     /// The minimum-hop ports of switch slot `si` toward every other switch: the usable links
-    /// whose far end is one hop closer to the destination.
+    /// whose far end is one hop closer to the destination. Destinations reached through the
+    /// same links share one stored list.
+    ///
+    /// Per block of 64 destinations: a byte compare of each neighbour's hop row (which
+    /// vectorises) gives the neighbour's mask of destinations it leads on toward; a bit
+    /// transpose turns the 64 masks of up to 64 neighbours into one word per destination
+    /// (bit `j` = neighbour `j`, so port order); each distinct word is a list, spelled out
+    /// once.
     #[must_use]
     pub fn min_hop(hm: &HopMatrix, si: usize) -> Candidates {
-        let n = hm.switch_count();
+        const B: usize = 64;
         let my = hm.row(si);
-        let nb: Vec<(u8, &[u8])> = hm
-            .neighbors(si)
-            .iter()
-            .map(|e| (e.port, hm.row(e.to as usize)))
-            .collect();
-        let mut start = Vec::with_capacity(n + 1);
-        let mut ports = Vec::with_capacity(n * 2);
-        for (t, &least) in my.iter().enumerate() {
-            start.push(ports.len() as u32);
-            if least == UNREACHABLE || least == 0 {
-                continue;
+        let n = my.len(); // 0 for a slot out of range: no lists
+        let nb = hm.neighbors(si);
+        let rows: Vec<&[u8]> = nb.iter().map(|e| hm.row(e.to as usize)).collect();
+        let blocks = n.div_ceil(B);
+        // Words per destination: one per 64 neighbours.
+        let words = nb.len().div_ceil(64);
+        if words == 0 {
+            // No links: every destination has the one empty list.
+            return Candidates {
+                list: vec![0; n],
+                spans: vec![(0, 0)],
+                ports: Vec::new(),
+                distinct: true,
+            };
+        }
+        // `cols[t * words + g]`: bit `j` set if neighbour `64 * g + j` leads on toward `t`.
+        let mut cols = vec![0u64; blocks * B * words];
+        let mut want = [0u8; B];
+        let mut valid = [0u8; B];
+        let mut masks = [0u64; 64];
+        for b in 0..blocks {
+            let lo = b * B;
+            let hi = n.min(lo + B);
+            // The hop count a candidate's far end has, and whether `t` has a list at all (not
+            // this switch, not unreachable); 0 past `n`.
+            want.fill(0);
+            valid.fill(0);
+            for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
+                *w = h.wrapping_sub(1);
+                *v = u8::from(h != 0 && h != UNREACHABLE);
             }
-            for &(p, row) in &nb {
-                if row[t].wrapping_add(1) == least {
-                    ports.push(p);
+            for (g, group) in rows.chunks(64).enumerate() {
+                masks.fill(0);
+                for (m, row) in masks.iter_mut().zip(group) {
+                    let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
+                        Some(Ok(r)) => r,
+                        _ => {
+                            let mut r = [0u8; B];
+                            r[..hi - lo].copy_from_slice(&row[lo..hi]);
+                            r
+                        }
+                    };
+                    let mut eq = [0u8; B];
+                    for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&want).zip(&valid) {
+                        *q = u8::from(r == w) & v;
+                    }
+                    *m = pack_bits(&eq);
+                }
+                transpose64(&mut masks);
+                for (k, &m) in masks.iter().enumerate() {
+                    cols[(lo + k) * words + g] = m;
                 }
             }
         }
-        start.push(ports.len() as u32);
-        Candidates { start, ports }
+        let mut list = Vec::with_capacity(n);
+        let mut spans: Vec<(u32, u32)> = Vec::new();
+        let mut ports = Vec::new();
+        let mut ids: crate::FastMap<&[u64], u32> = crate::FastMap::default();
+        let mut last: Option<(&[u64], u32)> = None;
+        for col in cols.chunks_exact(words).take(n) {
+            let id = match last {
+                Some((l, id)) if l == col => id,
+                _ => *ids.entry(col).or_insert_with(|| {
+                    let a = ports.len() as u32;
+                    for (g, &w) in col.iter().enumerate() {
+                        let mut w = w;
+                        while w != 0 {
+                            ports.push(nb[64 * g + w.trailing_zeros() as usize].port);
+                            w &= w - 1;
+                        }
+                    }
+                    spans.push((a, ports.len() as u32));
+                    spans.len() as u32 - 1
+                }),
+            };
+            last = Some((col, id));
+            list.push(id);
+        }
+        Candidates {
+            list,
+            spans,
+            ports,
+            distinct: true,
+        }
+    }
+
+    /// Destination `t` uses `lists[ids[t]]` (test helper for lists shared between
+    /// destinations).
+    #[cfg(test)]
+    pub(crate) fn shared(ids: Vec<u32>, lists: &[Vec<u8>]) -> Candidates {
+        let mut spans = Vec::new();
+        let mut ports = Vec::new();
+        for l in lists {
+            let a = ports.len() as u32;
+            ports.extend_from_slice(l);
+            spans.push((a, ports.len() as u32));
+        }
+        Candidates {
+            list: ids,
+            spans,
+            ports,
+            distinct: false,
+        }
     }
 
     /// Number of lists (destination slots).
     #[inline]
     #[must_use]
     pub fn len(&self) -> usize {
-        self.start.len().saturating_sub(1)
+        self.list.len()
     }
 
     /// True if there are no lists.
@@ -533,10 +645,73 @@ impl Candidates {
     #[inline]
     #[must_use]
     pub fn of(&self, t: usize) -> &[u8] {
-        match (self.start.get(t), self.start.get(t + 1)) {
-            (Some(&a), Some(&b)) => self.ports.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
+        self.list.get(t).map_or(&[], |&i| self.stored(i as usize))
+    }
+
+    /// Which stored list destination `t` uses (destinations with the same id have the same
+    /// ports); `None` if out of range.
+    #[inline]
+    #[must_use]
+    pub fn list_id(&self, t: usize) -> Option<usize> {
+        self.list.get(t).map(|&i| i as usize)
+    }
+
+    /// Number of stored lists (ids are below it).
+    #[inline]
+    #[must_use]
+    pub fn stored_lists(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// True if every stored list has other ports than the others (so destinations with equal
+    /// lists have the same [`Candidates::list_id`]); false if that is not known.
+    #[inline]
+    #[must_use]
+    pub fn lists_distinct(&self) -> bool {
+        self.distinct
+    }
+
+    /// Stored list `i` (empty if out of range).
+    #[inline]
+    #[must_use]
+    pub fn stored(&self, i: usize) -> &[u8] {
+        match self.spans.get(i) {
+            Some(&(a, b)) => self.ports.get(a as usize..b as usize).unwrap_or(&[]),
+            None => &[],
         }
+    }
+}
+
+/// Bit `8 * i + k` of the result is byte `8 * i + k` of `eq`, every byte 0 or 1: eight bytes
+/// at a time, one multiply gathers their low bits into the top byte (the products of distinct
+/// bytes and multiplier bits land on distinct bits, so nothing carries).
+#[inline]
+fn pack_bits(eq: &[u8; 64]) -> u64 {
+    let mut m = 0u64;
+    for (i, c) in eq.chunks_exact(8).enumerate() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        m |= (u64::from_le_bytes(w).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * i);
+    }
+    m
+}
+
+/// Transposes a 64 × 64 bit matrix: afterwards bit `j` of `a[k]` is what bit `k` of `a[j]`
+/// was. Six rounds swap ever smaller off-diagonal blocks (32, 16, … 1 bits wide).
+#[inline]
+fn transpose64(a: &mut [u64; 64]) {
+    let mut j = 32;
+    let mut m: u64 = 0x0000_0000_FFFF_FFFF;
+    while j != 0 {
+        let mut k = 0;
+        while k < 64 {
+            let t = ((a[k] >> j) ^ a[k + j]) & m;
+            a[k] ^= t << j;
+            a[k + j] ^= t;
+            k = (k + j + 1) & !j;
+        }
+        j >>= 1;
+        m ^= m << j;
     }
 }
 
@@ -606,18 +781,25 @@ mod tests {
         assert_eq!(c.of(4), &[2]);
     }
 
-    /// A random fabric of `n` switches with 16 ports each: `links` cables between random free
+    /// A random fabric of `n` switches with `ports` ports each: `links` cables between random free
     /// ports (parallel links and loopbacks among them), some of them usable in one direction
     /// only (the far port has no PortInfo) or not at all (a port Down); switches left without
     /// cables and whole groups cut off make unreachable parts.
-    fn random_fabric(seed: u64, n: usize, links: usize) -> Subnet {
+    fn random_fabric(seed: u64, n: usize, ports: u8, links: usize) -> Subnet {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut s = Subnet::new();
         let ids: Vec<NodeId> = (0..n)
-            .map(|i| s.add_node(Node::new(Guid(0x1000 + i as u64), NodeType::SWITCH, 16, "")))
+            .map(|i| {
+                s.add_node(Node::new(
+                    Guid(0x1000 + i as u64),
+                    NodeType::SWITCH,
+                    ports,
+                    "",
+                ))
+            })
             .collect();
-        let mut free: Vec<Vec<u8>> = vec![(1..=16).collect(); n];
+        let mut free: Vec<Vec<u8>> = vec![(1..=ports).collect(); n];
         // Switches at or past `reach` only cable among themselves (when there are a few).
         let reach = if n > 8 { n - n / 8 } else { n };
         for _ in 0..links {
@@ -681,11 +863,13 @@ mod tests {
 
     fn assert_candidates_match_scan(hm: &HopMatrix) {
         for si in 0..hm.switch_count() {
-            assert_eq!(
-                Candidates::min_hop(hm, si),
-                min_hop_by_scan(hm, si),
-                "candidates of switch {si}"
-            );
+            let c = Candidates::min_hop(hm, si);
+            assert_eq!(c, min_hop_by_scan(hm, si), "candidates of switch {si}");
+            // Stored once each, as `lists_distinct` promises.
+            let stored: std::collections::HashSet<&[u8]> =
+                (0..c.stored_lists()).map(|i| c.stored(i)).collect();
+            assert!(c.lists_distinct());
+            assert_eq!(stored.len(), c.stored_lists(), "switch {si}");
         }
     }
 
@@ -707,8 +891,8 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
-        /// The 64-sources-at-a-time matrix and the candidate lists equal the plain ones on
-        /// irregular fabrics: sizes around the batch width, one-way and dead links,
+        /// The 64-sources-at-a-time matrix and the blockwise candidate lists equal the plain
+        /// ones on irregular fabrics: sizes around the batch width, one-way and dead links,
         /// parallel links, loopbacks, unreachable parts.
         #[test]
         fn batched_matrix_and_candidates_match_plain(
@@ -716,16 +900,73 @@ mod tests {
             n in proptest::prelude::prop_oneof![1usize..8, 60usize..70, 120usize..200],
             density in 1usize..6,
         ) {
-            let hm = HopMatrix::build(&random_fabric(seed, n, n * density / 2 + 1));
+            let hm = HopMatrix::build(&random_fabric(seed, n, 16, n * density / 2 + 1));
+            assert_matrix_matches_bfs(&hm);
+            assert_candidates_match_scan(&hm);
+        }
+
+        /// The same with switches of more than 64 links (several words per destination).
+        #[test]
+        fn candidates_of_wide_switches_match_plain(
+            seed in proptest::prelude::any::<u64>(),
+            n in 2usize..5,
+            links in 200usize..300,
+        ) {
+            let hm = HopMatrix::build(&random_fabric(seed, n, 140, links));
             assert_matrix_matches_bfs(&hm);
             assert_candidates_match_scan(&hm);
         }
     }
 
     #[test]
+    fn pack_bits_keeps_byte_order() {
+        let set = [0, 1, 7, 8, 13, 31, 32, 55, 56, 62, 63];
+        let mut eq = [0u8; 64];
+        for i in set {
+            eq[i] = 1;
+        }
+        assert_eq!(pack_bits(&eq), set.iter().map(|&i| 1u64 << i).sum::<u64>());
+        assert_eq!(pack_bits(&[1; 64]), u64::MAX);
+        assert_eq!(pack_bits(&[0; 64]), 0);
+    }
+
+    #[test]
+    fn transpose64_swaps_rows_and_columns() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for _ in 0..20 {
+            let a: [u64; 64] = std::array::from_fn(|_| rng.gen::<u64>() & rng.gen::<u64>());
+            let mut b = a;
+            transpose64(&mut b);
+            for (j, &row) in a.iter().enumerate() {
+                for (k, &col) in b.iter().enumerate() {
+                    assert_eq!((col >> j) & 1, (row >> k) & 1, "bit {j} of word {k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn equal_lists_are_stored_once() {
+        let hm = HopMatrix::build(&chain(6));
+        let c = Candidates::min_hop(&hm, 1);
+        // From switch 1: 0 through both parallel links, 2..=5 through port 2, itself none.
+        assert_eq!(c.stored_lists(), 3);
+        assert_eq!(c.list_id(2), c.list_id(5));
+        assert_ne!(c.list_id(0), c.list_id(2));
+        assert_eq!(c.of(5), &[2]);
+        assert_eq!(c, min_hop_by_scan(&hm, 1));
+        // A slot out of range has no lists; a switch without links only empty ones.
+        assert!(Candidates::min_hop(&hm, 6).is_empty());
+        let lone = HopMatrix::build(&random_fabric(1, 3, 4, 0));
+        let c = Candidates::min_hop(&lone, 0);
+        assert_eq!((c.len(), c.stored_lists(), c.of(1)), (3, 1, &[] as &[u8]));
+    }
+
+    #[test]
     fn random_fabrics_have_what_the_comparison_needs() {
         // The fabrics above are not all trivially connected or symmetric.
-        let hm = HopMatrix::build(&random_fabric(7, 150, 170));
+        let hm = HopMatrix::build(&random_fabric(7, 150, 16, 170));
         let n = hm.switch_count();
         let pairs = (0..n).flat_map(|a| (0..n).map(move |b| (a, b)));
         let hops = |a, b| hm.hops_idx(a, b);
@@ -736,13 +977,18 @@ mod tests {
         assert!(pairs
             .clone()
             .any(|(a, b)| hops(a, b).is_some_and(|h| h >= 8)));
-        let dense = HopMatrix::build(&random_fabric(7, 150, 300));
-        assert!((0..n).any(|a| Candidates::min_hop(&dense, a).ports.len() > n));
+        let dense = HopMatrix::build(&random_fabric(7, 150, 16, 300));
+        assert!((0..n).any(|a| {
+            let c = Candidates::min_hop(&dense, a);
+            (0..n).map(|t| c.of(t).len()).sum::<usize>() > n
+        }));
         assert!((0..n).any(|a| {
             let nb = dense.neighbors(a);
             nb.iter()
                 .any(|e| nb.iter().filter(|f| f.to == e.to).count() > 1)
         }));
+        let wide = HopMatrix::build(&random_fabric(7, 3, 140, 300));
+        assert!((0..3).any(|a| wide.neighbors(a).len() > 64));
     }
 
     #[test]

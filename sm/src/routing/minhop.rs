@@ -318,18 +318,20 @@ impl Candidates {
             .copied()
     }
 
-    /// A cursor `(m, pos)` per list: every port of the list has ≥ `m` routes and the ports
-    /// before `pos` have more than `m` (the invariant only speaks about counts, which only
-    /// grow, so it survives picks made through other lists).
+    /// A cursor `(m, pos)` per stored list ([`Candidates::list_id`]): every port of the list
+    /// has ≥ `m` routes and the ports before `pos` have more than `m` (the invariant only
+    /// speaks about the list's ports and their counts, which only grow, so it survives picks
+    /// made through other lists, and destinations sharing the list share its cursor).
     #[inline]
     fn cursors(&self) -> Vec<(u32, u32)> {
-        vec![(0, 0); self.len()]
+        vec![(0, 0); self.stored_lists()]
     }
 
     /// The port with the fewest routes, ties to the lowest port number — OpenSM's scan from
-    /// port 1 where only a strictly smaller count replaces the best — as `(port, list,
+    /// port 1 where only a strictly smaller count replaces the best — as `(port, stored list,
     /// position)`. Amortised O(1): counts only grow, so the cursor of a list only moves
-    /// forward until it wraps, and a wrap recomputes the list's minimum once.
+    /// forward until it wraps, and a wrap recomputes the list's minimum once. Whatever cursor
+    /// meets the invariant, the pick is the same (the first port of least count).
     #[inline]
     fn least(
         &self,
@@ -337,9 +339,10 @@ impl Candidates {
         counts: &Counters,
         cursors: &mut [(u32, u32)],
     ) -> Option<(u8, u32, u32)> {
-        let l = t as u32;
-        let list = self.of(t);
-        let cur = cursors.get_mut(t)?;
+        let id = self.list_id(t)?;
+        let l = id as u32;
+        let list = self.stored(id);
+        let cur = cursors.get_mut(id)?;
         if list.is_empty() {
             return None;
         }
@@ -585,9 +588,11 @@ impl Ctx<'_> {
     /// [`Ctx::route_switch`] without scattering, LMC spreading or existing tables (a cold
     /// bring-up with LMC 0): the same picks in a leaner loop. Destinations behind different
     /// switches are often reached through the same ports (from a leaf, every remote leaf
-    /// through all its up-ports), and consecutive destinations then use equal lists: the next
-    /// list adopts the last one's cursor, still valid since a cursor's invariant speaks only
-    /// of the list's ports and the counters, instead of rescanning its own stale one.
+    /// through all its up-ports); [`Candidates::min_hop`] stores such lists once, so they
+    /// share a cursor. Of equal lists stored apart (other engines' candidates) that follow
+    /// each other, the next adopts the last one's cursor, still valid since a cursor's
+    /// invariant speaks only of the list's ports and the counters, instead of rescanning its
+    /// own stale one.
     fn route_switch_plain(&self, si: usize, row: &mut [u8], cand: &Candidates) {
         let mut counts = Counters::new();
         let mut cursors = cand.cursors();
@@ -617,14 +622,15 @@ impl Ctx<'_> {
                 }
                 DestKind::Ca(Some((t, _))) => (t as usize, true),
             };
-            if let Some(l) = last.filter(|&l| l != t) {
-                if cand.of(l) == cand.of(t) {
-                    if let (Some(&c), true) = (cursors.get(l), t < cursors.len()) {
-                        cursors[t] = c;
+            let id = cand.list_id(t).unwrap_or(usize::MAX);
+            if let Some(l) = last.filter(|&l| l != id && !cand.lists_distinct()) {
+                if cand.stored(l) == cand.stored(id) {
+                    if let (Some(&c), true) = (cursors.get(l), id < cursors.len()) {
+                        cursors[id] = c;
                     }
                 }
             }
-            last = Some(t);
+            last = Some(id);
             *entry = match cand.least(t, &counts, &mut cursors) {
                 Some((p, l, pos)) => {
                     if counted {
@@ -742,6 +748,33 @@ mod tests {
             for (t, counted) in ops {
                 let t = t % lists.len();
                 let want = counts.least(&lists[t]);
+                let got = cand.least(t, &counts, &mut cursors);
+                prop_assert_eq!(got.map(|g| g.0), want);
+                if let (true, Some((p, l, pos))) = (counted, got) {
+                    counts.bump(p);
+                    cursors[l as usize].1 = pos + 1;
+                }
+            }
+        }
+
+        /// The same when destinations share stored lists (and so cursors), as
+        /// `Candidates::min_hop` makes them.
+        #[test]
+        fn shared_cursor_matches_full_scan(
+            lists in proptest::collection::vec(
+                proptest::collection::btree_set(1u8..20, 0..8), 1..5),
+            dests in proptest::collection::vec(0usize..5, 1..10),
+            ops in proptest::collection::vec((0usize..10, any::<bool>()), 1..300),
+        ) {
+            let lists: Vec<Vec<u8>> = lists.into_iter().map(|s| s.into_iter().collect()).collect();
+            let ids: Vec<u32> = dests.iter().map(|&d| (d % lists.len()) as u32).collect();
+            let cand = Candidates::shared(ids.clone(), &lists);
+            prop_assert_eq!(cand.stored_lists(), lists.len());
+            let mut counts = Counters::new();
+            let mut cursors = cand.cursors();
+            for (t, counted) in ops {
+                let t = t % ids.len();
+                let want = counts.least(&lists[ids[t] as usize]);
                 let got = cand.least(t, &counts, &mut cursors);
                 prop_assert_eq!(got.map(|g| g.0), want);
                 if let (true, Some((p, l, pos))) = (counted, got) {
