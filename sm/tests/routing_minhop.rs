@@ -482,6 +482,67 @@ proptest! {
     }
 }
 
+/// Min-hop with LMC 0 and no scattering, through the dedicated loop or the general one.
+fn minhop_loop(s: &Subnet, count_switches: bool, plain: bool) -> Lfts {
+    let mut rng = rand::rngs::mock::StepRng::new(0, 0);
+    let opts = EngineOptions {
+        port_profile_switch_nodes: count_switches,
+        ..EngineOptions::default()
+    };
+    MinHop::new(opts)
+        .with_plain_loop(plain)
+        .route(s, &mut rng)
+        .unwrap()
+        .lfts
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// The cold LMC-0 loop (runs of destinations, shared cursors, one-port lists) picks
+    /// exactly what the general loop picks: random fabrics, some with a CA cut off (no path),
+    /// with and without counting routes to switches.
+    #[test]
+    fn plain_loop_routes_exactly_as_the_general_loop(
+        n_sw in 2usize..12,
+        parents in proptest::collection::vec(0usize..100, 11),
+        extra in proptest::collection::vec((0usize..12, 0usize..12), 0..14),
+        cas in proptest::collection::vec(0u8..4, 12),
+        cut in any::<bool>(),
+        count_switches in any::<bool>(),
+    ) {
+        let mut s = random_fabric(n_sw, &extra, &cas, &parents);
+        lids(&mut s, &[], 0);
+        if cut {
+            let ca_link = s.switches().find_map(|n| {
+                (1..=16u8).find(|&p| {
+                    s.port(n, PortNum(p))
+                        .and_then(|x| x.remote)
+                        .is_some_and(|(rn, _)| !s.node(rn).is_switch())
+                })
+                .map(|p| (n, p))
+            });
+            if let Some((n, p)) = ca_link {
+                link_down(&mut s, n, p);
+            }
+        }
+        prop_assert_eq!(
+            minhop_loop(&s, count_switches, true),
+            minhop_loop(&s, count_switches, false)
+        );
+    }
+}
+
+#[test]
+fn plain_loop_routes_a_fat_tree_exactly_as_the_general_loop() {
+    let mut s = fat_tree(8);
+    lids(&mut s, &[], 0);
+    for count_switches in [false, true] {
+        let plain = minhop_loop(&s, count_switches, true);
+        assert_eq!(plain, minhop_loop(&s, count_switches, false));
+        assert!(check_all_pairs(&s, &plain).is_ok());
+    }
+}
+
 /// Takes the link at `(n, p)` down at both ends in the model.
 fn link_down(s: &mut Subnet, n: NodeId, p: u8) {
     let (rn, rp) = s.port(n, PortNum(p)).unwrap().remote.unwrap();

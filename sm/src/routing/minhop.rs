@@ -153,6 +153,8 @@ pub struct MinHop {
     /// With [`EngineOptions::existing_lfts`]: a switch whose every entry is kept gets its
     /// current table back without balancing (see [`Ctx::keep_row`]).
     reuse_rows: bool,
+    /// A cold LMC-0 switch is routed by [`Ctx::route_switch_plain`].
+    plain_loop: bool,
 }
 
 impl Default for MinHop {
@@ -168,6 +170,7 @@ impl MinHop {
         MinHop {
             opts,
             reuse_rows: true,
+            plain_loop: true,
         }
     }
 
@@ -177,6 +180,15 @@ impl MinHop {
     #[must_use]
     pub fn with_row_reuse(mut self, on: bool) -> MinHop {
         self.reuse_rows = on;
+        self
+    }
+
+    /// Turns off (or on) the dedicated loop for switches routed without scattering, LMC
+    /// spreading or existing tables (a cold bring-up with LMC 0): the general loop picks the
+    /// same ports, which the tests check by comparing both.
+    #[must_use]
+    pub fn with_plain_loop(mut self, on: bool) -> MinHop {
+        self.plain_loop = on;
         self
     }
 
@@ -195,6 +207,7 @@ impl MinHop {
             scatter,
             &|si: usize| Candidates::min_hop(hm, si),
             self.reuse_rows.then_some(hm),
+            self.plain_loop,
         )
     }
 }
@@ -219,12 +232,13 @@ pub(crate) fn balance(
     scatter: u64,
     cands: &(dyn Fn(usize) -> Candidates + Sync),
 ) -> Lfts {
-    balance_with(subnet, hm, opts, scatter, cands, None)
+    balance_with(subnet, hm, opts, scatter, cands, None, true)
 }
 
 /// [`balance`], and with `min_hop` (the candidates are [`Candidates::min_hop`] of that
 /// matrix) a switch whose current table ([`EngineOptions::existing_lfts`]) keeps every entry
 /// gets it back without building its candidate lists or balancing ([`Ctx::keep_row`]).
+/// `plain_loop`: route cold LMC-0 switches with [`Ctx::route_switch_plain`].
 fn balance_with(
     subnet: &Subnet,
     hm: &SwitchGraph,
@@ -232,6 +246,7 @@ fn balance_with(
     scatter: u64,
     cands: &(dyn Fn(usize) -> Candidates + Sync),
     min_hop: Option<&HopMatrix>,
+    plain_loop: bool,
 ) -> Lfts {
     {
         let top = max_lid(subnet);
@@ -245,6 +260,7 @@ fn balance_with(
             lmc_routing: max_lids > 1,
             count_switches: opts.port_profile_switch_nodes,
             scatter,
+            plain: (plain_loop && scatter == 0 && max_lids <= 1).then(|| PlainDests::new(&dests)),
         };
         let existing = opts.existing_lfts.as_deref();
         let run = |sw: NodeId, row: &mut [u8]| {
@@ -296,6 +312,61 @@ struct Ctx<'a> {
     lmc_routing: bool,
     count_switches: bool,
     scatter: u64,
+    /// The destinations as [`Ctx::route_switch_plain`] walks them (when it may be used).
+    plain: Option<PlainDests>,
+}
+
+/// The destinations of an LMC-0 pass in order, as runs of consecutive destinations behind the
+/// same switch (from a leaf, the CAs of one remote leaf are one run: one list, one cursor).
+struct PlainDests {
+    /// The LID of each destination.
+    lids: Vec<u16>,
+    /// For a CA, the port of its switch it is cabled to.
+    ports: Vec<u8>,
+    runs: Vec<Run>,
+}
+
+/// Destinations `start..end` of [`PlainDests`], all switch LIDs or all CAs, behind switch
+/// slot `t` ([`Run::NONE`] for CAs without a usable link).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    start: u32,
+    end: u32,
+    t: u32,
+    switch: bool,
+}
+
+impl Run {
+    const NONE: u32 = u32::MAX;
+}
+
+impl PlainDests {
+    /// `dests` (each with one LID) grouped into runs.
+    fn new(dests: &[Dest]) -> PlainDests {
+        let mut lids = Vec::with_capacity(dests.len());
+        let mut ports = Vec::with_capacity(dests.len());
+        let mut runs: Vec<Run> = Vec::new();
+        for d in dests {
+            let (t, switch, port) = match d.kind {
+                DestKind::Switch(t) => (t, true, 0),
+                DestKind::Ca(None) => (Run::NONE, false, NO_PATH),
+                DestKind::Ca(Some((t, p))) => (t, false, p),
+            };
+            let i = lids.len() as u32;
+            match runs.last_mut() {
+                Some(r) if r.t == t && r.switch == switch => r.end = i + 1,
+                _ => runs.push(Run {
+                    start: i,
+                    end: i + 1,
+                    t,
+                    switch,
+                }),
+            }
+            lids.push(d.base);
+            ports.push(port);
+        }
+        PlainDests { lids, ports, runs }
+    }
 }
 
 /// The balancing side of [`Candidates`]: picks among a list by the per-port counters.
@@ -487,8 +558,8 @@ impl Ctx<'_> {
                         .wrapping_mul(0x9E37_79B9_7F4A_7C15),
             )
         });
-        if srng.is_none() && !self.lmc_routing && existing.is_none() {
-            return self.route_switch_plain(si, row, cand);
+        if let (None, false, None, Some(plain)) = (&srng, self.lmc_routing, existing, &self.plain) {
+            return self.route_switch_plain(si, row, cand, plain);
         }
         // Remote node per port (for the LMC system/node spreading).
         let remote: Vec<Option<NodeId>> = (0..num_ports)
@@ -586,43 +657,46 @@ impl Ctx<'_> {
     }
 
     /// [`Ctx::route_switch`] without scattering, LMC spreading or existing tables (a cold
-    /// bring-up with LMC 0): the same picks in a leaner loop. Destinations behind different
-    /// switches are often reached through the same ports (from a leaf, every remote leaf
-    /// through all its up-ports); [`Candidates::min_hop`] stores such lists once, so they
-    /// share a cursor. Of equal lists stored apart (other engines' candidates) that follow
-    /// each other, the next adopts the last one's cursor, still valid since a cursor's
-    /// invariant speaks only of the list's ports and the counters, instead of rescanning its
-    /// own stale one.
-    fn route_switch_plain(&self, si: usize, row: &mut [u8], cand: &Candidates) {
+    /// bring-up with LMC 0): the same picks in a leaner loop, run by run of destinations
+    /// behind one switch ([`PlainDests`]), the run's cursor held in locals. Destinations
+    /// behind different switches are often reached through the same ports (from a leaf,
+    /// every remote leaf through all its up-ports); [`Candidates::min_hop`] stores such lists
+    /// once, so they share a cursor. Of equal lists stored apart (other engines' candidates)
+    /// that follow each other, the next adopts the last one's cursor, still valid since a
+    /// cursor's invariant speaks only of the list's ports and the counters, instead of
+    /// rescanning its own stale one. A one-port list needs no cursor: its port is the pick.
+    fn route_switch_plain(&self, si: usize, row: &mut [u8], cand: &Candidates, plain: &PlainDests) {
         let mut counts = Counters::new();
         let mut cursors = cand.cursors();
         let mut last: Option<usize> = None;
-        // Without LMC routing every destination has one LID (offset 0).
-        for d in self.dests {
-            let lid = usize::from(d.base);
-            let Some(entry) = row.get_mut(lid) else {
+        for r in &plain.runs {
+            let (a, b) = (r.start as usize, r.end as usize);
+            let (Some(lids), Some(ports)) = (plain.lids.get(a..b), plain.ports.get(a..b)) else {
                 continue;
             };
-            let (t, counted) = match d.kind {
-                DestKind::Switch(t) if t as usize == si => {
-                    *entry = 0;
-                    continue;
-                }
-                DestKind::Switch(t) => (t as usize, self.count_switches),
-                DestKind::Ca(None) => {
-                    *entry = NO_PATH;
-                    continue;
-                }
-                DestKind::Ca(Some((t, p))) if t as usize == si => {
-                    *entry = p;
-                    if p != NO_PATH {
-                        counts.bump(p);
+            let t = r.t as usize;
+            if r.t == Run::NONE || t == si {
+                // No path; this switch's own LID (port 0); a CA cabled to this switch (its
+                // port, counted).
+                for (&lid, &p) in lids.iter().zip(ports) {
+                    if let Some(entry) = row.get_mut(usize::from(lid)) {
+                        *entry = p;
+                        if p != NO_PATH && !r.switch {
+                            counts.bump(p);
+                        }
                     }
-                    continue;
                 }
-                DestKind::Ca(Some((t, _))) => (t as usize, true),
+                continue;
+            }
+            let counted = !r.switch || self.count_switches;
+            let Some(id) = cand.list_id(t) else {
+                for &lid in lids {
+                    if let Some(entry) = row.get_mut(usize::from(lid)) {
+                        *entry = NO_PATH;
+                    }
+                }
+                continue;
             };
-            let id = cand.list_id(t).unwrap_or(usize::MAX);
             if let Some(l) = last.filter(|&l| l != id && !cand.lists_distinct()) {
                 if cand.stored(l) == cand.stored(id) {
                     if let (Some(&c), true) = (cursors.get(l), id < cursors.len()) {
@@ -631,16 +705,55 @@ impl Ctx<'_> {
                 }
             }
             last = Some(id);
-            *entry = match cand.least(t, &counts, &mut cursors) {
-                Some((p, l, pos)) => {
-                    if counted {
-                        cursors[l as usize].1 = pos + 1;
-                        counts.bump(p);
+            let list = cand.stored(id);
+            match (list, cursors.get_mut(id)) {
+                ([], _) | (_, None) => {
+                    for &lid in lids {
+                        if let Some(entry) = row.get_mut(usize::from(lid)) {
+                            *entry = NO_PATH;
+                        }
                     }
-                    p
                 }
-                None => NO_PATH,
-            };
+                (&[p], _) => {
+                    for &lid in lids {
+                        if let Some(entry) = row.get_mut(usize::from(lid)) {
+                            *entry = p;
+                            if counted {
+                                counts.bump(p);
+                            }
+                        }
+                    }
+                }
+                (_, Some(cur)) => {
+                    // `Candidates::least` inlined over the run.
+                    let (mut m, mut pos) = (cur.0, cur.1 as usize);
+                    for &lid in lids {
+                        let Some(entry) = row.get_mut(usize::from(lid)) else {
+                            continue;
+                        };
+                        let at = loop {
+                            let from = list.get(pos..).unwrap_or(&[]);
+                            if let Some(i) = from.iter().position(|&p| counts.count(p) == m) {
+                                break pos + i;
+                            }
+                            // Every port has more than `m` routes: restart at the minimum.
+                            m = list
+                                .iter()
+                                .map(|&p| counts.count(p))
+                                .fold(u32::MAX, u32::min);
+                            pos = 0;
+                        };
+                        let p = list[at];
+                        *entry = p;
+                        pos = at;
+                        if counted {
+                            counts.bump(p);
+                            pos += 1;
+                        }
+                    }
+                    *cur = (m, pos as u32);
+                }
+            }
         }
     }
 
