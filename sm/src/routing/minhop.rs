@@ -250,7 +250,8 @@ fn balance_with(
 ) -> Lfts {
     {
         let top = max_lid(subnet);
-        let mut lfts = Lfts::with_slots(hm.slots().clone(), top);
+        // Each row is filled with NO_PATH by `run`, on the thread routing it.
+        let mut lfts = Lfts::with_slots_unfilled(hm.slots().clone(), top);
         let dests = destinations(subnet, hm);
         let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
         let ctx = Ctx {
@@ -264,6 +265,7 @@ fn balance_with(
         };
         let existing = opts.existing_lfts.as_deref();
         let run = |sw: NodeId, row: &mut [u8]| {
+            row.fill(NO_PATH);
             if let Some(si) = hm.index_of(sw) {
                 let cur = existing.and_then(|e| e.get(subnet.node(sw).guid));
                 if let (Some(cur), Some(m)) = (cur, min_hop) {

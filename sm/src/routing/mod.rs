@@ -68,6 +68,20 @@ impl Lfts {
         }
     }
 
+    /// Tables for the switches of `slots` whose every row the caller fills (e.g. with
+    /// [`NO_PATH`]) before writing it: the memory is only allocated — zeroed pages the kernel
+    /// hands out at first touch — so that touching and filling a row happens on the thread
+    /// that computes it, right before the row is written.
+    pub(crate) fn with_slots_unfilled(slots: SwitchSlots, top: Lid) -> Lfts {
+        let width = usize::from(top.0) + 1;
+        Lfts {
+            top,
+            width,
+            data: vec![0; width * slots.len()],
+            slots,
+        }
+    }
+
     /// The highest LID the tables cover (SwitchInfo.LinearFDBTop).
     #[must_use]
     pub fn top(&self) -> Lid {
