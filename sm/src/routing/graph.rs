@@ -576,30 +576,23 @@ impl Candidates {
                 }
             }
         }
-        let mut list = Vec::with_capacity(n);
-        let mut spans: Vec<(u32, u32)> = Vec::new();
-        let mut ports = Vec::new();
-        let mut ids: crate::FastMap<&[u64], u32> = crate::FastMap::default();
-        let mut last: Option<(&[u64], u32)> = None;
-        for col in cols.chunks_exact(words).take(n) {
-            let id = match last {
-                Some((l, id)) if l == col => id,
-                _ => *ids.entry(col).or_insert_with(|| {
-                    let a = ports.len() as u32;
-                    for (g, &w) in col.iter().enumerate() {
-                        let mut w = w;
-                        while w != 0 {
-                            ports.push(nb[64 * g + w.trailing_zeros() as usize].port);
-                            w &= w - 1;
-                        }
-                    }
-                    spans.push((a, ports.len() as u32));
-                    spans.len() as u32 - 1
-                }),
-            };
-            last = Some((col, id));
-            list.push(id);
-        }
+        let spell = |w: u64, g: usize, ports: &mut Vec<u8>| {
+            let mut w = w;
+            while w != 0 {
+                ports.push(nb[64 * g + w.trailing_zeros() as usize].port);
+                w &= w - 1;
+            }
+        };
+        let (list, spans, ports) = if words == 1 {
+            // The common case (at most 64 links): a destination's word is its key.
+            distinct_lists(cols.iter().copied().take(n), |w, ports| spell(w, 0, ports))
+        } else {
+            distinct_lists(cols.chunks_exact(words).take(n), |col, ports| {
+                for (g, &w) in col.iter().enumerate() {
+                    spell(w, g, ports);
+                }
+            })
+        };
         Candidates {
             list,
             spans,
@@ -680,6 +673,35 @@ impl Candidates {
             None => &[],
         }
     }
+}
+
+/// The lists of [`Candidates`] from one key per destination (equal keys, equal lists):
+/// `spell` writes a key's ports, once per distinct key. Returns the list index of every
+/// destination, the stored lists' spans and their ports.
+fn distinct_lists<K: Copy + Eq + std::hash::Hash>(
+    keys: impl Iterator<Item = K>,
+    mut spell: impl FnMut(K, &mut Vec<u8>),
+) -> (Vec<u32>, Vec<(u32, u32)>, Vec<u8>) {
+    let mut list = Vec::with_capacity(keys.size_hint().0);
+    let mut spans: Vec<(u32, u32)> = Vec::new();
+    let mut ports = Vec::new();
+    let mut ids: crate::FastMap<K, u32> = crate::FastMap::default();
+    let mut last: Option<(K, u32)> = None;
+    for key in keys {
+        let id = match last {
+            // Neighbouring destinations often have the same list: no lookup.
+            Some((l, id)) if l == key => id,
+            _ => *ids.entry(key).or_insert_with(|| {
+                let a = ports.len() as u32;
+                spell(key, &mut ports);
+                spans.push((a, ports.len() as u32));
+                spans.len() as u32 - 1
+            }),
+        };
+        last = Some((key, id));
+        list.push(id);
+    }
+    (list, spans, ports)
 }
 
 /// Bit `8 * i + k` of the result is byte `8 * i + k` of `eq`, every byte 0 or 1: eight bytes
