@@ -46,8 +46,8 @@
 //! was reset or is new). Blocks not known are read first ([`PkeyPlan::reads`]); then only the
 //! blocks that differ are set ([`PkeyPlan::sets`]).
 
+use crate::FastMap as HashMap;
 use core::fmt;
-use std::collections::HashMap;
 use std::net::Ipv6Addr;
 
 use ibmad::{Guid, NodeType, PortNum, PortState};
@@ -947,7 +947,7 @@ impl PkeyPlan {
         let mut plan = PkeyPlan::default();
         for part in &cfg.partitions {
             // Per end port: (full, limited, indx0).
-            let mut state: HashMap<(NodeId, PortNum), (bool, bool, bool)> = HashMap::new();
+            let mut state: HashMap<(NodeId, PortNum), (bool, bool, bool)> = HashMap::default();
             for m in &part.members {
                 let (full, limited) = match m.membership {
                     Membership::Full => (true, false),
@@ -1197,14 +1197,16 @@ impl PkeyPlan {
         known: &KnownPkeys,
     ) -> Vec<(NodeId, PortNum, u16, [u16; BLOCK])> {
         let mut out = Vec::new();
-        for t in self.tables() {
-            let guid = subnet.node(t.node).guid;
-            for (b, chunk) in t.table.chunks(BLOCK).enumerate() {
+        let mut ports: Vec<(&(NodeId, PortNum), &Vec<u16>)> = self.tables.iter().collect();
+        ports.sort_unstable_by_key(|(k, _)| **k);
+        for (&(node, port), table) in ports {
+            let guid = subnet.node(node).guid;
+            for (b, chunk) in table.chunks(BLOCK).enumerate() {
                 let mut blk = [0u16; BLOCK];
                 blk.copy_from_slice(chunk);
                 let b = b as u16;
-                if known.block(guid, t.port, b) != Some(blk) {
-                    out.push((t.node, t.port, b, blk));
+                if known.block(guid, port, b) != Some(blk) {
+                    out.push((node, port, b, blk));
                 }
             }
         }
