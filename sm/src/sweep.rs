@@ -165,6 +165,10 @@ pub(crate) struct Sweep {
     /// fabric's millions of Gets are never queued at once), and how many were handed out.
     qos_reads: crate::qos::program::QosReads,
     qos_reads_sent: usize,
+    /// SUBNET UP was just reported: the QoS reads are planned in the next
+    /// [`Timer::Compute`] step, so listing millions of Gets (≈ 0.2 s at 3,920 switches) does
+    /// not delay the report.
+    qos_reads_due: bool,
     /// The LFT block Sets of this sweep's programming not yet handed to the transaction
     /// engine ([`Programmer::lft_sets`]): fed a few windows at a time, as the QoS reads, so
     /// a fabric's millions of blocks are never all requests at once.
@@ -243,6 +247,7 @@ impl Sweep {
             mcast: McastState::default(),
             qos_reads: crate::qos::program::QosReads::default(),
             qos_reads_sent: 0,
+            qos_reads_due: false,
             lft_sets: std::collections::VecDeque::new(),
             node_info: crate::FastMap::default(),
             dirty: HashSet::new(),
@@ -1058,6 +1063,7 @@ impl Sweep {
         self.resweep_due = false;
         cx.timers.stop(Timer::TrapSweep);
         cx.timers.stop(Timer::Compute);
+        self.qos_reads_due = false;
         self.heavy_sweeps += 1;
         // A light sweep run for this heavy sweep (see `heavy_after_light`) is part of it.
         let (began, stats) = self.pre_pass.take().unwrap_or((now, PhaseStats::default()));
@@ -1403,8 +1409,12 @@ impl Sweep {
     }
 
     /// [`Timer::Compute`] fired: one computation step of a heavy sweep (LID assignment, or
-    /// routing).
+    /// routing), or the QoS reads that follow SUBNET UP.
     pub fn compute_step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        if std::mem::take(&mut self.qos_reads_due) && self.stage == Stage::Idle {
+            self.start_qos_reads(now, cx);
+            return;
+        }
         if self.stage != Stage::Computing {
             return;
         }
@@ -1818,7 +1828,8 @@ impl Sweep {
             self.snapshot = Some(std::sync::Arc::new(self.build_snapshot(cx)));
             cx.events.push(Event::SubnetUp);
             cx.arm_sweep(now);
-            self.start_qos_reads(now, cx);
+            self.qos_reads_due = true;
+            cx.timers.set(Timer::Compute, now);
         } else {
             self.fail_sweep(
                 now,

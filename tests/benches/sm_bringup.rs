@@ -98,6 +98,45 @@ fn lft_hash(topo: &Topology, fabric: &Fabric) -> (u64, u64) {
     (h, n)
 }
 
+/// What the bench takes from the SM's events: phase times and the first SUBNET UP.
+struct Seen {
+    t1: Instant,
+    phase_wall: Vec<(sm::Phase, Duration, Option<u64>, Duration)>,
+    last: Instant,
+    last_cpu: Duration,
+    up: bool,
+    up_wall: Duration,
+    ups: u32,
+}
+
+impl Seen {
+    fn take(&mut self, sm: &mut Sm) {
+        while let Some(e) = sm.poll_event() {
+            match e {
+                Event::PhaseDone { phase, .. } => {
+                    let cpu = cpu_time().unwrap_or_default();
+                    self.phase_wall.push((
+                        phase,
+                        self.last.elapsed(),
+                        rss_mib("VmRSS:"),
+                        cpu.saturating_sub(self.last_cpu),
+                    ));
+                    self.last_cpu = cpu;
+                    self.last = Instant::now();
+                }
+                Event::SubnetUp => {
+                    if !self.up {
+                        self.up_wall = self.t1.elapsed();
+                    }
+                    self.up = true;
+                    self.ups += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConfig, hash: bool) {
     let t0 = Instant::now();
     let topo = Topology::from_spec_or_file(spec).unwrap();
@@ -137,12 +176,15 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
     .unwrap();
     let setup = t0.elapsed();
     let t1 = Instant::now();
-    let mut phase_wall = Vec::new();
-    let mut last = Instant::now();
-    let mut last_cpu = cpu_time().unwrap_or_default();
-    let mut up = false;
-    let mut up_wall = Duration::ZERO;
-    let mut ups = 0;
+    let mut seen = Seen {
+        t1,
+        phase_wall: Vec::new(),
+        last: Instant::now(),
+        last_cpu: cpu_time().unwrap_or_default(),
+        up: false,
+        up_wall: Duration::ZERO,
+        ups: 0,
+    };
     // The longest batch of MADs handled at one instant: the one whose MAD ends discovery and
     // runs LID assignment and routing inside handle_mad (the rest of the batch costs µs).
     // Timed per batch, not per MAD: two clock reads per MAD were ≈ 2 % of the run.
@@ -156,36 +198,19 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
                 sm.handle_mad(now, &meta, &buf[..len]);
             }
             compute = compute.max(c.elapsed());
+            // Read after each call that can produce them, as `sm::drive::turn` does: a
+            // SUBNET UP is seen before the timer step that follows it runs.
+            seen.take(&mut sm);
         }
         if sm.poll_timeout().is_some_and(|t| t <= now) {
             sm.handle_timeout(now);
+            seen.take(&mut sm);
         }
         while let Some(tx) = sm.poll_transmit(now, &mut buf) {
             fabric.sm_send(h, &tx.meta, &buf[..tx.len]).unwrap();
         }
-        while let Some(e) = sm.poll_event() {
-            match e {
-                Event::PhaseDone { phase, .. } => {
-                    let cpu = cpu_time().unwrap_or_default();
-                    phase_wall.push((
-                        phase,
-                        last.elapsed(),
-                        rss_mib("VmRSS:"),
-                        cpu.saturating_sub(last_cpu),
-                    ));
-                    last_cpu = cpu;
-                    last = Instant::now();
-                }
-                Event::SubnetUp => {
-                    if !up {
-                        up_wall = t1.elapsed();
-                    }
-                    up = true;
-                    ups += 1;
-                }
-                _ => {}
-            }
-        }
+        seen.take(&mut sm);
+        let up = seen.up;
         // Done once up and idle (a sweep with errors re-sweeps at once, so it is not idle).
         if up && sm.stage() == sm::Stage::Idle && sm.poll_timeout().is_none() {
             break;
@@ -206,6 +231,13 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
         fabric.run_until(next.max(now));
     }
     let wall = t1.elapsed();
+    let Seen {
+        phase_wall,
+        up,
+        up_wall,
+        ups,
+        ..
+    } = seen;
     assert!(up, "{spec}: no SUBNET UP");
     let sw = topo.num_switches();
     let cas = topo.num_cas();
