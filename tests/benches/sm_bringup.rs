@@ -198,8 +198,9 @@ fn run(spec: &str, fold: bool, sm_first: bool, qos_read: bool, faults: FaultConf
                 sm.handle_mad(now, &meta, &buf[..len]);
             }
             compute = compute.max(c.elapsed());
-            // Read after each call that can produce them, as `sm::drive::turn` does: a
-            // SUBNET UP is seen before the timer step that follows it runs.
+            // The SM's events are read after the MADs of each instant and after the timer
+            // step, as `sm::drive::turn` reads them after each call: a SUBNET UP is seen
+            // before the timer step that follows it runs.
             seen.take(&mut sm);
         }
         if sm.poll_timeout().is_some_and(|t| t <= now) {
