@@ -225,7 +225,12 @@ impl Fabric {
     pub fn set_faults(&mut self, faults: FaultConfig) {
         self.cfg.faults = faults;
         self.faults.set_config(faults);
-        self.faulty = !faults.is_none() || !self.link_faults.is_empty();
+        self.refresh_faulty();
+    }
+
+    /// Recomputes [`Fabric::faulty`](super::Fabric) after a fault rate changed.
+    pub(super) fn refresh_faulty(&mut self) {
+        self.faulty = !self.faults.config().is_none() || !self.link_faults.is_empty();
     }
 
     /// Gives the cable at `node`/`port` its own fault rates (both directions), replacing the
@@ -252,7 +257,7 @@ impl Fabric {
                 self.link_faults.remove(&key);
             }
         }
-        self.faulty = !self.faults.config().is_none() || !self.link_faults.is_empty();
+        self.refresh_faulty();
         Ok(())
     }
 }

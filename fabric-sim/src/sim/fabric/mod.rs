@@ -426,7 +426,6 @@ impl Fabric {
             }
         }
         let faults = FaultInjector::new(cfg.faults, ChaCha8Rng::seed_from_u64(cfg.seed));
-        let faulty = !cfg.faults.is_none();
         let mut f = Fabric {
             service_ns: dur_ns(cfg.sma_service_time),
             hop_ns: dur_ns(cfg.hop_latency),
@@ -446,12 +445,13 @@ impl Fabric {
             sms: Vec::new(),
             faults,
             link_faults: HashMap::new(),
-            faulty,
+            faulty: false,
             stats: SimStats::default(),
             trace: Vec::new(),
             topo: topo.clone(),
             arrivals_pending: 0,
         };
+        f.refresh_faulty();
         for g in 0..np {
             let pn = f.peer_node[g];
             if pn == NO_PEER {
