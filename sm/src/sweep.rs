@@ -64,6 +64,13 @@ pub enum Stage {
 /// Immediate re-sweeps after a heavy sweep with errors before waiting for the sweep timer.
 const MAX_RESWEEPS: u32 = 2;
 
+/// The SMPs the pipeline keeps in flight (`max_wire_smps`, at least 64): the compact work
+/// lists (LFT Sets, QoS Gets) are fed two windows at a time, and the LFT Sets go out
+/// block-major within groups of one window's switches ([`Programmer::lft_sets`]).
+fn window(cfg: &SmConfig) -> usize {
+    cfg.max_wire_smps.max(64)
+}
+
 /// The end port of `s` holding `lid` (its PortInfo's LID, else the one assigned).
 fn port_by_lid_in(s: &Subnet, lid: Lid) -> Option<(crate::subnet::NodeId, PortNum)> {
     if !lid.is_unicast() {
@@ -167,7 +174,8 @@ pub(crate) struct Sweep {
     qos_reads_sent: usize,
     /// SUBNET UP was just reported: the QoS reads are planned in the next
     /// [`Timer::Compute`] step, so listing millions of Gets (≈ 0.2 s at 3,920 switches) does
-    /// not delay the report.
+    /// not delay the report. Dropped if the pipeline is no longer idle by then (a heavy sweep
+    /// clears it and plans its own reads).
     qos_reads_due: bool,
     /// The LFT block Sets of this sweep's programming not yet handed to the transaction
     /// engine ([`Programmer::lft_sets`]): fed a few windows at a time, as the QoS reads, so
@@ -1598,7 +1606,7 @@ impl Sweep {
                 &self.disc,
                 self.routes.as_deref().map(|r| &r.lfts),
                 top,
-                cx.cfg.max_wire_smps.max(64),
+                window(cx.cfg),
             )
             .into();
         self.feed_lft_sets(cx);
@@ -1612,7 +1620,7 @@ impl Sweep {
             self.lft_sets.clear();
             return;
         };
-        let room = (2 * cx.cfg.max_wire_smps.max(64)).saturating_sub(cx.txn.pending());
+        let room = (2 * window(cx.cfg)).saturating_sub(cx.txn.pending());
         for set in self.lft_sets.drain(..room.min(self.lft_sets.len())) {
             if let Some(req) = Programmer::lft_request(&self.disc, &routes.lfts, set) {
                 cx.txn.submit(req);
@@ -1709,7 +1717,7 @@ impl Sweep {
             self.qos_reads.clear();
             return;
         }
-        let room = (2 * cx.cfg.max_wire_smps.max(64)).saturating_sub(cx.txn.pending());
+        let room = (2 * window(cx.cfg)).saturating_sub(cx.txn.pending());
         for g in self.qos_reads.by_ref().take(room) {
             cx.txn.submit(Programmer::qos_read_request(&self.disc, &g));
             self.qos_reads_sent += 1;
