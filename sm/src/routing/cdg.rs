@@ -206,6 +206,19 @@ impl ChannelGraph {
         self.pred_run(b).0
     }
 
+    /// How [`ChannelGraph::tdeps_into`] lays out slot `u`'s leaving channels: `(first,
+    /// first channel, stride)` such that the dependencies into channel `c` leaving `u` start
+    /// at `first + (c - first channel) * stride`.
+    #[inline]
+    #[must_use]
+    pub fn tdeps_layout(&self, u: usize) -> (u32, u32, u32) {
+        (
+            self.dep_base[u],
+            self.chan_start[u],
+            u32::from(self.max_port[u]),
+        )
+    }
+
     /// The dependency "arrive on channel `a`, leave on channel `b`" in the transposed
     /// numbering (see [`ChannelGraph::tdeps_into`]; `None` when `b` does not leave where `a`
     /// arrives). Ids run below [`ChannelGraph::num_deps`] as in the other numbering.
@@ -1568,6 +1581,11 @@ mod tests {
             );
         }
         assert!(cg.leaving(0, 3).is_none());
+        // The per-switch layout gives every channel's first transposed dependency.
+        for c in 0..cg.num_channels() as u32 {
+            let (first, c0, stride) = cg.tdeps_layout(cg.from_slot(c));
+            assert_eq!((first + (c - c0) * stride) as usize, cg.tdeps_into(c));
+        }
     }
 
     #[test]

@@ -340,7 +340,11 @@ impl RoutingEngine for Nue {
         let mut cols = vec![NO_PATH; width * n];
         let mut sls = PathSls::per_dest(top);
         let chans = g.channels();
-        let mut weight = vec![0u64; chans.len()];
+        // Per channel, the LIDs routed over it so far. A destination adds at most every LID
+        // (below 2^16) to a channel, once per destination: the sum stays below 2^32 (a
+        // saturating add all the same). Four bytes keep the array in cache beside the
+        // Dijkstra's others.
+        let mut weight = vec![0u32; chans.len()];
         let mut dist = vec![u64::MAX; n];
         let mut next = vec![NONE; n];
         let mut tdep = vec![usize::MAX; n];
@@ -368,12 +372,10 @@ impl RoutingEngine for Nue {
             }
         }
         nb_start.push(nb.len());
-        // Per channel, the transposed id of the first dependency into it (one load where
-        // `tdeps_into` chains four).
-        // The ids fit in u32: `ChannelGraph` numbers dependencies in u32.
-        let tin: Vec<u32> = (0..cg.num_channels() as u32)
-            .map(|c| cg.tdeps_into(c) as u32)
-            .collect();
+        // Per switch, where the dependencies into its leaving channels start
+        // ([`ChannelGraph::tdeps_layout`]): the first into a settled switch's next channel
+        // comes from this small array, not a per-channel one.
+        let tlay: Vec<(u32, u32, u32)> = (0..n).map(|u| cg.tdeps_layout(u)).collect();
         let mut settled: Vec<u32> = Vec::with_capacity(n);
         let mut fallbacks = 0u64;
         for (li, ldests) in layers_of.iter().enumerate() {
@@ -461,12 +463,13 @@ impl RoutingEngine for Nue {
                         let base = if out_u == NONE {
                             0
                         } else {
-                            tin[out_u as usize] as usize
+                            let (tf, cf, stride) = tlay[u];
+                            (tf + (out_u - cf) * stride) as usize
                         };
                         for &(c, v, q1) in &nb[nb_start[u]..nb_start[u + 1]] {
                             let v = v as usize;
                             // A settled v has dist[v] <= du < nd.
-                            let nd = du + HOP + weight[c as usize];
+                            let nd = du + HOP + u64::from(weight[c as usize]);
                             if nd >= dist[v] {
                                 continue;
                             }
@@ -550,7 +553,8 @@ impl RoutingEngine for Nue {
                     if c == NONE || v == t {
                         continue;
                     }
-                    weight[c as usize] += acc[v];
+                    let w = &mut weight[c as usize];
+                    *w = w.saturating_add(u32::try_from(acc[v]).unwrap_or(u32::MAX));
                     let u = cg.to_slot(c).0;
                     acc[u] += acc[v];
                 }
@@ -573,10 +577,7 @@ impl RoutingEngine for Nue {
             for v in 0..n {
                 by_load_start.push(by_load.len());
                 sorted.clear();
-                // A load of u64::MAX never beats the scan's starting bound.
-                sorted.extend(
-                    (g.first_channel(v)..g.first_channel(v + 1)).filter(|&c| weight[c] < u64::MAX),
-                );
+                sorted.extend(g.first_channel(v)..g.first_channel(v + 1));
                 sorted.sort_by_key(|&c| (weight[c], c));
                 by_load.extend(sorted.iter().map(|&c| (chans[c].to, chans[c].port)));
             }
