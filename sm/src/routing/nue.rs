@@ -340,11 +340,6 @@ impl RoutingEngine for Nue {
         let mut cols = vec![NO_PATH; width * n];
         let mut sls = PathSls::per_dest(top);
         let chans = g.channels();
-        // Per channel, the LIDs routed over it so far. A destination adds at most every LID
-        // (below 2^16) to a channel, once per destination: the sum stays below 2^32 (a
-        // saturating add all the same). Four bytes keep the array in cache beside the
-        // Dijkstra's others.
-        let mut weight = vec![0u32; chans.len()];
         let mut dist = vec![u64::MAX; n];
         let mut next = vec![NONE; n];
         let mut tdep = vec![usize::MAX; n];
@@ -359,19 +354,34 @@ impl RoutingEngine for Nue {
         let mut pend: Vec<(u64, u32)> = Vec::new();
         let mut far: Vec<(u64, u32)> = Vec::new();
         let mut cur: Vec<u64> = Vec::new();
-        // Per switch u, its neighbours v as (channel v → u, v, the port of u it arrives on
-        // minus 1), in u's channel order; nb_start[u].. nb_start[u + 1].
-        let mut nb: Vec<(u32, u32, u32)> = Vec::with_capacity(chans.len());
+        // Per switch u, its neighbours v in u's channel order, in two parallel arrays: what
+        // every relaxation reads, `(v, load of the channel v → u)`, and what only an
+        // improving one does, `(channel v → u, the port of u it arrives on minus 1)`;
+        // nb_start[u].. nb_start[u + 1]. The load is a channel's LIDs routed over it so far:
+        // a destination adds at most every LID (below 2^16) to a channel, so the sum stays
+        // below 2^32 (a saturating add all the same). Keeping it beside `v` makes the
+        // relaxations read one sequential run instead of a per-channel array at random.
+        // Channels that arrive on no known port (never relaxed) get entries after the last
+        // switch's, so `at[c]` finds every channel's load.
+        let mut nb: Vec<(u32, u32)> = Vec::with_capacity(chans.len());
+        let mut nbc: Vec<(u32, u32)> = Vec::with_capacity(chans.len());
         let mut nb_start = Vec::with_capacity(n + 1);
+        let mut at = vec![u32::MAX; chans.len()];
         for u in 0..n {
             nb_start.push(nb.len());
             for o in g.first_channel(u)..g.first_channel(u + 1) {
                 if let Some(c) = cg.arriving(u, chans[o].port) {
-                    nb.push((c, chans[o].to, u32::from(chans[o].port) - 1));
+                    at[c as usize] = nb.len() as u32;
+                    nb.push((chans[o].to, 0));
+                    nbc.push((c, u32::from(chans[o].port) - 1));
                 }
             }
         }
         nb_start.push(nb.len());
+        for a in at.iter_mut().filter(|a| **a == u32::MAX) {
+            *a = nb.len() as u32;
+            nb.push((NONE, 0));
+        }
         // Per switch, where the dependencies into its leaving channels start
         // ([`ChannelGraph::tdeps_layout`]): the first into a settled switch's next channel
         // comes from this small array, not a per-channel one.
@@ -466,10 +476,11 @@ impl RoutingEngine for Nue {
                             let (tf, cf, stride) = tlay[u];
                             (tf + (out_u - cf) * stride) as usize
                         };
-                        for &(c, v, q1) in &nb[nb_start[u]..nb_start[u + 1]] {
+                        let (s, e) = (nb_start[u], nb_start[u + 1]);
+                        for (&(v, load), &(c, q1)) in nb[s..e].iter().zip(&nbc[s..e]) {
                             let v = v as usize;
                             // A settled v has dist[v] <= du < nd.
-                            let nd = du + HOP + u64::from(weight[c as usize]);
+                            let nd = du + HOP + u64::from(load);
                             if nd >= dist[v] {
                                 continue;
                             }
@@ -553,7 +564,7 @@ impl RoutingEngine for Nue {
                     if c == NONE || v == t {
                         continue;
                     }
-                    let w = &mut weight[c as usize];
+                    let w = &mut nb[at[c as usize] as usize].1;
                     *w = w.saturating_add(u32::try_from(acc[v]).unwrap_or(u32::MAX));
                     let u = cg.to_slot(c).0;
                     acc[u] += acc[v];
@@ -578,7 +589,7 @@ impl RoutingEngine for Nue {
                 by_load_start.push(by_load.len());
                 sorted.clear();
                 sorted.extend(g.first_channel(v)..g.first_channel(v + 1));
-                sorted.sort_by_key(|&c| (weight[c], c));
+                sorted.sort_by_key(|&c| (nb[at[c] as usize].1, c));
                 by_load.extend(sorted.iter().map(|&c| (chans[c].to, chans[c].port)));
             }
             by_load_start.push(by_load.len());
