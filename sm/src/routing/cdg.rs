@@ -206,6 +206,13 @@ impl ChannelGraph {
         self.pred_run(b).0
     }
 
+    /// The channels leaving slot `u`: ids `start..end`.
+    #[inline]
+    #[must_use]
+    pub fn leaving_range(&self, u: usize) -> (u32, u32) {
+        (self.chan_start[u], self.chan_start[u + 1])
+    }
+
     /// How [`ChannelGraph::tdeps_into`] lays out slot `u`'s leaving channels: `(first,
     /// first channel, stride)` such that the dependencies into channel `c` leaving `u` start
     /// at `first + (c - first channel) * stride`.

@@ -344,8 +344,6 @@ struct Layering<'a> {
     /// Destination-major LFT columns (`dests[i]` → slice of n entries).
     cols: Vec<u8>,
     n: usize,
-    /// Per slot: its first channel, and (at n) the total.
-    chan_start: Vec<u32>,
     layer: Vec<u8>,
     counts: Vec<Vec<u32>>,
     /// The in-tree toward each destination (destination-major, n entries each, built at the
@@ -571,7 +569,7 @@ impl<'a> Layering<'a> {
     fn break_cycles(&mut self, l: usize) -> usize {
         let mut search = CycleSearch::new(self.cg.num_channels());
         let mut breaks = 0;
-        while let Some(cyc) = search.find(self.cg, &self.chan_start, &self.counts[l]) {
+        while let Some(cyc) = search.find(self.cg, &self.counts[l]) {
             // The weakest dependency on the cycle.
             let counts = &self.counts[l];
             let mut weakest: Option<(u32, usize)> = None;
@@ -598,7 +596,7 @@ impl<'a> Layering<'a> {
             None => false,
             Some(counts) => {
                 let mut search = CycleSearch::new(self.cg.num_channels());
-                search.find(self.cg, &self.chan_start, counts).is_some()
+                search.find(self.cg, counts).is_some()
             }
         }
     }
@@ -628,13 +626,13 @@ impl CycleSearch {
         }
     }
 
-    /// The next cycle of the graph whose dependencies are those with `counts[d] > 0`;
-    /// `chan_start[u]..chan_start[u + 1]` are the channels leaving switch `u`.
-    fn find(&mut self, cg: &ChannelGraph, chan_start: &[u32], counts: &[u32]) -> Option<Vec<u32>> {
+    /// The next cycle of the graph whose dependencies are those with `counts[d] > 0`.
+    fn find(&mut self, cg: &ChannelGraph, counts: &[u32]) -> Option<Vec<u32>> {
         let n = self.color.len();
         let next = |c: u32, from: u32| -> Option<u32> {
             let u = cg.to_slot(c).0;
-            let (s, e) = (chan_start[u].max(from), chan_start[u + 1]);
+            let (s, e) = cg.leaving_range(u);
+            let s = s.max(from);
             (s..e).find(|&y| cg.dep(c, y).is_some_and(|d| counts[d] > 0))
         };
         let (color, stack) = (&mut self.color, &mut self.stack);
@@ -753,7 +751,6 @@ impl RoutingEngine for Sssp {
             dests,
             cols,
             n,
-            chan_start: (0..=n).map(|a| g.first_channel(a) as u32).collect(),
             counts: Vec::new(),
         };
         lay.fill_layer0();
