@@ -517,7 +517,7 @@ impl Programmer {
     }
 
     /// The Gets of the QoS tables the SM neither programs this sweep nor knows
-    /// ([`crate::qos::program::reads`]), as requests; none with `read_qos_tables` off.
+    /// ([`crate::qos::program::QosReads`]), as requests; none with `read_qos_tables` off.
     pub fn qos_reads(
         &self,
         cfg: &SmConfig,

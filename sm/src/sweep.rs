@@ -57,7 +57,7 @@ pub enum Stage {
     /// Light sweep.
     LightSweep,
     /// After SUBNET UP: reading the QoS tables the SM does not program, for the SA
-    /// ([`crate::qos::program::reads`]).
+    /// ([`crate::qos::program::QosReads`]).
     ReadingQos,
 }
 

@@ -689,7 +689,7 @@ pub fn plan<'k>(
 }
 
 /// One QoS Get: a table the SM neither programs nor knows, read so that the SA can serve
-/// what the port holds ([`reads`]).
+/// what the port holds ([`QosReads`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QosGet {
     /// The node.
@@ -742,17 +742,11 @@ pub fn sl2vl_exists(subnet: &Subnet, id: NodeId, p: PortNum) -> bool {
 /// the SA serves them, as OpenSM's); on a CA or router every linked port. Tables a Set
 /// response or a Get response made known are not read again until the port is reset
 /// ([`KnownQos::forget_port`]) or the switch rebooted.
-pub fn reads<'k>(
-    inp: &PlanInputs<'_>,
-    known: impl Fn(NodeId) -> Option<&'k KnownQos>,
-) -> Vec<QosGet> {
-    QosReads::new(inp, known).collect()
-}
-
-/// The Gets of [`reads`] as a compact work list: a bit per (node, table) to read, handed
-/// out lazily in [`reads`]' interleaved order. A large fabric reads millions of tables (13.3
-/// M at `fat-tree:3,56`, 57² SL-to-VL pairs per switch): 12 bytes a [`QosGet`], twice while
-/// interleaving, was ≈ 300 MB; the bits are ≈ 2 MB.
+///
+/// They are a compact work list: a bit per (node, table) to read, handed out lazily in that
+/// interleaved order. A large fabric reads millions of tables (13.3 M at `fat-tree:3,56`, 57²
+/// SL-to-VL pairs per switch): 12 bytes a [`QosGet`], twice while interleaving, was ≈ 300 MB;
+/// the bits are ≈ 2 MB.
 #[derive(Clone, Debug, Default)]
 pub struct QosReads {
     /// Nodes with Gets left, in node order.
@@ -839,7 +833,7 @@ impl NodeReads {
 }
 
 impl QosReads {
-    /// The Gets [`reads`] lists.
+    /// The Gets to read (see [`QosReads`]).
     pub fn new<'k>(inp: &PlanInputs<'_>, known: impl Fn(NodeId) -> Option<&'k KnownQos>) -> Self {
         let s = inp.subnet;
         let engine_arb = inp.routes.and_then(|r| r.vlarb.as_ref());
@@ -1007,6 +1001,14 @@ pub fn count_cold(inp: &PlanInputs<'_>) -> (usize, usize) {
 mod tests {
     use super::*;
     use crate::qos::{parse_sl2vl, QosOptions};
+
+    /// Every Get of [`QosReads`], in order.
+    fn reads<'k>(
+        inp: &PlanInputs<'_>,
+        known: impl Fn(NodeId) -> Option<&'k KnownQos>,
+    ) -> Vec<QosGet> {
+        QosReads::new(inp, known).collect()
+    }
     use crate::routing::vl::{sl2vl_modulo, Sl2VlTables, VlArbPort};
     use crate::routing::Lfts;
     use crate::subnet::{active_port_info, Node};
