@@ -195,17 +195,6 @@ impl ChannelGraph {
         Some((self.dep_base[u] + (u32::from(q) - 1) * deg + j) as usize)
     }
 
-    /// The dependencies into channel `b` in the transposed numbering (per switch: leaving
-    /// channel major, arrival port minor): the one from the channel arriving on port `q >= 1`
-    /// of the switch `b` leaves is `first + q - 1`, the id [`ChannelGraph::tdep`] gives. A
-    /// counter array indexed so keeps every dependency into one channel in a cache line or
-    /// two, which is how Dijkstra over the dependency graph reads them.
-    #[inline]
-    #[must_use]
-    pub fn tdeps_into(&self, b: u32) -> usize {
-        self.pred_run(b).0
-    }
-
     /// The channels leaving slot `u`: ids `start..end`.
     #[inline]
     #[must_use]
@@ -213,9 +202,13 @@ impl ChannelGraph {
         (self.chan_start[u], self.chan_start[u + 1])
     }
 
-    /// How [`ChannelGraph::tdeps_into`] lays out slot `u`'s leaving channels: `(first,
-    /// first channel, stride)` such that the dependencies into channel `c` leaving `u` start
-    /// at `first + (c - first channel) * stride`.
+    /// The transposed numbering of dependencies (per switch: leaving channel major, arrival
+    /// port minor) at slot `u`: `(first, c0, stride)`, where `c0` is the first channel
+    /// leaving `u`, such that the dependency into channel `c` leaving `u` from the channel
+    /// arriving on port `q >= 1` is `first + (c - c0) * stride + q - 1`, the id
+    /// [`ChannelGraph::tdep`] gives. A counter or state array indexed so keeps every
+    /// dependency into one channel in a cache line or two, which is how Dijkstra over the
+    /// dependency graph reads them.
     #[inline]
     #[must_use]
     pub fn tdeps_layout(&self, u: usize) -> (u32, u32, u32) {
@@ -227,7 +220,7 @@ impl ChannelGraph {
     }
 
     /// The dependency "arrive on channel `a`, leave on channel `b`" in the transposed
-    /// numbering (see [`ChannelGraph::tdeps_into`]; `None` when `b` does not leave where `a`
+    /// numbering (see [`ChannelGraph::tdeps_layout`]; `None` when `b` does not leave where `a`
     /// arrives). Ids run below [`ChannelGraph::num_deps`] as in the other numbering.
     #[inline]
     #[must_use]
@@ -1588,10 +1581,19 @@ mod tests {
             );
         }
         assert!(cg.leaving(0, 3).is_none());
-        // The per-switch layout gives every channel's first transposed dependency.
-        for c in 0..cg.num_channels() as u32 {
-            let (first, c0, stride) = cg.tdeps_layout(cg.from_slot(c));
-            assert_eq!((first + (c - c0) * stride) as usize, cg.tdeps_into(c));
+        // The per-switch layout gives every dependency's transposed id.
+        for b in 0..cg.num_channels() as u32 {
+            let u = cg.from_slot(b);
+            let (first, c0, stride) = cg.tdeps_layout(u);
+            assert_eq!((first + (b - c0) * stride) as usize, cg.pred_run(b).0);
+            for q in 1..=cg.max_port[u] {
+                if let Some(a) = cg.arriving(u, q) {
+                    assert_eq!(
+                        cg.tdep(a, b),
+                        Some((first + (b - c0) * stride + u32::from(q) - 1) as usize)
+                    );
+                }
+            }
         }
     }
 
