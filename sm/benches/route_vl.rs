@@ -154,6 +154,7 @@ fn main() {
                     || l.contains("Lanes")
                     || l.contains("virtual layers")
                     || l.contains("escape paths")
+                    || l.contains("backtracking")
                     || l.contains("islands")
             }) {
                 println!("  {l}");

@@ -77,3 +77,43 @@ fn nue_after_a_failed_link_and_switch() {
         assert!(rep.ok(), "{rep:?}");
     }
 }
+
+/// Impasses on irregular graphs: OpenSM's local backtracking step reaches the switches the
+/// Dijkstra could not, so few destinations fall back to the escape paths, and the tables stay
+/// deadlock-free and loop-free.
+#[test]
+fn nue_backtracks_out_of_impasses() {
+    let mut backtracked = 0;
+    for spec in [
+        "random:128,512,64,7",
+        "random:64,256,200,3",
+        "random:40,40,60,9,ports=12",
+    ] {
+        let s = subnet(spec, 0, 4);
+        let out = route_chain_with(&["nue".to_string()], true, &s, 0, &opts(true, 1)).unwrap();
+        assert_eq!(out.engine, "nue", "{spec}: {:?}", out.log);
+        let count = |what: &str| {
+            out.log
+                .iter()
+                .filter(|l| {
+                    l.starts_with("route_via_modified_dijkstra_on_ccdg") && l.contains(what)
+                })
+                .count()
+        };
+        let (worked, fell) = (count("backtracking worked"), count("fallback to escape"));
+        backtracked += worked;
+        // Without the step every destination that backtracked would have fallen back.
+        assert!(
+            fell <= worked,
+            "{spec}: {worked} backtracked, {fell} on escape paths"
+        );
+        let rep = vl_check(&s, &out.routes, 5);
+        assert!(rep.ok(), "{spec}: {rep:?}");
+        let reach = check_all_pairs(&s, &out.routes.lfts);
+        assert_eq!(reach.unreachable_count, 0, "{spec}");
+    }
+    assert!(
+        backtracked > 0,
+        "no destination needed the backtracking step"
+    );
+}

@@ -22,8 +22,13 @@
 //! the rest of the layer. Distance is fewest hops, then least summed load (OpenSM: weights
 //! `D²` + load, `D` destination LIDs). A dependency a switch held while it had a worse
 //! candidate is released when the candidate is replaced. If some switch cannot be reached
-//! at all (an impasse), the destination falls back to the escape tree for every switch and its
-//! tentative dependencies are released (OpenSM first tries a local backtracking step). After
+//! at all (an impasse), OpenSM's local backtracking step is tried first: a reached neighbour
+//! of an unreached switch moves its route onto another link whose dependencies are already
+//! in use, if every switch routed through it can follow, and the unreached switch is reached
+//! through it; the Dijkstra then goes on from there, leaving the switches reached before the
+//! step as they are (OpenSM also looks for shortcuts to them; we do not). When no step helps,
+//! the destination falls back to the escape tree for every switch and its tentative
+//! dependencies are released. After
 //! each destination, the links of its paths carry the LIDs behind the switches using them, as
 //! in dfsssp. Nue therefore may route around (detour); it promises deadlock freedom, not
 //! shortest paths.
@@ -388,6 +393,12 @@ impl RoutingEngine for Nue {
         let tlay: Vec<(u32, u32, u32)> = (0..n).map(|u| cg.tdeps_layout(u)).collect();
         let mut settled: Vec<u32> = Vec::with_capacity(n);
         let mut fallbacks = 0u64;
+        let mut backtracked = 0u64;
+        // Per switch, the backtracking step of this destination in which it was reached.
+        let mut found_in = vec![0u32; n];
+        // A backtracking step's candidates: (distance, channel x → a, channel a → u, the
+        // dependency a → u → u's next channel, if u is not the destination's switch).
+        let mut cands: Vec<(u64, u32, u32, Option<usize>)> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
                 log.push("nue_do_ucast_routing: WRN NUE43: no desti in this VL; skipping".into());
@@ -430,83 +441,193 @@ impl RoutingEngine for Nue {
                 pend.push((0, t as u32));
                 // The level being settled; the first one (the destination's switch) is 0.
                 let mut level = u64::MAX;
-                while !pend.is_empty() || !far.is_empty() {
-                    // `pend` holds what the last level queued one level deeper (in practice
-                    // everything: a path's summed load stays far below HOP); `far`, what it
-                    // queued deeper still. The next level is the least one queued.
-                    if pend.is_empty() {
-                        level = far.iter().map(|&(d, _)| d / HOP).min().unwrap_or(0);
-                    } else {
-                        level = level.wrapping_add(1);
-                    }
-                    // A switch is queued only when its distance drops, so exactly one entry
-                    // per reached switch carries its final distance; the others are dropped.
-                    // (distance, slot) order within the level as one integer: the distance's
-                    // part below HOP (40 bits), then the slot (< 2^24).
-                    cur.clear();
-                    for &(d, u) in &pend {
-                        if d == dist[u as usize] {
-                            cur.push((d % HOP) << SLOT_BITS | u64::from(u));
-                        }
-                    }
-                    pend.clear();
-                    if !far.is_empty() {
-                        far.retain(|&(d, u)| {
-                            if d != dist[u as usize] {
-                                return false;
-                            }
-                            if d / HOP == level {
-                                cur.push((d % HOP) << SLOT_BITS | u64::from(u));
-                                return false;
-                            }
-                            true
-                        });
-                    }
-                    cur.sort_unstable();
-                    for &key in &cur {
-                        let du = level * HOP + (key >> SLOT_BITS);
-                        let u = (key & ((1 << SLOT_BITS) - 1)) as usize;
-                        settled.push(u as u32);
-                        let out_u = next[u];
-                        // Dependency (channel arriving on port q) → out_u: base + q - 1 in
-                        // the transposed numbering.
-                        let base = if out_u == NONE {
-                            0
+                // Backtracking steps taken for this destination.
+                let mut step = 0u32;
+                loop {
+                    while !pend.is_empty() || !far.is_empty() {
+                        // `pend` holds what the last level queued one level deeper (in practice
+                        // everything: a path's summed load stays far below HOP); `far`, what it
+                        // queued deeper still. The next level is the least one queued.
+                        if pend.is_empty() {
+                            level = far.iter().map(|&(d, _)| d / HOP).min().unwrap_or(0);
                         } else {
-                            let (tf, cf, stride) = tlay[u];
-                            (tf + (out_u - cf) * stride) as usize
-                        };
-                        let (s, e) = (nb_start[u], nb_start[u + 1]);
-                        for (&(v, load), &(c, q1)) in nb[s..e].iter().zip(&nbc[s..e]) {
-                            let v = v as usize;
-                            // A settled v has dist[v] <= du < nd.
-                            let nd = du + HOP + u64::from(load);
-                            if nd >= dist[v] {
-                                continue;
+                            level = level.wrapping_add(1);
+                        }
+                        // A switch is queued only when its distance drops, so exactly one entry
+                        // per reached switch carries its final distance; the others are dropped.
+                        // (distance, slot) order within the level as one integer: the distance's
+                        // part below HOP (40 bits), then the slot (< 2^24).
+                        cur.clear();
+                        for &(d, u) in &pend {
+                            if d == dist[u as usize] {
+                                cur.push((d % HOP) << SLOT_BITS | u64::from(u));
                             }
-                            let mut dep = usize::MAX;
-                            if out_u != NONE {
-                                let dd = base + q1 as usize;
-                                if !layer.use_dep(&cg, dd, c, out_u) {
+                        }
+                        pend.clear();
+                        if !far.is_empty() {
+                            far.retain(|&(d, u)| {
+                                if d != dist[u as usize] {
+                                    return false;
+                                }
+                                if d / HOP == level {
+                                    cur.push((d % HOP) << SLOT_BITS | u64::from(u));
+                                    return false;
+                                }
+                                true
+                            });
+                        }
+                        cur.sort_unstable();
+                        for &key in &cur {
+                            let du = level * HOP + (key >> SLOT_BITS);
+                            let u = (key & ((1 << SLOT_BITS) - 1)) as usize;
+                            settled.push(u as u32);
+                            let out_u = next[u];
+                            // Dependency (channel arriving on port q) → out_u: base + q - 1 in
+                            // the transposed numbering.
+                            let base = if out_u == NONE {
+                                0
+                            } else {
+                                let (tf, cf, stride) = tlay[u];
+                                (tf + (out_u - cf) * stride) as usize
+                            };
+                            let (s, e) = (nb_start[u], nb_start[u + 1]);
+                            for (&(v, load), &(c, q1)) in nb[s..e].iter().zip(&nbc[s..e]) {
+                                let v = v as usize;
+                                // A settled v has dist[v] <= du < nd.
+                                let nd = du + HOP + u64::from(load);
+                                if nd >= dist[v] {
                                     continue;
                                 }
-                                dep = dd;
-                            }
-                            if tdep[v] != usize::MAX {
-                                layer.release_held(&cg, tdep[v], &next, v);
-                            }
-                            tdep[v] = dep;
-                            dist[v] = nd;
-                            next[v] = c;
-                            if nd / HOP == level + 1 {
-                                pend.push((nd, v as u32));
-                            } else {
-                                far.push((nd, v as u32));
+                                // After a backtracking step the switches reached before it keep
+                                // their routes: others' dependencies lead into them.
+                                if step > 0 && dist[v] != u64::MAX && found_in[v] < step {
+                                    continue;
+                                }
+                                let mut dep = usize::MAX;
+                                if out_u != NONE {
+                                    let dd = base + q1 as usize;
+                                    if !layer.use_dep(&cg, dd, c, out_u) {
+                                        continue;
+                                    }
+                                    dep = dd;
+                                }
+                                if tdep[v] != usize::MAX {
+                                    layer.release_held(&cg, tdep[v], &next, v);
+                                }
+                                tdep[v] = dep;
+                                dist[v] = nd;
+                                next[v] = c;
+                                found_in[v] = step;
+                                if nd / HOP == level + 1 {
+                                    pend.push((nd, v as u32));
+                                } else {
+                                    far.push((nd, v as u32));
+                                }
                             }
                         }
                     }
+                    if settled.len() == n {
+                        break;
+                    }
+                    // An impasse: OpenSM's local backtracking step (osm_ucast_nue.c,
+                    // `attempt_local_backtracking`). For the first unreached switch x (in slot
+                    // order) that has one: a reached neighbour a (not the destination's switch)
+                    // can change its next channel to another a → u, u reached, whose dependency
+                    // into u's next channel is already kept (OpenSM's "stack of used links"),
+                    // provided every switch routed through a already keeps the dependency into
+                    // a → u (and is not u); then x is reached through a if x → a → u closes no
+                    // cycle. Candidates are tried by their distance through u. The switches
+                    // reached before the step keep their routes (OpenSM would look for a
+                    // shortcut; we do not). No route can loop: a loop through a → u would be a
+                    // cycle of dependencies all live before the step.
+                    let mut found = None;
+                    'unreached: for x in 0..n {
+                        if dist[x] != u64::MAX {
+                            continue;
+                        }
+                        cands.clear();
+                        for xa in g.first_channel(x)..g.first_channel(x + 1) {
+                            let a = chans[xa].to as usize;
+                            if dist[a] == u64::MAX || a == t || at[xa] as usize >= nb_start[n] {
+                                continue;
+                            }
+                            let (s, e) = (nb_start[a], nb_start[a + 1]);
+                            for au in g.first_channel(a)..g.first_channel(a + 1) {
+                                let au32 = au as u32;
+                                let u = chans[au].to as usize;
+                                if au32 == next[a] || dist[u] == u64::MAX {
+                                    continue;
+                                }
+                                let dep_u = if u == t {
+                                    None
+                                } else if next[u] == NONE {
+                                    continue;
+                                } else {
+                                    match cg.tdep(au32, next[u]) {
+                                        Some(d) if layer.get(d) == KEPT => Some(d),
+                                        _ => continue,
+                                    }
+                                };
+                                let follow =
+                                    nb[s..e].iter().zip(&nbc[s..e]).all(|(&(w, _), &(wa, _))| {
+                                        next[w as usize] != wa
+                                            || (w as usize != u
+                                                && cg
+                                                    .tdep(wa, au32)
+                                                    .is_some_and(|d| layer.get(d) == KEPT))
+                                    });
+                                if follow {
+                                    let da = dist[u] + HOP + u64::from(nb[at[au] as usize].1);
+                                    cands.push((da, xa as u32, au32, dep_u));
+                                }
+                            }
+                        }
+                        cands.sort_by_key(|c| c.0);
+                        for &(da, xa, au, dep_u) in &cands {
+                            let Some(dx) = cg.tdep(xa, au) else { continue };
+                            if !layer.use_dep(&cg, dx, xa, au) {
+                                continue;
+                            }
+                            let a = cg.to_slot(xa).0;
+                            // Drop what a and the switches routed through it held (before a's next
+                            // channel changes: the holds are read through it), then take the kept
+                            // dependencies into a → u.
+                            if tdep[a] != usize::MAX {
+                                layer.release_held(&cg, tdep[a], &next, a);
+                            }
+                            let (s, e) = (nb_start[a], nb_start[a + 1]);
+                            for i in s..e {
+                                let (w, wa) = (nb[i].0 as usize, nbc[i].0);
+                                if next[w] == wa {
+                                    if tdep[w] != usize::MAX {
+                                        layer.release_held(&cg, tdep[w], &next, w);
+                                    }
+                                    tdep[w] = cg.tdep(wa, au).unwrap_or(usize::MAX);
+                                }
+                            }
+                            next[a] = au;
+                            tdep[a] = dep_u.unwrap_or(usize::MAX);
+                            dist[a] = da;
+                            next[x] = xa;
+                            tdep[x] = dx;
+                            dist[x] = da + HOP + u64::from(nb[at[xa as usize] as usize].1);
+                            found = Some(x);
+                            break 'unreached;
+                        }
+                    }
+                    let Some(x) = found else { break };
+                    step += 1;
+                    found_in[x] = step;
+                    pend.clear();
+                    far.push((dist[x], x as u32));
                 }
                 let reached = settled.len();
+                if reached == n && step > 0 {
+                    backtracked += 1;
+                    log.push(format!(
+                        "route_via_modified_dijkstra_on_ccdg: backtracking worked for destination LID {lid}"
+                    ));
+                }
                 if reached < n {
                     // Impasse: the whole destination takes the escape tree.
                     for v in 0..n {
@@ -537,15 +658,7 @@ impl RoutingEngine for Nue {
                 // Each switch comes after every switch routed through it: in reverse settling
                 // order (a switch's next hop settled before it), or on the escape tree deepest
                 // first.
-                if reached < n {
-                    deepest_first(
-                        &cg,
-                        |v| (next[v] != NONE).then_some(next[v]),
-                        &mut depth,
-                        &mut order,
-                        &mut path,
-                    );
-                } else {
+                if reached == n {
                     // The dependencies this destination's routes hold are the layer's for
                     // good.
                     for &v in &settled {
@@ -554,6 +667,16 @@ impl RoutingEngine for Nue {
                             layer.set(d, KEPT);
                         }
                     }
+                }
+                if reached < n || step > 0 {
+                    deepest_first(
+                        &cg,
+                        |v| (next[v] != NONE).then_some(next[v]),
+                        &mut depth,
+                        &mut order,
+                        &mut path,
+                    );
+                } else {
                     order.clear();
                     order.extend(settled.iter().rev());
                 }
@@ -570,6 +693,11 @@ impl RoutingEngine for Nue {
                     acc[u] += acc[v];
                 }
             }
+        }
+        if backtracked > 0 {
+            log.push(format!(
+                "nue_do_ucast_routing: {backtracked} destinations routed after local backtracking"
+            ));
         }
         if fallbacks > 0 {
             log.push(format!(
