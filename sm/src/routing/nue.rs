@@ -396,9 +396,7 @@ impl RoutingEngine for Nue {
         let mut backtracked = 0u64;
         // Per switch, the backtracking step of this destination in which it was reached.
         let mut found_in = vec![0u32; n];
-        // A backtracking step's candidates: (distance, channel x → a, channel a → u, the
-        // dependency a → u → u's next channel, if u is not the destination's switch).
-        let mut cands: Vec<(u64, u32, u32, Option<usize>)> = Vec::new();
+        let mut cands: Vec<Candidate> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
                 log.push("nue_do_ucast_routing: WRN NUE43: no desti in this VL; skipping".into());
@@ -529,92 +527,18 @@ impl RoutingEngine for Nue {
                     if settled.len() == n {
                         break;
                     }
-                    // An impasse: OpenSM's local backtracking step (osm_ucast_nue.c,
-                    // `attempt_local_backtracking`). For the first unreached switch x (in slot
-                    // order) that has one: a reached neighbour a (not the destination's switch)
-                    // can change its next channel to another a → u, u reached, whose dependency
-                    // into u's next channel is already kept (OpenSM's "stack of used links"),
-                    // provided every switch routed through a already keeps the dependency into
-                    // a → u (and is not u); then x is reached through a if x → a → u closes no
-                    // cycle. Candidates are tried by their distance through u. The switches
-                    // reached before the step keep their routes (OpenSM would look for a
-                    // shortcut; we do not). No route can loop: a loop through a → u would be a
-                    // cycle of dependencies all live before the step.
-                    let mut found = None;
-                    'unreached: for x in 0..n {
-                        if dist[x] != u64::MAX {
-                            continue;
-                        }
-                        cands.clear();
-                        for xa in g.first_channel(x)..g.first_channel(x + 1) {
-                            let a = chans[xa].to as usize;
-                            if dist[a] == u64::MAX || a == t || at[xa] as usize >= nb_start[n] {
-                                continue;
-                            }
-                            let (s, e) = (nb_start[a], nb_start[a + 1]);
-                            for au in g.first_channel(a)..g.first_channel(a + 1) {
-                                let au32 = au as u32;
-                                let u = chans[au].to as usize;
-                                if au32 == next[a] || dist[u] == u64::MAX {
-                                    continue;
-                                }
-                                let dep_u = if u == t {
-                                    None
-                                } else if next[u] == NONE {
-                                    continue;
-                                } else {
-                                    match cg.tdep(au32, next[u]) {
-                                        Some(d) if layer.get(d) == KEPT => Some(d),
-                                        _ => continue,
-                                    }
-                                };
-                                let follow =
-                                    nb[s..e].iter().zip(&nbc[s..e]).all(|(&(w, _), &(wa, _))| {
-                                        next[w as usize] != wa
-                                            || (w as usize != u
-                                                && cg
-                                                    .tdep(wa, au32)
-                                                    .is_some_and(|d| layer.get(d) == KEPT))
-                                    });
-                                if follow {
-                                    let da = dist[u] + HOP + u64::from(nb[at[au] as usize].1);
-                                    cands.push((da, xa as u32, au32, dep_u));
-                                }
-                            }
-                        }
-                        cands.sort_by_key(|c| c.0);
-                        for &(da, xa, au, dep_u) in &cands {
-                            let Some(dx) = cg.tdep(xa, au) else { continue };
-                            if !layer.use_dep(&cg, dx, xa, au) {
-                                continue;
-                            }
-                            let a = cg.to_slot(xa).0;
-                            // Drop what a and the switches routed through it held (before a's next
-                            // channel changes: the holds are read through it), then take the kept
-                            // dependencies into a → u.
-                            if tdep[a] != usize::MAX {
-                                layer.release_held(&cg, tdep[a], &next, a);
-                            }
-                            let (s, e) = (nb_start[a], nb_start[a + 1]);
-                            for i in s..e {
-                                let (w, wa) = (nb[i].0 as usize, nbc[i].0);
-                                if next[w] == wa {
-                                    if tdep[w] != usize::MAX {
-                                        layer.release_held(&cg, tdep[w], &next, w);
-                                    }
-                                    tdep[w] = cg.tdep(wa, au).unwrap_or(usize::MAX);
-                                }
-                            }
-                            next[a] = au;
-                            tdep[a] = dep_u.unwrap_or(usize::MAX);
-                            dist[a] = da;
-                            next[x] = xa;
-                            tdep[x] = dx;
-                            dist[x] = da + HOP + u64::from(nb[at[xa as usize] as usize].1);
-                            found = Some(x);
-                            break 'unreached;
-                        }
-                    }
+                    // An impasse: OpenSM's local backtracking step (`local_backtracking`).
+                    let adj = Adjacency {
+                        g,
+                        cg: &cg,
+                        nb: &nb,
+                        nbc: &nbc,
+                        nb_start: &nb_start,
+                        at: &at,
+                    };
+                    let found = local_backtracking(
+                        &adj, t, &mut layer, &mut dist, &mut next, &mut tdep, &mut cands,
+                    );
                     let Some(x) = found else { break };
                     step += 1;
                     found_in[x] = step;
@@ -756,4 +680,119 @@ impl RoutingEngine for Nue {
         }
         Ok(Routes::new(lfts).with_path_sl(sls))
     }
+}
+
+/// What [`local_backtracking`] reads of the fabric and of the Dijkstra's neighbour lists
+/// (see `route_logged`: `nb`, `nbc`, `nb_start`, `at`).
+struct Adjacency<'a> {
+    g: &'a SwitchGraph,
+    cg: &'a ChannelGraph,
+    nb: &'a [(u32, u32)],
+    nbc: &'a [(u32, u32)],
+    nb_start: &'a [usize],
+    at: &'a [u32],
+}
+
+/// A candidate of [`local_backtracking`]: (distance, channel x → a, channel a → u, the
+/// dependency a → u → u's next channel, if u is not the destination's switch).
+type Candidate = (u64, u32, u32, Option<usize>);
+
+/// At an impasse, OpenSM's local backtracking step (osm_ucast_nue.c,
+/// `attempt_local_backtracking`). For the first unreached switch x (in slot order) that has
+/// one: a reached neighbour a (not the destination's switch) can change its next channel to
+/// another a → u, u reached, whose dependency into u's next channel is already kept (OpenSM's
+/// "stack of used links"), provided every switch routed through a already keeps the
+/// dependency into a → u (and is not u); then x is reached through a if x → a → u closes no
+/// cycle. Candidates are tried by their distance through u. The switches reached before the
+/// step keep their routes (OpenSM would look for a shortcut; we do not). No route can loop: a
+/// loop through a → u would be a cycle of dependencies all live before the step.
+///
+/// Returns the switch it reached, with the routes and held dependencies of it, of `a` and of
+/// the switches routed through `a` updated; `None` when no unreached switch has a candidate
+/// that closes no cycle.
+fn local_backtracking(
+    adj: &Adjacency<'_>,
+    t: usize,
+    layer: &mut Layer,
+    dist: &mut [u64],
+    next: &mut [u32],
+    tdep: &mut [usize],
+    cands: &mut Vec<Candidate>,
+) -> Option<usize> {
+    for x in 0..dist.len() {
+        if dist[x] != u64::MAX {
+            continue;
+        }
+        cands.clear();
+        for xa in adj.g.first_channel(x)..adj.g.first_channel(x + 1) {
+            let a = adj.g.channels()[xa].to as usize;
+            if dist[a] == u64::MAX || a == t || adj.at[xa] as usize >= adj.nb_start[dist.len()] {
+                continue;
+            }
+            let (s, e) = (adj.nb_start[a], adj.nb_start[a + 1]);
+            for au in adj.g.first_channel(a)..adj.g.first_channel(a + 1) {
+                let au32 = au as u32;
+                let u = adj.g.channels()[au].to as usize;
+                if au32 == next[a] || dist[u] == u64::MAX {
+                    continue;
+                }
+                let dep_u = if u == t {
+                    None
+                } else if next[u] == NONE {
+                    continue;
+                } else {
+                    match adj.cg.tdep(au32, next[u]) {
+                        Some(d) if layer.get(d) == KEPT => Some(d),
+                        _ => continue,
+                    }
+                };
+                let follow = adj.nb[s..e]
+                    .iter()
+                    .zip(&adj.nbc[s..e])
+                    .all(|(&(w, _), &(wa, _))| {
+                        next[w as usize] != wa
+                            || (w as usize != u
+                                && adj.cg.tdep(wa, au32).is_some_and(|d| layer.get(d) == KEPT))
+                    });
+                if follow {
+                    let da = dist[u] + HOP + u64::from(adj.nb[adj.at[au] as usize].1);
+                    cands.push((da, xa as u32, au32, dep_u));
+                }
+            }
+        }
+        cands.sort_by_key(|c| c.0);
+        for &(da, xa, au, dep_u) in cands.iter() {
+            let Some(dx) = adj.cg.tdep(xa, au) else {
+                continue;
+            };
+            if !layer.use_dep(adj.cg, dx, xa, au) {
+                continue;
+            }
+            let a = adj.cg.to_slot(xa).0;
+            // Drop what a and the switches routed through it held (before a's next
+            // channel changes: the holds are read through it), then take the kept
+            // dependencies into a → u.
+            if tdep[a] != usize::MAX {
+                layer.release_held(adj.cg, tdep[a], next, a);
+            }
+            let (s, e) = (adj.nb_start[a], adj.nb_start[a + 1]);
+            for i in s..e {
+                let (w, wa) = (adj.nb[i].0 as usize, adj.nbc[i].0);
+                if next[w] == wa {
+                    if tdep[w] != usize::MAX {
+                        layer.release_held(adj.cg, tdep[w], next, w);
+                    }
+                    tdep[w] = adj.cg.tdep(wa, au).unwrap_or(usize::MAX);
+                }
+            }
+            next[a] = au;
+            tdep[a] = dep_u.unwrap_or(usize::MAX);
+            dist[a] = da;
+            next[x] = xa;
+            tdep[x] = dx;
+            dist[x] = da + HOP + u64::from(adj.nb[adj.at[xa as usize] as usize].1);
+            return Some(x);
+        }
+    }
+    None
 }
