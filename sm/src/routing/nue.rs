@@ -542,7 +542,7 @@ impl RoutingEngine for Nue {
                     let Some(x) = found else { break };
                     step += 1;
                     found_in[x] = step;
-                    pend.clear();
+                    // The queues are empty here: the next level is x's.
                     far.push((dist[x], x as u32));
                 }
                 let reached = settled.len();
