@@ -24,6 +24,11 @@
 //! sorted by their place in the order, so a search takes its next channel from a few cursors
 //! instead of sorting its frontier, and the last cycle found between two switches is kept and
 //! tried first, since the same few cycles block edge after edge.
+//!
+//! [`HubReach`] answers most of the searches that would end in a cycle before they start:
+//! for up to 64 *hub* channels it keeps, per channel, which hubs reach it and which it
+//! reaches over edges an engine never removes again. If `b` reaches a hub that reaches `a`,
+//! `a → b` closes a cycle; two bitmask reads say so.
 
 use std::cmp::Reverse;
 use std::collections::binary_heap::PeekMut;
@@ -422,7 +427,8 @@ pub struct DynTopo {
     /// With lazy frontiers (the cursors and the witnesses read them): per channel, the visited
     /// channel whose visit first marked it in the current search (forward: its predecessor on
     /// a path from the search's start; backward: its successor on a path to the start), and
-    /// the live edge where the two searches met.
+    /// the live edge where the two searches met (eager searches: the channel being visited
+    /// when they met, and `NONE`; no search since the last `try_add` began: both `NONE`).
     fpar: Vec<u32>,
     bpar: Vec<u32>,
     meet: (u32, u32),
@@ -587,6 +593,43 @@ impl DynTopo {
         }
     }
 
+    /// Whether `a` comes before `b` in the current order: then `a → b` closes no cycle (an
+    /// edge into `a` from anything `b` reaches would break the order).
+    #[inline]
+    #[must_use]
+    pub fn precedes(&self, a: u32, b: u32) -> bool {
+        self.lab[a as usize] < self.lab[b as usize]
+    }
+
+    /// A channel on the cycle that the last refused [`DynTopo::try_add`] found by a search;
+    /// `NONE` when the last call searched nothing, found no cycle, or was answered by a kept
+    /// path between the same two switches.
+    #[must_use]
+    pub fn cycle_hint(&self) -> u32 {
+        self.meet.0
+    }
+
+    /// Calls `f(y)` for every edge `x → y` in the graph.
+    pub fn each_succ(&self, cg: &ChannelGraph, x: u32, mut f: impl FnMut(u32)) {
+        let (start, len, first) = cg.succ_run(x);
+        each_bit(&self.succ, start, len, |j| {
+            f(first + j as u32);
+            true
+        });
+    }
+
+    /// Calls `f(w)` for every edge `w → x` in the graph.
+    pub fn each_pred(&self, cg: &ChannelGraph, x: u32, mut f: impl FnMut(u32)) {
+        let (start, len, pb) = cg.pred_run(x);
+        each_bit(&self.pred, start, len, |i| {
+            let w = cg.arrive[pb + i + 1];
+            if w != NONE {
+                f(w);
+            }
+            true
+        });
+    }
+
     /// Whether the edge `a → b` is in the graph.
     #[must_use]
     pub fn contains(&self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
@@ -597,6 +640,7 @@ impl DynTopo {
     /// topological, and says whether it did (an edge already there: true). `a == b`, or a
     /// pair that is no dependency (`b` does not leave where `a` arrives), is refused.
     pub fn try_add(&mut self, cg: &ChannelGraph, a: u32, b: u32) -> bool {
+        self.meet = (NONE, NONE);
         if a == b {
             return false;
         }
@@ -999,6 +1043,8 @@ impl DynTopo {
                     true
                 });
                 if !open {
+                    // x lies on the cycle: b reaches it, and it reaches a.
+                    self.meet = (x, NONE);
                     return None;
                 }
                 if fbuf.len() > s {
@@ -1048,6 +1094,8 @@ impl DynTopo {
                     true
                 });
                 if !open {
+                    // x lies on the cycle: b reaches it, and it reaches a.
+                    self.meet = (x, NONE);
                     return None;
                 }
                 if bbuf.len() > s {
@@ -1300,6 +1348,123 @@ impl DynTopo {
             self.lab[x as usize] = lo + step * (i as u64 + 1);
         }
         self.run = buf;
+    }
+}
+
+/// Reachability through up to [`HubReach::MAX_HUBS`] hub channels over the *kept* edges of a
+/// [`DynTopo`]: edges its engine never removes again (nue's escape paths and the routes of
+/// destinations already routed). Per channel, one bit per hub says whether the hub reaches
+/// it, and one whether it reaches the hub. `b` reaching a hub that reaches `a` proves that
+/// `a → b` closes a cycle, in two reads, for as long as the graph lives, since kept edges
+/// stay. The engine tells it of every edge it keeps ([`HubReach::kept`]) and picks hubs as
+/// it goes ([`HubReach::add_hub`]: nue takes channels on the cycles its searches found, the
+/// few channels most cycles pass through); both calls propagate over the graph's edges, so
+/// they must come when every edge of the graph is kept.
+#[derive(Clone, Debug)]
+pub struct HubReach {
+    /// Per channel: bit `i` set when hub `i` reaches it (a hub reaches itself).
+    from_hub: Vec<u64>,
+    /// Per channel: bit `i` set when it reaches hub `i`.
+    to_hub: Vec<u64>,
+    is_hub: Vec<bool>,
+    hubs: usize,
+    work: Vec<u32>,
+}
+
+impl HubReach {
+    /// The most hubs one [`HubReach`] holds (a bit each in a `u64`).
+    pub const MAX_HUBS: usize = 64;
+
+    /// No hubs yet, over the channels of `cg`.
+    #[must_use]
+    pub fn new(cg: &ChannelGraph) -> HubReach {
+        let n = cg.num_channels();
+        HubReach {
+            from_hub: vec![0; n],
+            to_hub: vec![0; n],
+            is_hub: vec![false; n],
+            hubs: 0,
+            work: Vec::new(),
+        }
+    }
+
+    /// Whether it holds [`HubReach::MAX_HUBS`] hubs.
+    #[must_use]
+    pub fn is_full(&self) -> bool {
+        self.hubs >= HubReach::MAX_HUBS
+    }
+
+    /// Whether channel `x` reaches `a` through a hub over kept edges.
+    #[inline]
+    #[must_use]
+    pub fn reaches(&self, x: u32, a: u32) -> bool {
+        self.to_hub[x as usize] & self.from_hub[a as usize] != 0
+    }
+
+    /// Whether some hub reaches `a` over kept edges (else no [`HubReach::reaches`] into
+    /// `a` can be true).
+    #[inline]
+    #[must_use]
+    pub fn reached(&self, a: u32) -> bool {
+        self.from_hub[a as usize] != 0
+    }
+
+    /// Makes channel `c` a hub (nothing if it is one, or if there is no room): marks what
+    /// it reaches and what reaches it over the graph's edges, which must all be kept.
+    pub fn add_hub(&mut self, cg: &ChannelGraph, topo: &DynTopo, c: u32) {
+        if self.is_full() || self.is_hub[c as usize] {
+            return;
+        }
+        self.is_hub[c as usize] = true;
+        let bit = 1u64 << self.hubs;
+        self.hubs += 1;
+        self.from_hub[c as usize] |= bit;
+        self.to_hub[c as usize] |= bit;
+        spread(&mut self.from_hub, &mut self.work, c, |z, f| {
+            topo.each_succ(cg, z, f)
+        });
+        spread(&mut self.to_hub, &mut self.work, c, |z, f| {
+            topo.each_pred(cg, z, f)
+        });
+    }
+
+    /// The graph now keeps the edge `x → y` (it is in the graph, and so is every edge it
+    /// holds, all kept): what reaches `x` reaches everything `y` reaches.
+    pub fn kept(&mut self, cg: &ChannelGraph, topo: &DynTopo, x: u32, y: u32) {
+        let (x, y) = (x as usize, y as usize);
+        if self.from_hub[x] & !self.from_hub[y] != 0 {
+            self.from_hub[y] |= self.from_hub[x];
+            spread(&mut self.from_hub, &mut self.work, y as u32, |z, f| {
+                topo.each_succ(cg, z, f);
+            });
+        }
+        if self.to_hub[y] & !self.to_hub[x] != 0 {
+            self.to_hub[x] |= self.to_hub[y];
+            spread(&mut self.to_hub, &mut self.work, x as u32, |z, f| {
+                topo.each_pred(cg, z, f);
+            });
+        }
+    }
+}
+
+/// Pushes the bits of `masks[start]` along `next` (a channel's successors, or predecessors)
+/// until every channel holds the bits of every channel before it.
+fn spread(
+    masks: &mut [u64],
+    work: &mut Vec<u32>,
+    start: u32,
+    next: impl Fn(u32, &mut dyn FnMut(u32)),
+) {
+    work.clear();
+    work.push(start);
+    while let Some(z) = work.pop() {
+        let m = masks[z as usize];
+        next(z, &mut |w| {
+            if m & !masks[w as usize] != 0 {
+                masks[w as usize] |= m;
+                work.push(w);
+            }
+        });
     }
 }
 
@@ -1661,13 +1826,9 @@ mod tests {
         assert_eq!(n, 3);
     }
 
-    /// Thousands of adds and removes on a 4×4×4 torus, with either kind of frontier (far more reorders than the
-    /// byte-sized search marks have values, so they are cleared and reused many times, and
-    /// enough channels that a search's marks outlive many later searches): DynTopo accepts
-    /// an edge exactly when it closes no cycle, every time.
-    #[test]
-    fn dyntopo_stays_exact_over_many_reorders() {
-        // Switch (x, y, z): port 2d + 1 to the next one along dimension d, 2d + 2 from it.
+    /// A 4×4×4 torus of switches: switch (x, y, z) has port 2d + 1 to the next one along
+    /// dimension d, and port 2d + 2 from it.
+    fn torus4() -> Subnet {
         let k = 4usize;
         let mut s = Subnet::new();
         let ids: Vec<NodeId> = (0..k * k * k)
@@ -1681,6 +1842,118 @@ mod tests {
                 s.connect_active((ids[i], PortNum(2 * d + 1)), (ids[j], PortNum(2 * d + 2)));
             }
         }
+        s
+    }
+
+    /// The channels each channel reaches over the kept edges `kept` (itself included).
+    fn kept_reach(cg: &ChannelGraph, kept: &[bool], from: u32, forward: bool) -> Vec<bool> {
+        let mut seen = vec![false; cg.num_channels()];
+        seen[from as usize] = true;
+        let mut stack = vec![from];
+        while let Some(x) = stack.pop() {
+            for (d, _) in kept.iter().enumerate().filter(|(_, &k)| k) {
+                let Some((a, b)) = cg.dep_channels(d) else {
+                    continue;
+                };
+                let (p, q) = if forward { (a, b) } else { (b, a) };
+                if p == x && !seen[q as usize] {
+                    seen[q as usize] = true;
+                    stack.push(q);
+                }
+            }
+        }
+        seen
+    }
+
+    /// HubReach's bits are exactly what each hub reaches, and what reaches it, over the kept
+    /// edges, while rounds of edges are tried (as one destination's routes are) and then
+    /// either kept or dropped, and hubs are taken from the cycles the searches found.
+    #[test]
+    fn hub_reach_matches_kept_reachability() {
+        let s = torus4();
+        let g = SwitchGraph::build(&s);
+        let cg = ChannelGraph::new(&g);
+        let mut topo = DynTopo::new(&cg);
+        let mut hubs = HubReach::new(&cg);
+        let mut kept = vec![false; cg.num_deps()];
+        let mut order: Vec<u32> = Vec::new();
+        let (mut tried, mut cands) = (Vec::new(), Vec::new());
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut checks = 0;
+        for round in 0..300 {
+            for _ in 0..12 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let d = (x % cg.num_deps() as u64) as usize;
+                let Some((a, b)) = cg.dep_channels(d) else {
+                    continue;
+                };
+                if topo.contains(&cg, a, b) {
+                    continue;
+                }
+                if topo.try_add(&cg, a, b) {
+                    tried.push((d, a, b));
+                } else if topo.cycle_hint() != NONE {
+                    cands.push(topo.cycle_hint());
+                }
+            }
+            for (d, a, b) in tried.drain(..) {
+                if round % 3 == 0 {
+                    topo.remove(&cg, a, b);
+                } else {
+                    kept[d] = true;
+                    hubs.kept(&cg, &topo, a, b);
+                }
+            }
+            for c in cands.drain(..) {
+                if !hubs.is_full() && !order.contains(&c) {
+                    order.push(c);
+                }
+                hubs.add_hub(&cg, &topo, c);
+            }
+            if round % 50 == 49 {
+                for (i, &h) in order.iter().enumerate() {
+                    let fwd = kept_reach(&cg, &kept, h, true);
+                    let bwd = kept_reach(&cg, &kept, h, false);
+                    for c in 0..cg.num_channels() {
+                        assert_eq!(
+                            hubs.from_hub[c] >> i & 1 == 1,
+                            fwd[c],
+                            "hub {h} reaches {c}"
+                        );
+                        assert_eq!(hubs.to_hub[c] >> i & 1 == 1, bwd[c], "{c} reaches hub {h}");
+                    }
+                    checks += 1;
+                }
+            }
+        }
+        assert!(
+            order.len() >= 8 && checks > 40,
+            "{} hubs, {checks} checks",
+            order.len()
+        );
+        // A proof it gives is a cycle the search finds too.
+        let mut proofs = 0;
+        for d in 0..cg.num_deps() {
+            let Some((a, b)) = cg.dep_channels(d) else {
+                continue;
+            };
+            if !topo.contains(&cg, a, b) && hubs.reaches(b, a) {
+                proofs += 1;
+                assert!(!topo.try_add(&cg, a, b), "{a} -> {b} closes a cycle");
+            }
+        }
+        assert!(proofs > 0);
+    }
+
+    /// Thousands of adds and removes on a 4×4×4 torus, with either kind of frontier (far more reorders than the
+    /// byte-sized search marks have values, so they are cleared and reused many times, and
+    /// enough channels that a search's marks outlive many later searches): DynTopo accepts
+    /// an edge exactly when it closes no cycle, every time.
+    #[test]
+    fn dyntopo_stays_exact_over_many_reorders() {
+        let s = torus4();
         let g = SwitchGraph::build(&s);
         let cg = ChannelGraph::new(&g);
         for lazy in [false, true] {
