@@ -19,7 +19,12 @@
 //! switch `v` through channel `v → u` also uses the dependency from that channel to `u`'s
 //! already chosen next channel: the dependency must already be used in this layer, or adding
 //! it must keep the layer acyclic ([`super::cdg::DynTopo`]); otherwise it is blocked for
-//! the rest of the layer. Distance is fewest hops, then least summed load (OpenSM: weights
+//! the rest of the layer. Most such refusals need no search: a few *hub* channels, taken
+//! from the cycles earlier searches found, know what they reach and what reaches them over
+//! the dependencies the layer keeps for good ([`super::cdg::HubReach`]), so a dependency
+//! `a → b` whose `b` — or a channel on the destination's route from `b` — reaches a hub
+//! that reaches `a` is refused after a few bit tests. The answers, and so the tables, are
+//! the search's. Distance is fewest hops, then least summed load (OpenSM: weights
 //! `D²` + load, `D` destination LIDs). A dependency a switch held while it had a worse
 //! candidate is released when the candidate is replaced. If some switch cannot be reached
 //! at all (an impasse), OpenSM's local backtracking step is tried first: a reached neighbour
@@ -43,7 +48,7 @@
 
 use ibmad::Lid;
 
-use super::cdg::{deepest_first, ChannelGraph, DynTopo, NONE};
+use super::cdg::{deepest_first, ChannelGraph, DynTopo, HubReach, NONE};
 use super::dfsssp::{DestLid, Endpoints};
 use super::graph::{HopMatrix, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
@@ -87,11 +92,18 @@ const BLOCKED: u64 = 2;
 /// one switch (the one its first channel leaves); releasing it removes it from the graph.
 /// Two bits per possible dependency keep the array small enough to stay in cache with the
 /// Dijkstra's (k36: 2.1 M dependencies in 525 KiB; 16-bit route counts took 4.2 MiB).
+///
+/// Most dependencies the Dijkstra asks for that would close a cycle are refused without a
+/// search ([`Layer::add_dep`]): through hub channels over kept dependencies
+/// ([`HubReach`]), or along the destination's own routes into such a path.
 struct Layer {
     /// Per dependency in the transposed numbering ([`ChannelGraph::tdep`]), two bits:
     /// [`FREE`], [`KEPT`] or [`BLOCKED`].
     state: Vec<u64>,
     topo: DynTopo,
+    hubs: HubReach,
+    /// Channels on cycles searches found since the last destination ended: the next hubs.
+    hub_cands: Vec<u32>,
 }
 
 impl Layer {
@@ -99,6 +111,8 @@ impl Layer {
         Layer {
             state: vec![0; cg.num_deps().div_ceil(32)],
             topo: DynTopo::new(cg),
+            hubs: HubReach::new(cg),
+            hub_cands: Vec::new(),
         }
     }
 
@@ -116,21 +130,69 @@ impl Layer {
 
     /// Uses dependency a → b (transposed id `t`) for the destination being routed if the
     /// layer stays acyclic. (No other switch holds a [`FREE`] one: only the switch `a`
-    /// leaves could, and it asks once per candidate.)
-    #[inline]
-    fn use_dep(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32) -> bool {
+    /// leaves could, and it asks once per candidate.) `next` holds the destination's routes
+    /// so far; `b` is the next channel of a settled switch.
+    #[inline(always)]
+    fn use_dep(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32, next: &[u32]) -> bool {
         match self.get(t) {
             KEPT => true,
             BLOCKED => false,
-            _ => {
-                if self.topo.try_add(cg, a, b) {
-                    true
-                } else {
+            _ => self.add_dep(cg, t, a, b, next),
+        }
+    }
+
+    /// [`Layer::use_dep`] for a dependency not in the graph. Unless the order admits it
+    /// outright, two cheap proofs of a cycle come before the search: `b` reaches `a`
+    /// through a hub, or a channel on the destination's route from `b` does (the route's
+    /// dependencies are in the graph while it is being routed; each is checked all the same).
+    /// Either is a path from `b` to `a`, so the answer is the search's. A search that finds a
+    /// cycle offers a channel on it as a hub.
+    #[inline(never)]
+    fn add_dep(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32, next: &[u32]) -> bool {
+        if !self.topo.precedes(a, b) && self.hubs.reached(a) {
+            let mut x = b;
+            // At most one step per switch: a route visits each once.
+            for _ in 0..=next.len() {
+                if self.hubs.reaches(x, a) {
                     self.set(t, BLOCKED);
-                    false
+                    return false;
                 }
+                let y = next[cg.to_slot(x).0];
+                if y == NONE || !self.topo.contains(cg, x, y) {
+                    break;
+                }
+                x = y;
             }
         }
+        if self.topo.try_add(cg, a, b) {
+            return true;
+        }
+        let h = self.topo.cycle_hint();
+        if h != NONE && !self.hubs.is_full() && self.hub_cands.len() < HubReach::MAX_HUBS {
+            self.hub_cands.push(h);
+        }
+        self.set(t, BLOCKED);
+        false
+    }
+
+    /// Keeps the dependency a → b (transposed id `t`) the routed destination's routes hold,
+    /// and tells the hubs when it is new to the graph's kept edges. Called once the
+    /// destination is routed, for all its dependencies in turn: every edge the hubs' update
+    /// walks over is then kept, or about to be.
+    fn kept(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32) {
+        if self.get(t) == FREE {
+            self.set(t, KEPT);
+            self.hubs.kept(cg, &self.topo, a, b);
+        }
+    }
+
+    /// After a destination (every dependency in the graph kept): the cycles its searches
+    /// found offer their channels as hubs.
+    fn take_hubs(&mut self, cg: &ChannelGraph) {
+        for &c in &self.hub_cands {
+            self.hubs.add_hub(cg, &self.topo, c);
+        }
+        self.hub_cands.clear();
     }
 
     /// Drops the dependency (transposed id `t`) switch `v`'s route holds: from its channel
@@ -504,7 +566,7 @@ impl RoutingEngine for Nue {
                                 let mut dep = usize::MAX;
                                 if out_u != NONE {
                                     let dd = base + q1 as usize;
-                                    if !layer.use_dep(&cg, dd, c, out_u) {
+                                    if !layer.use_dep(&cg, dd, c, out_u, &next) {
                                         continue;
                                     }
                                     dep = dd;
@@ -588,10 +650,12 @@ impl RoutingEngine for Nue {
                     for &v in &settled {
                         let d = tdep[v as usize];
                         if d != usize::MAX {
-                            layer.set(d, KEPT);
+                            let a = next[v as usize];
+                            layer.kept(&cg, d, a, next[cg.to_slot(a).0]);
                         }
                     }
                 }
+                layer.take_hubs(&cg);
                 if reached < n || step > 0 {
                     deepest_first(
                         &cg,
@@ -765,7 +829,7 @@ fn local_backtracking(
             let Some(dx) = adj.cg.tdep(xa, au) else {
                 continue;
             };
-            if !layer.use_dep(adj.cg, dx, xa, au) {
+            if !layer.use_dep(adj.cg, dx, xa, au, next) {
                 continue;
             }
             let a = adj.cg.to_slot(xa).0;
