@@ -1845,6 +1845,16 @@ mod tests {
         s
     }
 
+    /// Advances the xorshift state `x` and picks a dependency id with it: the id and its
+    /// channels (`None` for an id no pair of channels has).
+    fn random_dep(cg: &ChannelGraph, x: &mut u64) -> (usize, Option<(u32, u32)>) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        let d = (*x % cg.num_deps() as u64) as usize;
+        (d, cg.dep_channels(d))
+    }
+
     /// The channels each channel reaches over the kept edges `kept` (itself included).
     fn kept_reach(cg: &ChannelGraph, kept: &[bool], from: u32, forward: bool) -> Vec<bool> {
         let mut seen = vec![false; cg.num_channels()];
@@ -1882,11 +1892,8 @@ mod tests {
         let mut checks = 0;
         for round in 0..300 {
             for _ in 0..12 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let d = (x % cg.num_deps() as u64) as usize;
-                let Some((a, b)) = cg.dep_channels(d) else {
+                let (d, ab) = random_dep(&cg, &mut x);
+                let Some((a, b)) = ab else {
                     continue;
                 };
                 if topo.contains(&cg, a, b) {
@@ -1962,11 +1969,8 @@ mod tests {
             let mut x = 0x2545_f491_4f6c_dd1du64;
             let (mut added, mut refused, mut slow) = (0, 0, 0);
             for _ in 0..20_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let d = (x % cg.num_deps() as u64) as usize;
-                let Some((a, b)) = cg.dep_channels(d) else {
+                let (d, ab) = random_dep(&cg, &mut x);
+                let Some((a, b)) = ab else {
                     continue;
                 };
                 if count[d] > 0 {
