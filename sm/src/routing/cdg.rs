@@ -1364,9 +1364,9 @@ impl DynTopo {
 pub struct HubReach {
     /// Per channel: bit `i` set when hub `i` reaches it (a hub reaches itself).
     from_hub: Vec<u64>,
-    /// Per channel: bit `i` set when it reaches hub `i`.
+    /// Per channel: bit `i` set when it reaches hub `i`. A channel with a bit in both masks
+    /// is that hub: any other would lie on a cycle through it.
     to_hub: Vec<u64>,
-    is_hub: Vec<bool>,
     hubs: usize,
     work: Vec<u32>,
 }
@@ -1382,7 +1382,6 @@ impl HubReach {
         HubReach {
             from_hub: vec![0; n],
             to_hub: vec![0; n],
-            is_hub: vec![false; n],
             hubs: 0,
             work: Vec::new(),
         }
@@ -1412,10 +1411,9 @@ impl HubReach {
     /// Makes channel `c` a hub (nothing if it is one, or if there is no room): marks what
     /// it reaches and what reaches it over the graph's edges, which must all be kept.
     pub fn add_hub(&mut self, cg: &ChannelGraph, topo: &DynTopo, c: u32) {
-        if self.is_full() || self.is_hub[c as usize] {
+        if self.is_full() || self.from_hub[c as usize] & self.to_hub[c as usize] != 0 {
             return;
         }
-        self.is_hub[c as usize] = true;
         let bit = 1u64 << self.hubs;
         self.hubs += 1;
         self.from_hub[c as usize] |= bit;
@@ -1428,8 +1426,9 @@ impl HubReach {
         });
     }
 
-    /// The graph now keeps the edge `x → y` (it is in the graph, and so is every edge it
-    /// holds, all kept): what reaches `x` reaches everything `y` reaches.
+    /// The graph now keeps the edge `x → y`, which is in it (as are only kept edges, or
+    /// edges kept before the next question): the hubs that reach `x` reach `y` and what it
+    /// reaches, and `x` and what reaches it reach the hubs `y` reaches.
     pub fn kept(&mut self, cg: &ChannelGraph, topo: &DynTopo, x: u32, y: u32) {
         let (x, y) = (x as usize, y as usize);
         if self.from_hub[x] & !self.from_hub[y] != 0 {
