@@ -59,17 +59,39 @@ use crate::subnet::Subnet;
 #[derive(Clone, Debug, Default)]
 pub struct Nue {
     opts: EngineOptions,
+    /// Forces the Dijkstra's relaxation loop: `Some(true)` the masks of unblocked entries,
+    /// `Some(false)` every entry; `None` chooses by degree ([`MASK_DEGREE`]).
+    entry_masks: Option<bool>,
 }
 
 impl Nue {
     /// With options (`nue_max_num_vls`, `nue_include_switches`, `qos`, `max_op_vls`).
     #[must_use]
     pub fn new(opts: EngineOptions) -> Nue {
-        Nue { opts }
+        Nue {
+            opts,
+            entry_masks: None,
+        }
+    }
+
+    /// Forces the relaxation loop to read (`true`; on fabrics whose switches have at most 64
+    /// neighbour entries each) or not to read (`false`) the masks of unblocked entries,
+    /// whatever the switches' average degree. The two give the same tables; the tests
+    /// compare them.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_entry_masks(mut self, on: bool) -> Nue {
+        self.entry_masks = Some(on);
+        self
     }
 }
 
 const HOP: u64 = 1 << 40;
+/// The average neighbour entries per switch below which the Dijkstra relaxes only the
+/// entries whose dependency is not blocked, read from a bit mask ([`Layer::open`]): on a
+/// torus or a random graph many of a switch's few entries are blocked for a given next
+/// channel; on a fat tree's 24 or 36 the plain loop over all of them is faster.
+const MASK_DEGREE: usize = 12;
 /// Bits of a switch slot in the Dijkstra's sort keys (with HOP's 40 bits, 64).
 const SLOT_BITS: u32 = 24;
 
@@ -104,15 +126,23 @@ struct Layer {
     hubs: HubReach,
     /// Channels on cycles searches found since the last destination ended: the next hubs.
     hub_cands: Vec<u32>,
+    /// On fabrics of low-degree switches (see [`MASK_DEGREE`]; else empty): per channel
+    /// `b`, a bit per neighbour entry of the switch it leaves (in `nb` order) whose
+    /// dependency into `b` is not blocked, so the Dijkstra skips the blocked ones.
+    open: Vec<u64>,
+    /// Per channel `a`: its entry's bit in the list of the switch it reaches (with `open`).
+    ebit: Vec<u64>,
 }
 
 impl Layer {
-    fn new(cg: &ChannelGraph) -> Layer {
+    fn new(cg: &ChannelGraph, open: &[u64], ebit: &[u64]) -> Layer {
         Layer {
             state: vec![0; cg.num_deps().div_ceil(32)],
             topo: DynTopo::new(cg),
             hubs: HubReach::new(cg),
             hub_cands: Vec::new(),
+            open: open.to_vec(),
+            ebit: ebit.to_vec(),
         }
     }
 
@@ -154,7 +184,7 @@ impl Layer {
             // At most one step per switch: a route visits each once.
             for _ in 0..=next.len() {
                 if self.hubs.reaches(x, a) {
-                    self.set(t, BLOCKED);
+                    self.block(t, a, b);
                     return false;
                 }
                 let y = next[cg.to_slot(x).0];
@@ -171,8 +201,16 @@ impl Layer {
         if h != NONE && !self.hubs.is_full() && self.hub_cands.len() < HubReach::MAX_HUBS {
             self.hub_cands.push(h);
         }
-        self.set(t, BLOCKED);
+        self.block(t, a, b);
         false
+    }
+
+    /// Blocks the dependency a → b (transposed id `t`) for the rest of the layer.
+    fn block(&mut self, t: usize, a: u32, b: u32) {
+        self.set(t, BLOCKED);
+        if let (Some(m), Some(&e)) = (self.open.get_mut(b as usize), self.ebit.get(a as usize)) {
+            *m &= !e;
+        }
     }
 
     /// Keeps the dependency a → b (transposed id `t`) the routed destination's routes hold,
@@ -453,6 +491,36 @@ impl RoutingEngine for Nue {
         // ([`ChannelGraph::tdeps_layout`]): the first into a settled switch's next channel
         // comes from this small array, not a per-channel one.
         let tlay: Vec<(u32, u32, u32)> = (0..n).map(|u| cg.tdeps_layout(u)).collect();
+        // Masks of unblocked entries ([`Layer::open`]) where every switch has at most 64
+        // entries and they average fewer than MASK_DEGREE (unless forced).
+        let masks = nb_start.windows(2).all(|w| w[1] - w[0] <= 64)
+            && self
+                .entry_masks
+                .unwrap_or(nb_start[n] < MASK_DEGREE * n.max(1));
+        let (open0, ebit): (Vec<u64>, Vec<u64>) = if masks {
+            let bit = |c: usize| {
+                let w = chans[c].to as usize;
+                let i = at[c] as usize;
+                if (nb_start[w]..nb_start[w + 1]).contains(&i) {
+                    1u64 << (i - nb_start[w])
+                } else {
+                    0
+                }
+            };
+            let all = |c: usize| {
+                let u = cg.from_slot(c as u32);
+                match nb_start[u + 1] - nb_start[u] {
+                    64 => u64::MAX,
+                    deg => (1u64 << deg) - 1,
+                }
+            };
+            (
+                (0..chans.len()).map(all).collect(),
+                (0..chans.len()).map(bit).collect(),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let mut settled: Vec<u32> = Vec::with_capacity(n);
         let mut fallbacks = 0u64;
         let mut backtracked = 0u64;
@@ -475,7 +543,7 @@ impl RoutingEngine for Nue {
                 })
                 .unwrap_or(0);
             let esc = Escape::build(g, root);
-            let mut layer = Layer::new(&cg);
+            let mut layer = Layer::new(&cg, &open0, &ebit);
             let mut bad = false;
             esc.deps(&cg, |a, b| {
                 if let Some(d) = cg.tdep(a, b) {
@@ -551,37 +619,59 @@ impl RoutingEngine for Nue {
                                 (tf + (out_u - cf) * stride) as usize
                             };
                             let (s, e) = (nb_start[u], nb_start[u + 1]);
-                            for (&(v, load), &(c, q1)) in nb[s..e].iter().zip(&nbc[s..e]) {
-                                let v = v as usize;
-                                // A settled v has dist[v] <= du < nd.
-                                let nd = du + HOP + u64::from(load);
-                                if nd >= dist[v] {
-                                    continue;
-                                }
-                                // After a backtracking step the switches reached before it keep
-                                // their routes: others' dependencies lead into them.
-                                if step > 0 && dist[v] != u64::MAX && found_in[v] < step {
-                                    continue;
-                                }
-                                let mut dep = usize::MAX;
-                                if out_u != NONE {
-                                    let dd = base + q1 as usize;
-                                    if !layer.use_dep(&cg, dd, c, out_u, &next) {
+                            // One relaxation: entry (v, load) of u's list, channel c
+                            // v → u arriving on port q1 + 1 (a macro: `continue` moves on to
+                            // the next entry in both loops below).
+                            macro_rules! relax {
+                                ($v:expr, $load:expr, $c:expr, $q1:expr) => {{
+                                    let (v, load, c, q1) = ($v, $load, $c, $q1);
+                                    let v = v as usize;
+                                    // A settled v has dist[v] <= du < nd.
+                                    let nd = du + HOP + u64::from(load);
+                                    if nd >= dist[v] {
                                         continue;
                                     }
-                                    dep = dd;
+                                    // After a backtracking step the switches reached before it keep
+                                    // their routes: others' dependencies lead into them.
+                                    if step > 0 && dist[v] != u64::MAX && found_in[v] < step {
+                                        continue;
+                                    }
+                                    let mut dep = usize::MAX;
+                                    if out_u != NONE {
+                                        let dd = base + q1 as usize;
+                                        if !layer.use_dep(&cg, dd, c, out_u, &next) {
+                                            continue;
+                                        }
+                                        dep = dd;
+                                    }
+                                    if tdep[v] != usize::MAX {
+                                        layer.release_held(&cg, tdep[v], &next, v);
+                                    }
+                                    tdep[v] = dep;
+                                    dist[v] = nd;
+                                    next[v] = c;
+                                    found_in[v] = step;
+                                    if nd / HOP == level + 1 {
+                                        pend.push((nd, v as u32));
+                                    } else {
+                                        far.push((nd, v as u32));
+                                    }
+                                }};
+                            }
+                            // On low-degree fabrics, only the entries whose dependency into
+                            // out_u is not blocked (a blocked one takes no route).
+                            if masks && out_u != NONE {
+                                let mut m = layer.open[out_u as usize];
+                                while m != 0 {
+                                    let i = m.trailing_zeros() as usize;
+                                    m &= m - 1;
+                                    let (v, load) = nb[s + i];
+                                    let (c, q1) = nbc[s + i];
+                                    relax!(v, load, c, q1);
                                 }
-                                if tdep[v] != usize::MAX {
-                                    layer.release_held(&cg, tdep[v], &next, v);
-                                }
-                                tdep[v] = dep;
-                                dist[v] = nd;
-                                next[v] = c;
-                                found_in[v] = step;
-                                if nd / HOP == level + 1 {
-                                    pend.push((nd, v as u32));
-                                } else {
-                                    far.push((nd, v as u32));
+                            } else {
+                                for (&(v, load), &(c, q1)) in nb[s..e].iter().zip(&nbc[s..e]) {
+                                    relax!(v, load, c, q1);
                                 }
                             }
                         }
