@@ -17,10 +17,32 @@ fn ibsm(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn tmp(tag: &str) -> PathBuf {
+/// A fresh scratch directory path, removed with everything in it when the guard goes.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmp(tag: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("ibsm-sim-cli-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    Scratch(d)
 }
 
 #[test]
@@ -82,8 +104,6 @@ fn fat_tree_comes_up_and_dumps_are_written() {
         lines(&saved),
         "the same GUIDs must keep the same LIDs"
     );
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&dir2);
 }
 
 #[test]
