@@ -2,8 +2,9 @@
 //! honours its own guid2lid on a second run, and rejects bad input with clear errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::process::Command;
+
+use umad::testutil::TempDir;
 
 fn ibsm(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
@@ -17,38 +18,20 @@ fn ibsm(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A fresh scratch directory path, removed with everything in it when the guard goes.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for Scratch {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn tmp(tag: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("ibsm-sim-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    Scratch(d)
+/// A fresh scratch directory, removed with everything in it when the test ends.
+fn tmp(tag: &str) -> TempDir {
+    TempDir::new(&format!("sim-cli-{tag}")).unwrap()
 }
 
 #[test]
 fn fat_tree_comes_up_and_dumps_are_written() {
     let dir = tmp("ft");
-    let (code, out, err) = ibsm(&["sim", "fat-tree:2,8", "--dump-dir", dir.to_str().unwrap()]);
+    let (code, out, err) = ibsm(&[
+        "sim",
+        "fat-tree:2,8",
+        "--dump-dir",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
     assert!(
         out.contains("minhop tables configured on all switches"),
@@ -65,10 +48,10 @@ fn fat_tree_comes_up_and_dumps_are_written() {
         "opensm-subnet.lst",
         "ibnetdiscover.topo",
     ] {
-        let meta = std::fs::metadata(dir.join(f)).unwrap_or_else(|_| panic!("{f} missing"));
+        let meta = std::fs::metadata(dir.path().join(f)).unwrap_or_else(|_| panic!("{f} missing"));
         assert!(meta.len() > 0, "{f} empty");
     }
-    let lfts = std::fs::read_to_string(dir.join("opensm-lfts.dump")).unwrap();
+    let lfts = std::fs::read_to_string(dir.path().join("opensm-lfts.dump")).unwrap();
     assert!(
         lfts.starts_with("Unicast lids [0-"),
         "{}",
@@ -76,7 +59,7 @@ fn fat_tree_comes_up_and_dumps_are_written() {
     );
 
     // A second run that honours the guid2lid of the first keeps every LID.
-    let g2l = dir.join("guid2lid");
+    let g2l = dir.path().join("guid2lid");
     let saved = std::fs::read_to_string(&g2l).unwrap();
     let dir2 = tmp("ft2");
     let (code, out, _) = ibsm(&[
@@ -85,7 +68,7 @@ fn fat_tree_comes_up_and_dumps_are_written() {
         "--guid2lid",
         g2l.to_str().unwrap(),
         "--dump-dir",
-        dir2.to_str().unwrap(),
+        dir2.path().to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{out}");
     let lines = |t: &str| {
@@ -97,7 +80,7 @@ fn fat_tree_comes_up_and_dumps_are_written() {
         v.sort();
         v
     };
-    let again = std::fs::read_to_string(dir2.join("guid2lid")).unwrap();
+    let again = std::fs::read_to_string(dir2.path().join("guid2lid")).unwrap();
     assert!(!lines(&saved).is_empty());
     assert_eq!(
         lines(&again),
@@ -162,8 +145,7 @@ fn k36_comes_up() {
 fn qos_programs_sl2vl_and_dumps_it() {
     let dir = tmp("qos");
     let conf_dir = tmp("qos-conf");
-    std::fs::create_dir_all(&conf_dir).unwrap();
-    let conf = conf_dir.join("opensm.conf");
+    let conf = conf_dir.path().join("opensm.conf");
     std::fs::write(&conf, "qos_swe_sl2vl 0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,15\n").unwrap();
     let (code, out, err) = ibsm(&[
         "sim",
@@ -172,10 +154,10 @@ fn qos_programs_sl2vl_and_dumps_it() {
         "-F",
         conf.to_str().unwrap(),
         "--dump-dir",
-        dir.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
-    let dump = std::fs::read_to_string(dir.join("opensm-sl2vl.dump")).unwrap();
+    let dump = std::fs::read_to_string(dir.path().join("opensm-sl2vl.dump")).unwrap();
     let (mut sw_rows, mut ca_rows) = (0, 0);
     let mut in_switch = false;
     for l in dump.lines() {
@@ -198,10 +180,15 @@ fn qos_programs_sl2vl_and_dumps_it() {
     assert_eq!((sw_rows, ca_rows), (6 * 4 * 5, 8), "{dump}");
 
     let dir = tmp("noqos");
-    let (code, out, _) = ibsm(&["sim", "fat-tree:2,4", "--dump-dir", dir.to_str().unwrap()]);
+    let (code, out, _) = ibsm(&[
+        "sim",
+        "fat-tree:2,4",
+        "--dump-dir",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_eq!(code, 0, "{out}");
-    assert!(dir.join("opensm-lfts.dump").exists());
-    assert!(!dir.join("opensm-sl2vl.dump").exists());
+    assert!(dir.path().join("opensm-lfts.dump").exists());
+    assert!(!dir.path().join("opensm-sl2vl.dump").exists());
 
     std::fs::write(&conf, "qos_sl2vl 1,2\n").unwrap();
     let (code, _, err) = ibsm(&["sim", "fat-tree:2,4", "-Q", "-F", conf.to_str().unwrap()]);
@@ -212,8 +199,7 @@ fn qos_programs_sl2vl_and_dumps_it() {
     );
     // A policy file that does not parse is refused with its file and line.
     let d = tmp("qos-policy");
-    std::fs::create_dir_all(&d).unwrap();
-    let pol = d.join("qos-policy.conf");
+    let pol = d.path().join("qos-policy.conf");
     std::fs::write(
         &pol,
         "qos-levels\n  qos-level\n    sl: 99\n  end-qos-level\nend-qos-levels\n",
@@ -230,8 +216,7 @@ fn qos_programs_sl2vl_and_dumps_it() {
 #[test]
 fn partition_config_file_is_read_and_bad_lines_are_refused() {
     let d = tmp("partitions");
-    std::fs::create_dir_all(&d).unwrap();
-    let good = d.join("good.conf");
+    let good = d.path().join("good.conf");
     std::fs::write(
         &good,
         "Default=0x7fff : ALL=full ;\nred=0x10, ipoib : ALL_CAS=full ;\n",
@@ -240,7 +225,7 @@ fn partition_config_file_is_read_and_bad_lines_are_refused() {
     let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", good.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("SUBNET UP"), "{out}");
-    let bad = d.join("bad.conf");
+    let bad = d.path().join("bad.conf");
     std::fs::write(&bad, "red=0x10 : ALL=full;\nblue=0x20, bogus : ALL;\n").unwrap();
     let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", bad.to_str().unwrap()]);
     assert_ne!(code, 0, "{out}");
@@ -248,7 +233,7 @@ fn partition_config_file_is_read_and_bad_lines_are_refused() {
         err.contains("bad.conf:2: unknown partition flag 'bogus'"),
         "{err}"
     );
-    let missing = d.join("missing.conf");
+    let missing = d.path().join("missing.conf");
     let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", missing.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}\n{err}");
 }
