@@ -118,7 +118,7 @@ const BLOCKED: u64 = 2;
 /// Most dependencies the Dijkstra asks for that would close a cycle are refused without a
 /// search ([`Layer::add_dep`]): through hub channels over kept dependencies
 /// ([`HubReach`]), or along the destination's own routes into such a path.
-struct Layer {
+struct Layer<'a> {
     /// Per dependency in the transposed numbering ([`ChannelGraph::tdep`]), two bits:
     /// [`FREE`], [`KEPT`] or [`BLOCKED`].
     state: Vec<u64>,
@@ -130,19 +130,20 @@ struct Layer {
     /// `b`, a bit per neighbour entry of the switch it leaves (in `nb` order) whose
     /// dependency into `b` is not blocked, so the Dijkstra skips the blocked ones.
     open: Vec<u64>,
-    /// Per channel `a`: its entry's bit in the list of the switch it reaches (with `open`).
-    ebit: Vec<u64>,
+    /// Per channel `a`: its entry's bit in the list of the switch it reaches (with `open`;
+    /// the same for every layer).
+    ebit: &'a [u64],
 }
 
-impl Layer {
-    fn new(cg: &ChannelGraph, open: &[u64], ebit: &[u64]) -> Layer {
+impl<'a> Layer<'a> {
+    fn new(cg: &ChannelGraph, open: &[u64], ebit: &'a [u64]) -> Layer<'a> {
         Layer {
             state: vec![0; cg.num_deps().div_ceil(32)],
             topo: DynTopo::new(cg),
             hubs: HubReach::new(cg),
             hub_cands: Vec::new(),
             open: open.to_vec(),
-            ebit: ebit.to_vec(),
+            ebit,
         }
     }
 
@@ -867,7 +868,7 @@ type Candidate = (u64, u32, u32, Option<usize>);
 fn local_backtracking(
     adj: &Adjacency<'_>,
     t: usize,
-    layer: &mut Layer,
+    layer: &mut Layer<'_>,
     dist: &mut [u64],
     next: &mut [u32],
     tdep: &mut [usize],
