@@ -129,9 +129,9 @@ fn nue_backtracks_out_of_impasses() {
     );
 }
 
-/// The relaxation loop's two forms — every neighbour entry, or only those whose dependency
-/// is not blocked, read from a per-channel mask — give the same tables and path SLs, on
-/// fabrics where nue chooses either by default, with one layer and with several.
+/// The relaxation loop's two forms — every neighbour entry, or only those a branch-free pass
+/// finds improving and a per-channel mask finds unblocked — give the same tables and path
+/// SLs, on random graphs, a torus and a fat tree, with one layer and with several.
 #[test]
 fn nue_entry_masks_change_no_route() {
     use sm::routing::nue::Nue;

@@ -59,8 +59,9 @@ use crate::subnet::Subnet;
 #[derive(Clone, Debug, Default)]
 pub struct Nue {
     opts: EngineOptions,
-    /// Forces the Dijkstra's relaxation loop: `Some(true)` the masks of unblocked entries,
-    /// `Some(false)` every entry; `None` chooses by degree ([`MASK_DEGREE`]).
+    /// Forces the Dijkstra's relaxation loop: `Some(false)` the plain loop over every
+    /// entry; `None` or `Some(true)` the entry masks where every switch has at most 64
+    /// entries ([`Layer::open`]).
     entry_masks: Option<bool>,
 }
 
@@ -74,10 +75,9 @@ impl Nue {
         }
     }
 
-    /// Forces the relaxation loop to read (`true`; on fabrics whose switches have at most 64
-    /// neighbour entries each) or not to read (`false`) the masks of unblocked entries,
-    /// whatever the switches' average degree. The two give the same tables; the tests
-    /// compare them.
+    /// Forces the relaxation loop not to use (`false`) the masks of improving and unblocked
+    /// entries, or to use them (`true`, the default) where every switch has at most 64
+    /// neighbour entries. The two give the same tables; the tests compare them.
     #[doc(hidden)]
     #[must_use]
     pub fn with_entry_masks(mut self, on: bool) -> Nue {
@@ -87,11 +87,6 @@ impl Nue {
 }
 
 const HOP: u64 = 1 << 40;
-/// The average neighbour entries per switch below which the Dijkstra relaxes only the
-/// entries whose dependency is not blocked, read from a bit mask ([`Layer::open`]): on a
-/// torus or a random graph many of a switch's few entries are blocked for a given next
-/// channel; on a fat tree's 24 or 36 the plain loop over all of them is faster.
-const MASK_DEGREE: usize = 12;
 /// Bits of a switch slot in the Dijkstra's sort keys (with HOP's 40 bits, 64).
 const SLOT_BITS: u32 = 24;
 
@@ -126,9 +121,9 @@ struct Layer<'a> {
     hubs: HubReach,
     /// Channels on cycles searches found since the last destination ended: the next hubs.
     hub_cands: Vec<u32>,
-    /// On fabrics of low-degree switches (see [`MASK_DEGREE`]; else empty): per channel
-    /// `b`, a bit per neighbour entry of the switch it leaves (in `nb` order) whose
-    /// dependency into `b` is not blocked, so the Dijkstra skips the blocked ones.
+    /// Where every switch has at most 64 neighbour entries (else empty): per channel `b`, a
+    /// bit per neighbour entry of the switch it leaves (in `nb` order) whose dependency into
+    /// `b` is not blocked, so the Dijkstra skips the blocked ones.
     open: Vec<u64>,
     /// Per channel `a`: its entry's bit in the list of the switch it reaches (with `open`;
     /// the same for every layer).
@@ -493,11 +488,9 @@ impl RoutingEngine for Nue {
         // comes from this small array, not a per-channel one.
         let tlay: Vec<(u32, u32, u32)> = (0..n).map(|u| cg.tdeps_layout(u)).collect();
         // Masks of unblocked entries ([`Layer::open`]) where every switch has at most 64
-        // entries and they average fewer than MASK_DEGREE (unless forced).
-        let masks = nb_start.windows(2).all(|w| w[1] - w[0] <= 64)
-            && self
-                .entry_masks
-                .unwrap_or(nb_start[n] < MASK_DEGREE * n.max(1));
+        // entries (unless turned off).
+        let masks =
+            nb_start.windows(2).all(|w| w[1] - w[0] <= 64) && self.entry_masks.unwrap_or(true);
         let (open0, ebit): (Vec<u64>, Vec<u64>) = if masks {
             let bit = |c: usize| {
                 let w = chans[c].to as usize;
@@ -659,10 +652,25 @@ impl RoutingEngine for Nue {
                                     }
                                 }};
                             }
-                            // On low-degree fabrics, only the entries whose dependency into
-                            // out_u is not blocked (a blocked one takes no route).
-                            if masks && out_u != NONE {
-                                let mut m = layer.open[out_u as usize];
+                            if masks {
+                                // Most entries cannot improve (their switch is settled, or
+                                // has as good a candidate), and of those that can, many have
+                                // their dependency into out_u blocked. A branch-free pass
+                                // marks the improving entries, the layer's mask of unblocked
+                                // ones filters them, and only the rest are relaxed, in the
+                                // same order: the data-dependent branches of the plain loop
+                                // below, mispredicted at every turn, cost more than the
+                                // pass. (An earlier relaxation of this switch can only
+                                // lower a distance, so a marked entry is checked again.)
+                                let nd0 = du + HOP;
+                                let mut m = 0u64;
+                                for (i, &(v, load)) in nb[s..e].iter().enumerate() {
+                                    let better = nd0 + u64::from(load) < dist[v as usize];
+                                    m |= u64::from(better) << i;
+                                }
+                                if out_u != NONE {
+                                    m &= layer.open[out_u as usize];
+                                }
                                 while m != 0 {
                                     let i = m.trailing_zeros() as usize;
                                     m &= m - 1;
