@@ -579,12 +579,16 @@ impl RoutingEngine for Nue {
                         // per reached switch carries its final distance; the others are dropped.
                         // (distance, slot) order within the level as one integer: the distance's
                         // part below HOP (40 bits), then the slot (< 2^24).
+                        // Branch-free: every entry is written, and the kept ones move
+                        // the end on (whether one is stale is a coin toss to predict).
                         cur.clear();
+                        cur.resize(pend.len(), 0);
+                        let mut kept = 0;
                         for &(d, u) in &pend {
-                            if d == dist[u as usize] {
-                                cur.push((d % HOP) << SLOT_BITS | u64::from(u));
-                            }
+                            cur[kept] = (d % HOP) << SLOT_BITS | u64::from(u);
+                            kept += usize::from(d == dist[u as usize]);
                         }
+                        cur.truncate(kept);
                         pend.clear();
                         if !far.is_empty() {
                             far.retain(|&(d, u)| {
@@ -663,10 +667,12 @@ impl RoutingEngine for Nue {
                                 // pass. (An earlier relaxation of this switch can only
                                 // lower a distance, so a marked entry is checked again.)
                                 let nd0 = du + HOP;
+                                // Last entry first: each step shifts in one bit (entry i
+                                // ends at bit i), cheaper than a shift by a variable.
                                 let mut m = 0u64;
-                                for (i, &(v, load)) in nb[s..e].iter().enumerate() {
+                                for &(v, load) in nb[s..e].iter().rev() {
                                     let better = nd0 + u64::from(load) < dist[v as usize];
-                                    m |= u64::from(better) << i;
+                                    m = m << 1 | u64::from(better);
                                 }
                                 if out_u != NONE {
                                     m &= layer.open[out_u as usize];
