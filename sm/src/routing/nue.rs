@@ -59,29 +59,25 @@ use crate::subnet::Subnet;
 #[derive(Clone, Debug, Default)]
 pub struct Nue {
     opts: EngineOptions,
-    /// Forces the Dijkstra's relaxation loop: `Some(false)` the plain loop over every
-    /// entry; `None` or `Some(true)` the entry masks where every switch has at most 64
-    /// entries ([`Layer::open`]).
-    entry_masks: Option<bool>,
+    /// Runs the Dijkstra without its shortcuts (tests): no entry masks ([`Layer::open`]),
+    /// and the last level sorted and relaxed like the others.
+    plain: bool,
 }
 
 impl Nue {
     /// With options (`nue_max_num_vls`, `nue_include_switches`, `qos`, `max_op_vls`).
     #[must_use]
     pub fn new(opts: EngineOptions) -> Nue {
-        Nue {
-            opts,
-            entry_masks: None,
-        }
+        Nue { opts, plain: false }
     }
 
-    /// Forces the relaxation loop not to use (`false`) the masks of improving and unblocked
-    /// entries, or to use them (`true`, the default) where every switch has at most 64
-    /// neighbour entries. The two give the same tables; the tests compare them.
+    /// Without the Dijkstra's shortcuts: every entry relaxed in a plain loop (no masks of
+    /// improving and unblocked entries), and the last level sorted and relaxed like the
+    /// others. The same tables, slower; the tests compare the two.
     #[doc(hidden)]
     #[must_use]
-    pub fn with_entry_masks(mut self, on: bool) -> Nue {
-        self.entry_masks = Some(on);
+    pub fn plain(mut self) -> Nue {
+        self.plain = true;
         self
     }
 }
@@ -489,8 +485,7 @@ impl RoutingEngine for Nue {
         let tlay: Vec<(u32, u32, u32)> = (0..n).map(|u| cg.tdeps_layout(u)).collect();
         // Masks of unblocked entries ([`Layer::open`]) where every switch has at most 64
         // entries (unless turned off).
-        let masks =
-            nb_start.windows(2).all(|w| w[1] - w[0] <= 64) && self.entry_masks.unwrap_or(true);
+        let masks = !self.plain && nb_start.windows(2).all(|w| w[1] - w[0] <= 64);
         let (open0, ebit): (Vec<u64>, Vec<u64>) = if masks {
             let bit = |c: usize| {
                 let w = chans[c].to as usize;
@@ -601,6 +596,18 @@ impl RoutingEngine for Nue {
                                 }
                                 true
                             });
+                        }
+                        // The last level (every switch not yet settled is in it): its
+                        // relaxations cannot improve anything (every neighbour is settled,
+                        // or in it), so neither they nor the order they come in change a
+                        // route; what reads the settling order afterwards (the balance, the
+                        // kept dependencies) needs only each switch after the switches it
+                        // leads to. Settled as they are, unsorted.
+                        if settled.len() + cur.len() == n && !self.plain {
+                            settled
+                                .extend(cur.iter().map(|&k| (k & ((1 << SLOT_BITS) - 1)) as u32));
+                            far.clear();
+                            break;
                         }
                         cur.sort_unstable();
                         for &key in &cur {
