@@ -401,8 +401,10 @@ pub struct DynTopo {
     /// ascending label (`in_start[u]..in_start[u + 1]`).
     in_sorted: Vec<(u32, u32)>,
     in_start: Vec<u32>,
-    /// Per switch slot: the stamp of the reorder that last re-sorted its lists.
-    sorted_at: Vec<u8>,
+    /// Per switch slot: whether a reorder moved a channel of its leaving (arriving) list since
+    /// the list was last sorted. A list is sorted again only when a search reads it.
+    out_dirty: Vec<bool>,
+    in_dirty: Vec<bool>,
     /// Forward frontier (least label first) and backward frontier (greatest label first):
     /// one entry `(label, cursor)` per channel visited, for the next channel of its
     /// neighbourhood not yet taken ([`START`]: the start channel itself).
@@ -544,7 +546,8 @@ impl DynTopo {
             out_sorted: (0..n32).collect(),
             in_sorted,
             in_start,
-            sorted_at: vec![0; slots],
+            out_dirty: vec![false; slots],
+            in_dirty: vec![false; slots],
             fheap: BinaryHeap::new(),
             bheap: BinaryHeap::new(),
             lazy,
@@ -573,18 +576,13 @@ impl DynTopo {
     fn next_stamps(&mut self) -> Stamps {
         if self.stamp > u8::MAX - 4 {
             self.mark.fill(0);
-            self.sorted_at.fill(0);
             self.stamp = 0;
         }
         let s = self.stamp;
         self.stamp += 4;
         // Unit tests check the point of it: no channel or switch holds one of the four.
         #[cfg(test)]
-        assert!(self
-            .mark
-            .iter()
-            .chain(&self.sorted_at)
-            .all(|&m| m <= s || m > s + 4));
+        assert!(self.mark.iter().all(|&m| m <= s || m > s + 4));
         Stamps {
             fv: s + 1,
             ff: s + 2,
@@ -868,19 +866,13 @@ impl DynTopo {
             at = x;
         }
         self.label_run(before_q, fwd.iter().copied());
-        // Relabelling keeps the order of everything else: only the lists holding a moved
-        // channel need sorting again.
-        let lazy = self.lazy;
-        for &x in fwd.iter().chain(bwd.iter()).filter(|_| lazy) {
-            let u = cg.from[x as usize] as usize;
-            if self.sorted_at[u] != st.fv {
-                self.sorted_at[u] = st.fv;
-                self.sort_lists(cg, u);
-            }
-            let v = cg.to[x as usize].0 as usize;
-            if self.sorted_at[v] != st.fv {
-                self.sorted_at[v] = st.fv;
-                self.sort_lists(cg, v);
+        // Relabelling keeps the order of everything else: only the two lists holding a
+        // moved channel (the leaving list of the switch it leaves, the arriving list of the
+        // one it reaches) need sorting again, before a search next reads them.
+        if self.lazy {
+            for &x in fwd.iter().chain(bwd.iter()) {
+                self.out_dirty[cg.from[x as usize] as usize] = true;
+                self.in_dirty[cg.to[x as usize].0 as usize] = true;
             }
         }
         self.fwd = fwd;
@@ -929,6 +921,13 @@ impl DynTopo {
                 if q >= 1 {
                     let u = u as usize;
                     let (s, e) = (cg.chan_start[u], cg.chan_start[u + 1]);
+                    if self.out_dirty[u] {
+                        self.out_dirty[u] = false;
+                        let lab = &self.lab;
+                        insertion_sort_by_key(&mut self.out_sorted[s as usize..e as usize], |&c| {
+                            lab[c as usize]
+                        });
+                    }
                     let mut cur = Cursor {
                         pos: 0,
                         end: e,
@@ -951,6 +950,12 @@ impl DynTopo {
                 self.bwd.push(x);
                 let (base, _, _) = cg.pred_run(x);
                 let u = cg.from[x as usize] as usize;
+                if self.in_dirty[u] {
+                    self.in_dirty[u] = false;
+                    let lab = &self.lab;
+                    let (s, e) = (self.in_start[u] as usize, self.in_start[u + 1] as usize);
+                    insertion_sort_by_key(&mut self.in_sorted[s..e], |&(c, _)| lab[c as usize]);
+                }
                 let mut cur = Cursor {
                     pos: 0,
                     end: self.in_start[u],
@@ -1216,16 +1221,6 @@ impl DynTopo {
             }
         }
         true
-    }
-
-    /// Sorts slot `u`'s lists by label again (insertion sort: only moved channels are out
-    /// of place).
-    fn sort_lists(&mut self, cg: &ChannelGraph, u: usize) {
-        let lab = &self.lab;
-        let (s, e) = (cg.chan_start[u] as usize, cg.chan_start[u + 1] as usize);
-        insertion_sort_by_key(&mut self.out_sorted[s..e], |&c| lab[c as usize]);
-        let (s, e) = (self.in_start[u] as usize, self.in_start[u + 1] as usize);
-        insertion_sort_by_key(&mut self.in_sorted[s..e], |&(c, _)| lab[c as usize]);
     }
 
     fn unlink(&mut self, x: u32) {
