@@ -395,10 +395,10 @@ pub struct DynTopo {
     mark: Vec<u8>,
     stamp: u8,
     /// Per switch slot, the channels leaving it by ascending label (slot `u`'s are
-    /// `out_sorted[chan_start[u]..chan_start[u + 1]]`).
+    /// `out_sorted[chan_start[u]..chan_start[u + 1]]`; unless `out_dirty[u]`).
     out_sorted: Vec<u32>,
     /// Per switch slot, the channels arriving at it, with their arrival port minus 1, by
-    /// ascending label (`in_start[u]..in_start[u + 1]`).
+    /// ascending label (`in_start[u]..in_start[u + 1]`; unless `in_dirty[u]`).
     in_sorted: Vec<(u32, u32)>,
     in_start: Vec<u32>,
     /// Per switch slot: whether a reorder moved a channel of its leaving (arriving) list since
@@ -921,13 +921,7 @@ impl DynTopo {
                 if q >= 1 {
                     let u = u as usize;
                     let (s, e) = (cg.chan_start[u], cg.chan_start[u + 1]);
-                    if self.out_dirty[u] {
-                        self.out_dirty[u] = false;
-                        let lab = &self.lab;
-                        insertion_sort_by_key(&mut self.out_sorted[s as usize..e as usize], |&c| {
-                            lab[c as usize]
-                        });
-                    }
+                    self.sort_out(cg, u);
                     let mut cur = Cursor {
                         pos: 0,
                         end: e,
@@ -950,12 +944,7 @@ impl DynTopo {
                 self.bwd.push(x);
                 let (base, _, _) = cg.pred_run(x);
                 let u = cg.from[x as usize] as usize;
-                if self.in_dirty[u] {
-                    self.in_dirty[u] = false;
-                    let lab = &self.lab;
-                    let (s, e) = (self.in_start[u] as usize, self.in_start[u + 1] as usize);
-                    insertion_sort_by_key(&mut self.in_sorted[s..e], |&(c, _)| lab[c as usize]);
-                }
+                self.sort_in(u);
                 let mut cur = Cursor {
                     pos: 0,
                     end: self.in_start[u],
@@ -1221,6 +1210,27 @@ impl DynTopo {
             }
         }
         true
+    }
+
+    /// Sorts slot `u`'s list of leaving channels by label again if a reorder moved one of
+    /// them (insertion sort: only moved channels are out of place).
+    fn sort_out(&mut self, cg: &ChannelGraph, u: usize) {
+        if self.out_dirty[u] {
+            self.out_dirty[u] = false;
+            let lab = &self.lab;
+            let (s, e) = (cg.chan_start[u] as usize, cg.chan_start[u + 1] as usize);
+            insertion_sort_by_key(&mut self.out_sorted[s..e], |&c| lab[c as usize]);
+        }
+    }
+
+    /// [`Self::sort_out`] for slot `u`'s list of arriving channels.
+    fn sort_in(&mut self, u: usize) {
+        if self.in_dirty[u] {
+            self.in_dirty[u] = false;
+            let lab = &self.lab;
+            let (s, e) = (self.in_start[u] as usize, self.in_start[u + 1] as usize);
+            insertion_sort_by_key(&mut self.in_sorted[s..e], |&(c, _)| lab[c as usize]);
+        }
     }
 
     fn unlink(&mut self, x: u32) {
