@@ -821,27 +821,32 @@ impl RoutingEngine for Nue {
                 by_load.extend(sorted.iter().map(|&c| (chans[c].to, chans[c].port)));
             }
             by_load_start.push(by_load.len());
-            for d in ep.dests.iter().filter(|d| !d.ca) {
-                let t = d.slot as usize;
-                let lid = usize::from(d.lid);
-                if lid >= width {
-                    continue;
+            let sw_dests: Vec<(usize, usize)> = ep
+                .dests
+                .iter()
+                .filter(|d| !d.ca && usize::from(d.lid) < width)
+                .map(|d| (d.slot as usize, usize::from(d.lid)))
+                .collect();
+            // Per switch v, toward every switch t at once: the hop matrix is symmetric, so
+            // neighbour `to` is a hop closer to t when row(to)[t] + 1 == row(v)[t]. Walking
+            // v's channels most loaded first, the last one to qualify is the first in load
+            // order; each step is one pass over a row, without a branch.
+            let mut best = vec![NO_PATH; n];
+            for v in 0..n {
+                let rv = hm.row(v);
+                best.fill(NO_PATH);
+                for &(to, port) in by_load[by_load_start[v]..by_load_start[v + 1]].iter().rev() {
+                    let rt = hm.row(to as usize);
+                    for ((b, &ht), &hv) in best.iter_mut().zip(rt).zip(rv) {
+                        *b = if ht.wrapping_add(1) == hv { port } else { *b };
+                    }
                 }
-                let row = hm.row(t);
-                let col = &mut cols[lid * n..(lid + 1) * n];
-                for v in 0..n {
+                for &(t, lid) in &sw_dests {
                     if v == t {
-                        col[v] = 0;
-                        continue;
+                        cols[lid * n + v] = 0;
+                    } else if rv[t] != UNREACHABLE {
+                        cols[lid * n + v] = best[t];
                     }
-                    let dv = row[v];
-                    if dv == UNREACHABLE {
-                        continue;
-                    }
-                    col[v] = by_load[by_load_start[v]..by_load_start[v + 1]]
-                        .iter()
-                        .find(|&&(to, _)| row[to as usize].wrapping_add(1) == dv)
-                        .map_or(NO_PATH, |&(_, port)| port);
                 }
             }
         }
