@@ -832,7 +832,7 @@ impl RoutingEngine for Nue {
             // v's channels most loaded first, the last one to qualify is the first in load
             // order; each step is one pass over a row, without a branch.
             let mut best = vec![NO_PATH; n];
-            for v in 0..n {
+            for v in (0..n).filter(|_| !sw_dests.is_empty()) {
                 let rv = hm.row(v);
                 best.fill(NO_PATH);
                 for &(to, port) in by_load[by_load_start[v]..by_load_start[v + 1]].iter().rev() {
