@@ -85,6 +85,8 @@ impl Nue {
 const HOP: u64 = 1 << 40;
 /// Bits of a switch slot in the Dijkstra's sort keys (with HOP's 40 bits, 64).
 const SLOT_BITS: u32 = 24;
+/// The slot's bits of a sort key.
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
 
 /// A dependency's state in a [`Layer`] (two bits): not in the layer's graph, or there only
 /// for the route to the destination being routed (which may still release it).
@@ -382,10 +384,9 @@ impl RoutingEngine for Nue {
     ) -> Result<Routes, RouteError> {
         let g = SwitchGraph::build(subnet);
         let n = g.switch_count();
-        if n >= 1 << SLOT_BITS {
+        if n as u64 > SLOT_MASK {
             return Err(fail(format!(
-                "{n} switches: more than the {} this engine numbers",
-                (1u64 << SLOT_BITS) - 1
+                "{n} switches: more than the {SLOT_MASK} this engine numbers"
             )));
         }
         let hm = HopMatrix::from_graph(g);
@@ -604,15 +605,14 @@ impl RoutingEngine for Nue {
                         // kept dependencies) needs only each switch after the switches it
                         // leads to. Settled as they are, unsorted.
                         if settled.len() + cur.len() == n && !self.plain {
-                            settled
-                                .extend(cur.iter().map(|&k| (k & ((1 << SLOT_BITS) - 1)) as u32));
+                            settled.extend(cur.iter().map(|&k| (k & SLOT_MASK) as u32));
                             far.clear();
                             break;
                         }
                         cur.sort_unstable();
                         for &key in &cur {
                             let du = level * HOP + (key >> SLOT_BITS);
-                            let u = (key & ((1 << SLOT_BITS) - 1)) as usize;
+                            let u = (key & SLOT_MASK) as usize;
                             settled.push(u as u32);
                             let out_u = next[u];
                             // Dependency (channel arriving on port q) → out_u: base + q - 1 in
