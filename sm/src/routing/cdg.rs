@@ -1423,12 +1423,8 @@ impl HubReach {
         self.hubs += 1;
         self.from_hub[c as usize] |= bit;
         self.to_hub[c as usize] |= bit;
-        spread(&mut self.from_hub, &mut self.work, c, |z, f| {
-            topo.each_succ(cg, z, f)
-        });
-        spread(&mut self.to_hub, &mut self.work, c, |z, f| {
-            topo.each_pred(cg, z, f)
-        });
+        spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, c);
+        spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, c);
     }
 
     /// The graph now keeps the edge `x → y`, which is in it (as are only kept edges, or
@@ -1438,37 +1434,41 @@ impl HubReach {
         let (x, y) = (x as usize, y as usize);
         if self.from_hub[x] & !self.from_hub[y] != 0 {
             self.from_hub[y] |= self.from_hub[x];
-            spread(&mut self.from_hub, &mut self.work, y as u32, |z, f| {
-                topo.each_succ(cg, z, f);
-            });
+            spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, y as u32);
         }
         if self.to_hub[y] & !self.to_hub[x] != 0 {
             self.to_hub[x] |= self.to_hub[y];
-            spread(&mut self.to_hub, &mut self.work, x as u32, |z, f| {
-                topo.each_pred(cg, z, f);
-            });
+            spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, x as u32);
         }
     }
 }
 
-/// Pushes the bits of `masks[start]` along `next` (a channel's successors, or predecessors)
-/// until every channel holds the bits of every channel before it.
-fn spread(
+/// Pushes the bits of `masks[start]` along the graph's edges (`FWD`: to successors, else to
+/// predecessors) until every channel holds the bits of every channel before (after) it. The
+/// direction is a constant, not a closure, so the step over a neighbour is inlined into the
+/// bit scan instead of called per neighbour.
+fn spread<const FWD: bool>(
     masks: &mut [u64],
     work: &mut Vec<u32>,
+    cg: &ChannelGraph,
+    topo: &DynTopo,
     start: u32,
-    next: impl Fn(u32, &mut dyn FnMut(u32)),
 ) {
     work.clear();
     work.push(start);
     while let Some(z) = work.pop() {
         let m = masks[z as usize];
-        next(z, &mut |w| {
+        let step = |w: u32| {
             if m & !masks[w as usize] != 0 {
                 masks[w as usize] |= m;
                 work.push(w);
             }
-        });
+        };
+        if FWD {
+            topo.each_succ(cg, z, step);
+        } else {
+            topo.each_pred(cg, z, step);
+        }
     }
 }
 
