@@ -142,9 +142,13 @@ fn nue_shortcuts_change_no_route() {
         "random:40,40,60,9,ports=12",
         "torus:4,4,4",
         "fat-tree:3,8",
+        // The one fabric here whose first 64 hubs prove fewer cycles than the searches find,
+        // so nue makes a second set (checked when this was written).
+        "torus:8,8,8",
     ] {
         let s = subnet(spec, 0, 4);
-        for vls in [1, 3] {
+        let vls: &[u8] = if spec == "torus:8,8,8" { &[1] } else { &[1, 3] };
+        for &vls in vls {
             let route = |shortcuts: bool| {
                 let mut log = Vec::new();
                 let mut rng = rand::rngs::mock::StepRng::new(0, 1);

@@ -20,8 +20,9 @@
 //! already chosen next channel: the dependency must already be used in this layer, or adding
 //! it must keep the layer acyclic ([`super::cdg::DynTopo`]); otherwise it is blocked for
 //! the rest of the layer. Most such refusals need no search: a few *hub* channels, taken
-//! from the cycles earlier searches found, know what they reach and what reaches them over
-//! the dependencies the layer keeps for good ([`super::cdg::HubReach`]), so a dependency
+//! from the cycles earlier searches found (64; 64 more where those prove fewer cycles than
+//! the searches go on finding, as on a 3D torus), know what they reach and what reaches them
+//! over the dependencies the layer keeps for good ([`super::cdg::HubReach`]), so a dependency
 //! `a → b` whose `b` — or a channel on the destination's route from `b` — reaches a hub
 //! that reaches `a` is refused after a few bit tests. The answers, and so the tables, are
 //! the search's. Distance is fewest hops, then least summed load (OpenSM: weights
@@ -60,7 +61,7 @@ use crate::subnet::Subnet;
 pub struct Nue {
     opts: EngineOptions,
     /// Runs the Dijkstra without its shortcuts (tests): no entry masks ([`Layer::open`]),
-    /// and the last level sorted and relaxed like the others.
+    /// the last level sorted and relaxed like the others, and no cycle proofs through hubs.
     plain: bool,
 }
 
@@ -72,8 +73,9 @@ impl Nue {
     }
 
     /// Without the Dijkstra's shortcuts: every entry relaxed in a plain loop (no masks of
-    /// improving and unblocked entries), and the last level sorted and relaxed like the
-    /// others. The same tables, slower; the tests compare the two.
+    /// improving and unblocked entries), the last level sorted and relaxed like the others,
+    /// and every cycle found by a search (no hubs). The same tables, slower; the tests
+    /// compare the two.
     #[doc(hidden)]
     #[must_use]
     pub fn plain(mut self) -> Nue {
@@ -87,6 +89,10 @@ const HOP: u64 = 1 << 40;
 const SLOT_BITS: u32 = 24;
 /// The slot's bits of a sort key.
 const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+
+/// Cycles the searches of a [`Layer`] must find after its first 64 hubs are taken (and more
+/// than the hubs proved in the meantime) before it makes a second set.
+const MORE_HUBS_AFTER: u32 = 64;
 
 /// A dependency's state in a [`Layer`] (two bits): not in the layer's graph, or there only
 /// for the route to the destination being routed (which may still release it).
@@ -117,8 +123,20 @@ struct Layer<'a> {
     state: Vec<u64>,
     topo: DynTopo,
     hubs: HubReach,
+    /// A second set of 64 hubs, made once the first is full if searches still find more
+    /// cycles than the hubs prove (a torus: rings in every row of every dimension, each
+    /// wanting a hub of its own), so fabrics whose first hubs suffice do not pay for it. (Two
+    /// sets beat one of 128-bit words, made so from the start or widened then: each set's
+    /// propagation stops where its own bits do.)
+    more: Option<HubReach>,
+    /// Since the first set filled (until the second is made): cycles found by a search, and
+    /// cycles proved through the hubs.
+    searched: u32,
+    proved: u32,
     /// Channels on cycles searches found since the last destination ended: the next hubs.
     hub_cands: Vec<u32>,
+    /// Whether cycles are proved through hubs at all (not in [`Nue::plain`]).
+    proofs: bool,
     /// Where every switch has at most 64 neighbour entries (else empty): per channel `b`, a
     /// bit per neighbour entry of the switch it leaves (in `nb` order) whose dependency into
     /// `b` is not blocked, so the Dijkstra skips the blocked ones.
@@ -129,12 +147,16 @@ struct Layer<'a> {
 }
 
 impl<'a> Layer<'a> {
-    fn new(cg: &ChannelGraph, open: &[u64], ebit: &'a [u64]) -> Layer<'a> {
+    fn new(cg: &ChannelGraph, open: &[u64], ebit: &'a [u64], proofs: bool) -> Layer<'a> {
         Layer {
             state: vec![0; cg.num_deps().div_ceil(32)],
             topo: DynTopo::new(cg),
             hubs: HubReach::new(cg),
+            more: None,
+            searched: 0,
+            proved: 0,
             hub_cands: Vec::new(),
+            proofs,
             open: open.to_vec(),
             ebit,
         }
@@ -173,11 +195,16 @@ impl<'a> Layer<'a> {
     /// cycle offers a channel on it as a hub.
     #[inline(never)]
     fn add_dep(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32, next: &[u32]) -> bool {
-        if !self.topo.precedes(a, b) && self.hubs.reached(a) {
+        let more = self.more.as_ref();
+        if self.proofs
+            && !self.topo.precedes(a, b)
+            && (self.hubs.reached(a) || more.is_some_and(|m| m.reached(a)))
+        {
             let mut x = b;
             // At most one step per switch: a route visits each once.
             for _ in 0..=next.len() {
-                if self.hubs.reaches(x, a) {
+                if self.hubs.reaches(x, a) || more.is_some_and(|m| m.reaches(x, a)) {
+                    self.proved += 1;
                     self.block(t, a, b);
                     return false;
                 }
@@ -191,8 +218,13 @@ impl<'a> Layer<'a> {
         if self.topo.try_add(cg, a, b) {
             return true;
         }
+        self.searched += 1;
         let h = self.topo.cycle_hint();
-        if h != NONE && !self.hubs.is_full() && self.hub_cands.len() < HubReach::MAX_HUBS {
+        if self.proofs
+            && h != NONE
+            && !self.hubs_full()
+            && self.hub_cands.len() < HubReach::MAX_HUBS
+        {
             self.hub_cands.push(h);
         }
         self.block(t, a, b);
@@ -215,16 +247,35 @@ impl<'a> Layer<'a> {
         if self.get(t) == FREE {
             self.set(t, KEPT);
             self.hubs.kept(cg, &self.topo, a, b);
+            if let Some(m) = &mut self.more {
+                m.kept(cg, &self.topo, a, b);
+            }
         }
     }
 
+    /// Whether no set of hubs has room for another (a second set may still be made).
+    fn hubs_full(&self) -> bool {
+        self.hubs.is_full() && self.more.as_ref().is_none_or(HubReach::is_full)
+    }
+
     /// After a destination (every dependency in the graph kept): the cycles its searches
-    /// found offer their channels as hubs.
+    /// found offer their channels as hubs, to the first set while it has room, then to the
+    /// second. The second set is made once the first is full and searches have since found
+    /// [`MORE_HUBS_AFTER`] cycles, and more than the hubs proved.
     fn take_hubs(&mut self, cg: &ChannelGraph) {
         for &c in &self.hub_cands {
-            self.hubs.add_hub(cg, &self.topo, c);
+            match &mut self.more {
+                Some(m) if self.hubs.is_full() => m.add_hub(cg, &self.topo, c),
+                _ => self.hubs.add_hub(cg, &self.topo, c),
+            }
         }
         self.hub_cands.clear();
+        if !self.hubs.is_full() {
+            self.searched = 0;
+            self.proved = 0;
+        } else if self.more.is_none() && self.searched > self.proved.max(MORE_HUBS_AFTER) {
+            self.more = Some(HubReach::new(cg));
+        }
     }
 
     /// Drops the dependency (transposed id `t`) switch `v`'s route holds: from its channel
@@ -533,7 +584,7 @@ impl RoutingEngine for Nue {
                 })
                 .unwrap_or(0);
             let esc = Escape::build(g, root);
-            let mut layer = Layer::new(&cg, &open0, &ebit);
+            let mut layer = Layer::new(&cg, &open0, &ebit, !self.plain);
             let mut bad = false;
             esc.deps(&cg, |a, b| {
                 if let Some(d) = cg.tdep(a, b) {
