@@ -1362,9 +1362,9 @@ impl DynTopo {
 /// it, and one whether it reaches the hub. `b` reaching a hub that reaches `a` proves that
 /// `a → b` closes a cycle, in two reads, for as long as the graph lives, since kept edges
 /// stay. The engine tells it of every edge it keeps ([`HubReach::kept`]) and picks hubs as
-/// it goes ([`HubReach::add_hub`]: nue takes channels on the cycles its searches found, the
-/// few channels most cycles pass through); both calls propagate over the graph's edges, so
-/// they must come when every edge of the graph is kept.
+/// it goes ([`HubReach::add_hub`], [`HubReach::add_hubs`]: nue takes channels on the cycles
+/// its searches found, the few channels most cycles pass through); these calls propagate
+/// over the graph's edges, so they must come when every edge of the graph is kept.
 #[derive(Clone, Debug)]
 pub struct HubReach {
     /// Per channel: bit `i` set when hub `i` reaches it (a hub reaches itself).
@@ -1425,6 +1425,55 @@ impl HubReach {
         self.to_hub[c as usize] |= bit;
         spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, c);
         spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, c);
+    }
+
+    /// Makes the channels of `cands` hubs, in order, while there is room (skipping those
+    /// that are hubs already), and returns how many of `cands` it went through: all, or up
+    /// to the first one there was no room for. Like [`HubReach::add_hub`] for each, but when
+    /// several are new their reach is marked in one sweep over the whole order of `topo`
+    /// each way (predecessors first: the graph is acyclic), not one search per hub.
+    pub fn add_hubs(&mut self, cg: &ChannelGraph, topo: &DynTopo, cands: &[u32]) -> usize {
+        let mut added = Vec::new();
+        let mut used = 0;
+        for &c in cands {
+            if self.is_full() {
+                break;
+            }
+            used += 1;
+            if self.from_hub[c as usize] & self.to_hub[c as usize] == 0 {
+                let bit = 1u64 << self.hubs;
+                self.hubs += 1;
+                self.from_hub[c as usize] |= bit;
+                self.to_hub[c as usize] |= bit;
+                added.push(c);
+            }
+        }
+        if added.len() < 2 {
+            for &c in &added {
+                spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, c);
+                spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, c);
+            }
+            return used;
+        }
+        let from = &mut self.from_hub;
+        let mut z = topo.head;
+        while z != NONE {
+            let m = from[z as usize];
+            if m != 0 {
+                topo.each_succ(cg, z, |w| from[w as usize] |= m);
+            }
+            z = topo.nxt[z as usize];
+        }
+        let to = &mut self.to_hub;
+        let mut z = topo.tail;
+        while z != NONE {
+            let m = to[z as usize];
+            if m != 0 {
+                topo.each_pred(cg, z, |w| to[w as usize] |= m);
+            }
+            z = topo.prv[z as usize];
+        }
+        used
     }
 
     /// The graph now keeps the edge `x → y`, which is in it (as are only kept edges, or
@@ -1893,7 +1942,7 @@ mod tests {
         let mut order: Vec<u32> = Vec::new();
         let (mut tried, mut cands) = (Vec::new(), Vec::new());
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut checks = 0;
+        let (mut checks, mut swept) = (0, 0);
         for round in 0..300 {
             for _ in 0..12 {
                 let (d, ab) = random_dep(&cg, &mut x);
@@ -1917,12 +1966,21 @@ mod tests {
                     hubs.kept(&cg, &topo, a, b);
                 }
             }
-            for c in cands.drain(..) {
-                if !hubs.is_full() && !order.contains(&c) {
+            // Alternately one at a time, and all at once (a sweep when two or more are new).
+            for &c in &cands {
+                if order.len() < HubReach::MAX_HUBS && !order.contains(&c) {
                     order.push(c);
                 }
-                hubs.add_hub(&cg, &topo, c);
+                if round % 2 == 0 {
+                    hubs.add_hub(&cg, &topo, c);
+                }
             }
+            if round % 2 == 1 {
+                let used = hubs.add_hubs(&cg, &topo, &cands);
+                assert!(used == cands.len() || hubs.is_full());
+                swept += usize::from(cands.len() >= 2 && !hubs.is_full());
+            }
+            cands.clear();
             if round % 50 == 49 {
                 for (i, &h) in order.iter().enumerate() {
                     let fwd = kept_reach(&cg, &kept, h, true);
@@ -1940,8 +1998,8 @@ mod tests {
             }
         }
         assert!(
-            order.len() >= 8 && checks > 40,
-            "{} hubs, {checks} checks",
+            order.len() >= 8 && checks > 40 && swept > 0,
+            "{} hubs, {checks} checks, {swept} sweeps",
             order.len()
         );
         // A proof it gives is a cycle the search finds too.

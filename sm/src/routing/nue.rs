@@ -263,11 +263,9 @@ impl<'a> Layer<'a> {
     /// second. The second set is made once the first is full and searches have since found
     /// [`MORE_HUBS_AFTER`] cycles, and more than the hubs proved.
     fn take_hubs(&mut self, cg: &ChannelGraph) {
-        for &c in &self.hub_cands {
-            match &mut self.more {
-                Some(m) if self.hubs.is_full() => m.add_hub(cg, &self.topo, c),
-                _ => self.hubs.add_hub(cg, &self.topo, c),
-            }
+        let used = self.hubs.add_hubs(cg, &self.topo, &self.hub_cands);
+        if let Some(m) = &mut self.more {
+            m.add_hubs(cg, &self.topo, &self.hub_cands[used..]);
         }
         self.hub_cands.clear();
         if !self.hubs.is_full() {
