@@ -723,6 +723,13 @@ impl RoutingEngine for Nue {
                                 // pass. (An earlier relaxation of this switch can only
                                 // lower a distance, so a marked entry is checked again.)
                                 let nd0 = du + HOP;
+                                // The unblocked entries' mask is read first, so the load
+                                // overlaps the pass.
+                                let open = if out_u == NONE {
+                                    u64::MAX
+                                } else {
+                                    layer.open[out_u as usize]
+                                };
                                 // Last entry first: each step shifts in one bit (entry i
                                 // ends at bit i), cheaper than a shift by a variable.
                                 let mut m = 0u64;
@@ -730,9 +737,7 @@ impl RoutingEngine for Nue {
                                     let better = nd0 + u64::from(load) < dist[v as usize];
                                     m = m << 1 | u64::from(better);
                                 }
-                                if out_u != NONE {
-                                    m &= layer.open[out_u as usize];
-                                }
+                                m &= open;
                                 while m != 0 {
                                     let i = m.trailing_zeros() as usize;
                                     m &= m - 1;
