@@ -1416,22 +1416,14 @@ impl HubReach {
     /// Makes channel `c` a hub (nothing if it is one, or if there is no room): marks what
     /// it reaches and what reaches it over the graph's edges, which must all be kept.
     pub fn add_hub(&mut self, cg: &ChannelGraph, topo: &DynTopo, c: u32) {
-        if self.is_full() || self.from_hub[c as usize] & self.to_hub[c as usize] != 0 {
-            return;
-        }
-        let bit = 1u64 << self.hubs;
-        self.hubs += 1;
-        self.from_hub[c as usize] |= bit;
-        self.to_hub[c as usize] |= bit;
-        spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, c);
-        spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, c);
+        self.add_hubs(cg, topo, &[c]);
     }
 
     /// Makes the channels of `cands` hubs, in order, while there is room (skipping those
     /// that are hubs already), and returns how many of `cands` it went through: all, or up
-    /// to the first one there was no room for. Like [`HubReach::add_hub`] for each, but when
-    /// several are new their reach is marked in one sweep over the whole order of `topo`
-    /// each way (predecessors first: the graph is acyclic), not one search per hub.
+    /// to the first one there was no room for. One new hub's reach is marked by a search
+    /// each way from it; several new hubs' in one sweep over the whole order of `topo` each
+    /// way (predecessors first: the graph is acyclic), not a search per hub.
     pub fn add_hubs(&mut self, cg: &ChannelGraph, topo: &DynTopo, cands: &[u32]) -> usize {
         let mut added = Vec::new();
         let mut used = 0;
@@ -1455,24 +1447,8 @@ impl HubReach {
             }
             return used;
         }
-        let from = &mut self.from_hub;
-        let mut z = topo.head;
-        while z != NONE {
-            let m = from[z as usize];
-            if m != 0 {
-                topo.each_succ(cg, z, |w| from[w as usize] |= m);
-            }
-            z = topo.nxt[z as usize];
-        }
-        let to = &mut self.to_hub;
-        let mut z = topo.tail;
-        while z != NONE {
-            let m = to[z as usize];
-            if m != 0 {
-                topo.each_pred(cg, z, |w| to[w as usize] |= m);
-            }
-            z = topo.prv[z as usize];
-        }
+        sweep::<true>(&mut self.from_hub, cg, topo);
+        sweep::<false>(&mut self.to_hub, cg, topo);
         used
     }
 
@@ -1518,6 +1494,29 @@ fn spread<const FWD: bool>(
         } else {
             topo.each_pred(cg, z, step);
         }
+    }
+}
+
+/// Pushes every channel's bits to all it reaches (`FWD`; else to all that reach it) in one
+/// pass over the order of `topo` (forward from its head, else backward from its tail): the
+/// order is topological, so a channel's bits are complete when the pass gets to it.
+fn sweep<const FWD: bool>(masks: &mut [u64], cg: &ChannelGraph, topo: &DynTopo) {
+    let mut z = if FWD { topo.head } else { topo.tail };
+    while z != NONE {
+        let m = masks[z as usize];
+        if m != 0 {
+            let step = |w: u32| masks[w as usize] |= m;
+            if FWD {
+                topo.each_succ(cg, z, step);
+            } else {
+                topo.each_pred(cg, z, step);
+            }
+        }
+        z = if FWD {
+            topo.nxt[z as usize]
+        } else {
+            topo.prv[z as usize]
+        };
     }
 }
 
