@@ -1425,7 +1425,8 @@ impl HubReach {
     /// each way from it; several new hubs' in one sweep over the whole order of `topo` each
     /// way (predecessors first: the graph is acyclic), not a search per hub.
     pub fn add_hubs(&mut self, cg: &ChannelGraph, topo: &DynTopo, cands: &[u32]) -> usize {
-        let mut added = Vec::new();
+        // How many became hubs, and the last of them.
+        let (mut added, mut last) = (0, NONE);
         let mut used = 0;
         for &c in cands {
             if self.is_full() {
@@ -1437,18 +1438,17 @@ impl HubReach {
                 self.hubs += 1;
                 self.from_hub[c as usize] |= bit;
                 self.to_hub[c as usize] |= bit;
-                added.push(c);
+                added += 1;
+                last = c;
             }
         }
-        if added.len() < 2 {
-            for &c in &added {
-                spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, c);
-                spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, c);
-            }
-            return used;
+        if added == 1 {
+            spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, last);
+            spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, last);
+        } else if added > 1 {
+            sweep::<true>(&mut self.from_hub, cg, topo);
+            sweep::<false>(&mut self.to_hub, cg, topo);
         }
-        sweep::<true>(&mut self.from_hub, cg, topo);
-        sweep::<false>(&mut self.to_hub, cg, topo);
         used
     }
 
