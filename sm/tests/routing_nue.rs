@@ -130,9 +130,9 @@ fn nue_backtracks_out_of_impasses() {
 }
 
 /// The Dijkstra with its shortcuts (only the entries a branch-free pass finds improving and a
-/// per-channel mask finds unblocked are relaxed; the last level is neither sorted nor relaxed)
-/// and without them gives the same tables and path SLs, on random graphs, a torus and a fat
-/// tree, with one layer and with several.
+/// per-channel mask finds unblocked are relaxed; the last level is neither sorted nor relaxed;
+/// cycles are proved through hubs where they can be) and without them gives the same tables
+/// and path SLs, on random graphs, tori and a fat tree, with one layer and with several.
 #[test]
 fn nue_shortcuts_change_no_route() {
     use sm::routing::nue::Nue;

@@ -860,7 +860,13 @@ impl RoutingEngine for Nue {
         }
         // Switch LIDs that are not destinations: balanced min-hop, SL 0 (OpenSM's simple
         // Dijkstra for them).
-        if !include_sw {
+        let sw_dests: Vec<(usize, usize)> = ep
+            .dests
+            .iter()
+            .filter(|d| !include_sw && !d.ca && usize::from(d.lid) < width)
+            .map(|d| (d.slot as usize, usize::from(d.lid)))
+            .collect();
+        if !sw_dests.is_empty() {
             // The loads no longer change: each switch's channels once, least load first (and
             // in channel order among equal loads), so the first one a hop closer to the
             // target is the one a scan for the strictly least load would keep.
@@ -875,18 +881,12 @@ impl RoutingEngine for Nue {
                 by_load.extend(sorted.iter().map(|&c| (chans[c].to, chans[c].port)));
             }
             by_load_start.push(by_load.len());
-            let sw_dests: Vec<(usize, usize)> = ep
-                .dests
-                .iter()
-                .filter(|d| !d.ca && usize::from(d.lid) < width)
-                .map(|d| (d.slot as usize, usize::from(d.lid)))
-                .collect();
             // Per switch v, toward every switch t at once: the hop matrix is symmetric, so
             // neighbour `to` is a hop closer to t when row(to)[t] + 1 == row(v)[t]. Walking
             // v's channels most loaded first, the last one to qualify is the first in load
             // order; each step is one pass over a row, without a branch.
             let mut best = vec![NO_PATH; n];
-            for v in (0..n).filter(|_| !sw_dests.is_empty()) {
+            for v in 0..n {
                 let rv = hm.row(v);
                 best.fill(NO_PATH);
                 for &(to, port) in by_load[by_load_start[v]..by_load_start[v + 1]].iter().rev() {
