@@ -257,7 +257,6 @@ pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lf
     let mut next = vec![u32::MAX; n];
     let mut acc = vec![0u64; n];
     let width = usize::from(top.0) + 1;
-    let sws = g.slots().switches().to_vec();
     // Column writes go to a destination-major buffer, transposed once at the end.
     let mut cols = vec![NO_PATH; width * n];
     for d in &ep.dests {
@@ -310,23 +309,9 @@ pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lf
             acc[u] += acc[v];
         }
     }
-    // Transpose into the switch-major LFTs.
-    const B: usize = 64;
-    for ab in (0..n).step_by(B) {
-        for lb in (0..width).step_by(B) {
-            for a in ab..(ab + B).min(n) {
-                let Some(row) = lfts.table_mut(sws[a]) else {
-                    continue;
-                };
-                for l in lb..(lb + B).min(width) {
-                    let p = cols[l * n + a];
-                    if p != NO_PATH {
-                        row[l] = p;
-                    }
-                }
-            }
-        }
-    }
+    // Into the switch-major LFTs: `cols` is width × n by construction.
+    let whole = lfts.set_lid_major(&cols);
+    debug_assert!(whole, "cols is width × n");
     lfts
 }
 

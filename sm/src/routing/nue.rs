@@ -905,13 +905,11 @@ impl RoutingEngine for Nue {
             }
         }
         let mut lfts = Lfts::with_slots(g.slots().clone(), top);
-        for a in 0..n {
-            let Some(sw) = g.switch_at(a) else { continue };
-            if let Some(row) = lfts.table_mut(sw) {
-                for (l, e) in row.iter_mut().enumerate() {
-                    *e = cols[l * n + a];
-                }
-            }
+        if !lfts.set_lid_major(&cols) {
+            return Err(fail(format!(
+                "{} LFT entries computed for {n} switches and {width} LIDs",
+                cols.len()
+            )));
         }
         Ok(Routes::new(lfts).with_path_sl(sls))
     }
