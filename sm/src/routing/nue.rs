@@ -49,7 +49,7 @@
 
 use ibmad::Lid;
 
-use super::cdg::{deepest_first, ChannelGraph, DynTopo, HubReach, NONE};
+use super::cdg::{leaves_first, ChannelGraph, DynTopo, HubReach, NONE};
 use super::dfsssp::{DestLid, Endpoints};
 use super::graph::{HopMatrix, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
@@ -60,8 +60,7 @@ use crate::subnet::Subnet;
 #[derive(Clone, Debug, Default)]
 pub struct Nue {
     opts: EngineOptions,
-    /// Runs the Dijkstra without its shortcuts (tests): no entry masks ([`Layer::open`]),
-    /// the last level sorted and relaxed like the others, and no cycle proofs through hubs.
+    /// Runs the Dijkstra without its shortcuts (tests; see [`Nue::plain`]).
     plain: bool,
 }
 
@@ -74,7 +73,9 @@ impl Nue {
 
     /// Without the Dijkstra's shortcuts: every entry relaxed in a plain loop (no masks of
     /// improving and unblocked entries), the last level sorted and relaxed like the others,
-    /// and every cycle found by a search (no hubs). The same tables, slower; the tests
+    /// every cycle found by a search (no hubs), every settled switch's dependency kept (not
+    /// only the new ones), and after backtracking the balance's order found by walking the
+    /// routes (not kept up in the settling order). The same tables, slower; the tests
     /// compare the two.
     #[doc(hidden)]
     #[must_use]
@@ -561,10 +562,24 @@ impl RoutingEngine for Nue {
             (Vec::new(), Vec::new())
         };
         let mut settled: Vec<u32> = Vec::with_capacity(n);
+        // Switches whose route took a dependency new to the layer (some since replaced): the
+        // only ones whose final dependency may need keeping.
+        let mut fresh: Vec<u32> = Vec::with_capacity(n);
+        // The port each channel leaves on, and NO_PATH for NONE (clamped to the last entry):
+        // a destination's column without a branch per switch.
+        let port_of: Vec<u8> = (0..chans.len() as u32)
+            .map(|c| cg.port(c))
+            .chain([NO_PATH])
+            .collect();
         let mut fallbacks = 0u64;
         let mut backtracked = 0u64;
         // Per switch, the backtracking step of this destination in which it was reached.
         let mut found_in = vec![0u32; n];
+        // Switches a backtracking step moves in the settling order: tagged with the step's
+        // stamp, collected in `moved`.
+        let mut tag = vec![0u32; n];
+        let mut stamp = 0u32;
+        let mut moved: Vec<u32> = Vec::new();
         let mut cands: Vec<Candidate> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
@@ -603,6 +618,7 @@ impl RoutingEngine for Nue {
                 tdep.fill(usize::MAX);
                 pend.clear();
                 settled.clear();
+                fresh.clear();
                 dist[t] = 0;
                 far.clear();
                 pend.push((0, t as u32));
@@ -693,8 +709,15 @@ impl RoutingEngine for Nue {
                                     let mut dep = usize::MAX;
                                     if out_u != NONE {
                                         let dd = base + q1 as usize;
-                                        if !layer.use_dep(&cg, dd, c, out_u, &next) {
-                                            continue;
+                                        match layer.get(dd) {
+                                            KEPT => {}
+                                            BLOCKED => continue,
+                                            _ => {
+                                                if !layer.add_dep(&cg, dd, c, out_u, &next) {
+                                                    continue;
+                                                }
+                                                fresh.push(v as u32);
+                                            }
                                         }
                                         dep = dd;
                                     }
@@ -768,6 +791,39 @@ impl RoutingEngine for Nue {
                         &adj, t, &mut layer, &mut dist, &mut next, &mut tdep, &mut cands,
                     );
                     let Some(x) = found else { break };
+                    fresh.push(x as u32);
+                    // x is reached through a, which now leads to u. The settling order has
+                    // every switch after its next hop (so reversed, after the switches routed
+                    // through it) if u was settled before a; else a and the switches routed
+                    // through it (all settled after it) move behind the others, in their
+                    // order. (x will be settled after all of them.)
+                    let a = cg.to_slot(next[x]).0;
+                    let u = cg.to_slot(next[a]).0;
+                    let at_pos = |w: usize| settled.iter().position(|&s| s as usize == w);
+                    if let (Some(pu), Some(pa), false) = (at_pos(u), at_pos(a), self.plain) {
+                        if pu > pa {
+                            if stamp == u32::MAX {
+                                tag.fill(0);
+                                stamp = 0;
+                            }
+                            stamp += 1;
+                            moved.clear();
+                            let mut keep = pa;
+                            for i in pa..settled.len() {
+                                let v = settled[i] as usize;
+                                let hop = next[v];
+                                if v == a || (hop != NONE && tag[cg.to_slot(hop).0] == stamp) {
+                                    tag[v] = stamp;
+                                    moved.push(v as u32);
+                                } else {
+                                    settled[keep] = v as u32;
+                                    keep += 1;
+                                }
+                            }
+                            settled.truncate(keep);
+                            settled.extend_from_slice(&moved);
+                        }
+                    }
                     step += 1;
                     found_in[x] = step;
                     // The queues are empty here: the next level is x's.
@@ -795,35 +851,38 @@ impl RoutingEngine for Nue {
                 }
                 if lid < width {
                     let col = &mut cols[lid * n..(lid + 1) * n];
-                    for v in 0..n {
-                        col[v] = if v == t {
-                            d.port
-                        } else if next[v] == NONE {
-                            NO_PATH
-                        } else {
-                            cg.port(next[v])
-                        };
+                    for (e, &c) in col.iter_mut().zip(&next) {
+                        *e = port_of[(c as usize).min(chans.len())];
                     }
+                    col[t] = d.port;
                     sls.set_dest(Lid(d.lid), li as u8);
                 }
                 // Balance: every link carries the LIDs behind the switches routed over it.
                 // Each switch comes after every switch routed through it: in reverse settling
-                // order (a switch's next hop settled before it), or on the escape tree deepest
-                // first.
+                // order (a switch's next hop settled before it; backtracking steps keep that),
+                // or on the escape tree (and in `plain` after backtracking) by
+                // [`leaves_first`].
                 if reached == n {
                     // The dependencies this destination's routes hold are the layer's for
-                    // good.
-                    for &v in &settled {
+                    // good: those new to it were taken by the switches in `fresh`.
+                    for &v in if self.plain { &settled } else { &fresh } {
                         let d = tdep[v as usize];
                         if d != usize::MAX {
                             let a = next[v as usize];
                             layer.kept(&cg, d, a, next[cg.to_slot(a).0]);
                         }
                     }
+                    debug_assert!(
+                        settled.iter().all(|&v| {
+                            let d = tdep[v as usize];
+                            d == usize::MAX || layer.get(d) == KEPT
+                        }),
+                        "a dependency of destination LID {lid} was not kept"
+                    );
                 }
                 layer.take_hubs(&cg);
-                if reached < n || step > 0 {
-                    deepest_first(
+                if reached < n || (self.plain && step > 0) {
+                    leaves_first(
                         &cg,
                         |v| (next[v] != NONE).then_some(next[v]),
                         &mut depth,
@@ -904,7 +963,8 @@ impl RoutingEngine for Nue {
                 }
             }
         }
-        let mut lfts = Lfts::with_slots(g.slots().clone(), top);
+        // Every entry is written below.
+        let mut lfts = Lfts::with_slots_unfilled(g.slots().clone(), top);
         if !lfts.set_lid_major(&cols) {
             return Err(fail(format!(
                 "{} LFT entries computed for {n} switches and {width} LIDs",
