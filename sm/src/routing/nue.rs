@@ -494,7 +494,11 @@ impl RoutingEngine for Nue {
         let mut depth = vec![0u32; n];
         let mut order: Vec<u32> = Vec::with_capacity(n);
         let mut path: Vec<usize> = Vec::with_capacity(n);
-        let mut acc = vec![0u64; n];
+        // Per switch, what the balance adds its LIDs to: the entry of its next channel in
+        // `nb` and the switch that channel reaches (set with `next`); `sink` and the spare
+        // switch n for none. The LIDs behind each switch (and the spare).
+        let mut hop = vec![(0u32, n as u32); n];
+        let mut acc = vec![0u64; n + 1];
         // Dijkstra's queue by hop levels: every edge costs at least HOP, so the switches one
         // level settles are only ever queued at deeper levels, and the switches of a level all
         // have their final distances when it starts. A level is sorted by (distance, slot) —
@@ -530,6 +534,9 @@ impl RoutingEngine for Nue {
             *a = nb.len() as u32;
             nb.push((NONE, 0));
         }
+        // The entry the balance adds to for switches without a next channel (never read).
+        let sink = nb.len() as u32;
+        nb.push((NONE, 0));
         // Per switch, where the dependencies into its leaving channels start
         // ([`ChannelGraph::tdeps_layout`]): the first into a settled switch's next channel
         // comes from this small array, not a per-channel one.
@@ -620,6 +627,7 @@ impl RoutingEngine for Nue {
                 settled.clear();
                 fresh.clear();
                 dist[t] = 0;
+                hop[t] = (sink, n as u32);
                 far.clear();
                 pend.push((0, t as u32));
                 // The level being settled; the first one (the destination's switch) is 0.
@@ -693,7 +701,7 @@ impl RoutingEngine for Nue {
                             // v → u arriving on port q1 + 1 (a macro: `continue` moves on to
                             // the next entry in both loops below).
                             macro_rules! relax {
-                                ($v:expr, $load:expr, $c:expr, $q1:expr) => {{
+                                ($v:expr, $load:expr, $c:expr, $q1:expr, $ent:expr) => {{
                                     let (v, load, c, q1) = ($v, $load, $c, $q1);
                                     let v = v as usize;
                                     // A settled v has dist[v] <= du < nd.
@@ -727,6 +735,7 @@ impl RoutingEngine for Nue {
                                     tdep[v] = dep;
                                     dist[v] = nd;
                                     next[v] = c;
+                                    hop[v] = ($ent as u32, u as u32);
                                     found_in[v] = step;
                                     if nd / HOP == level + 1 {
                                         pend.push((nd, v as u32));
@@ -766,11 +775,12 @@ impl RoutingEngine for Nue {
                                     m &= m - 1;
                                     let (v, load) = nb[s + i];
                                     let (c, q1) = nbc[s + i];
-                                    relax!(v, load, c, q1);
+                                    relax!(v, load, c, q1, s + i);
                                 }
                             } else {
-                                for (&(v, load), &(c, q1)) in nb[s..e].iter().zip(&nbc[s..e]) {
-                                    relax!(v, load, c, q1);
+                                let entries = nb[s..e].iter().zip(&nbc[s..e]).enumerate();
+                                for (i, (&(v, load), &(c, q1))) in entries {
+                                    relax!(v, load, c, q1, s + i);
                                 }
                             }
                         }
@@ -799,6 +809,8 @@ impl RoutingEngine for Nue {
                     // order. (x will be settled after all of them.)
                     let a = cg.to_slot(next[x]).0;
                     let u = cg.to_slot(next[a]).0;
+                    hop[x] = (at[next[x] as usize], a as u32);
+                    hop[a] = (at[next[a] as usize], u as u32);
                     let at_pos = |w: usize| settled.iter().position(|&s| s as usize == w);
                     if let (Some(pu), Some(pa), false) = (at_pos(u), at_pos(a), self.plain) {
                         if pu > pa {
@@ -844,6 +856,14 @@ impl RoutingEngine for Nue {
                         }
                     }
                     esc.routes_to(&cg, t, &mut next);
+                    for v in 0..n {
+                        let c = next[v];
+                        hop[v] = if c == NONE || v == t {
+                            (sink, n as u32)
+                        } else {
+                            (at[c as usize], cg.to_slot(c).0 as u32)
+                        };
+                    }
                     fallbacks += 1;
                     log.push(format!(
                         "route_via_modified_dijkstra_on_ccdg: unsolvable impass reached; fallback to escape paths for destination LID {lid}"
@@ -881,7 +901,8 @@ impl RoutingEngine for Nue {
                     );
                 }
                 layer.take_hubs(&cg);
-                if reached < n || (self.plain && step > 0) {
+                let walked = reached < n || (self.plain && step > 0);
+                if walked {
                     leaves_first(
                         &cg,
                         |v| (next[v] != NONE).then_some(next[v]),
@@ -889,21 +910,21 @@ impl RoutingEngine for Nue {
                         &mut order,
                         &mut path,
                     );
-                } else {
-                    order.clear();
-                    order.extend(settled.iter().rev());
                 }
-                acc.copy_from_slice(&ep.weight);
-                for &v in &order {
+                acc[..n].copy_from_slice(&ep.weight);
+                // Without a branch: the destination's switch, and switches without a route,
+                // add to the sink entry and the spare switch n.
+                let mut add = |v: u32| {
                     let v = v as usize;
-                    let c = next[v];
-                    if c == NONE || v == t {
-                        continue;
-                    }
-                    let w = &mut nb[at[c as usize] as usize].1;
+                    let (e, u) = hop[v];
+                    let w = &mut nb[e as usize].1;
                     *w = w.saturating_add(u32::try_from(acc[v]).unwrap_or(u32::MAX));
-                    let u = cg.to_slot(c).0;
-                    acc[u] += acc[v];
+                    acc[u as usize] += acc[v];
+                };
+                if walked {
+                    order.iter().copied().for_each(&mut add);
+                } else {
+                    settled.iter().rev().copied().for_each(&mut add);
                 }
             }
         }
