@@ -914,17 +914,16 @@ impl RoutingEngine for Nue {
                 acc[..n].copy_from_slice(&ep.weight);
                 // Without a branch: the destination's switch, and switches without a route,
                 // add to the sink entry and the spare switch n.
-                let mut add = |v: u32| {
+                if !walked {
+                    order.clear();
+                    order.extend(settled.iter().rev());
+                }
+                for &v in &order {
                     let v = v as usize;
                     let (e, u) = hop[v];
                     let w = &mut nb[e as usize].1;
                     *w = w.saturating_add(u32::try_from(acc[v]).unwrap_or(u32::MAX));
                     acc[u as usize] += acc[v];
-                };
-                if walked {
-                    order.iter().copied().for_each(&mut add);
-                } else {
-                    settled.iter().rev().copied().for_each(&mut add);
                 }
             }
         }
