@@ -1443,8 +1443,11 @@ impl HubReach {
             }
         }
         if added == 1 {
-            spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, last);
-            spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, last);
+            self.work.clear();
+            self.work.push(last);
+            spread::<true>(&mut self.from_hub, &mut self.work, cg, topo);
+            self.work.push(last);
+            spread::<false>(&mut self.to_hub, &mut self.work, cg, topo);
         } else if added > 1 {
             sweep::<true>(&mut self.from_hub, cg, topo);
             sweep::<false>(&mut self.to_hub, cg, topo);
@@ -1456,31 +1459,44 @@ impl HubReach {
     /// edges kept before the next question): the hubs that reach `x` reach `y` and what it
     /// reaches, and `x` and what reaches it reach the hubs `y` reaches.
     pub fn kept(&mut self, cg: &ChannelGraph, topo: &DynTopo, x: u32, y: u32) {
-        let (x, y) = (x as usize, y as usize);
-        if self.from_hub[x] & !self.from_hub[y] != 0 {
-            self.from_hub[y] |= self.from_hub[x];
-            spread::<true>(&mut self.from_hub, &mut self.work, cg, topo, y as u32);
+        self.kept_all(cg, topo, &[(x, y)]);
+    }
+
+    /// [`HubReach::kept`] for every edge of `edges` at once: one propagation each way from
+    /// all the channels whose bits grew, so a channel several of the edges lead to is
+    /// visited for the union of their bits, not once per edge.
+    pub fn kept_all(&mut self, cg: &ChannelGraph, topo: &DynTopo, edges: &[(u32, u32)]) {
+        self.work.clear();
+        for &(x, y) in edges {
+            let (x, y) = (x as usize, y as usize);
+            if self.from_hub[x] & !self.from_hub[y] != 0 {
+                self.from_hub[y] |= self.from_hub[x];
+                self.work.push(y as u32);
+            }
         }
-        if self.to_hub[y] & !self.to_hub[x] != 0 {
-            self.to_hub[x] |= self.to_hub[y];
-            spread::<false>(&mut self.to_hub, &mut self.work, cg, topo, x as u32);
+        spread::<true>(&mut self.from_hub, &mut self.work, cg, topo);
+        for &(x, y) in edges {
+            let (x, y) = (x as usize, y as usize);
+            if self.to_hub[y] & !self.to_hub[x] != 0 {
+                self.to_hub[x] |= self.to_hub[y];
+                self.work.push(x as u32);
+            }
         }
+        spread::<false>(&mut self.to_hub, &mut self.work, cg, topo);
     }
 }
 
-/// Pushes the bits of `masks[start]` along the graph's edges (`FWD`: to successors, else to
-/// predecessors) until every channel holds the bits of every channel before (after) it. The
-/// direction is a constant, not a closure, so the step over a neighbour is inlined into the
-/// bit scan instead of called per neighbour.
+/// Pushes the bits of the channels in `work` (whose bits grew) along the graph's edges
+/// (`FWD`: to successors, else to predecessors) until every channel holds the bits of every
+/// channel before (after) it; leaves `work` empty. The direction is a constant, not a
+/// closure, so the step over a neighbour is inlined into the bit scan instead of called per
+/// neighbour.
 fn spread<const FWD: bool>(
     masks: &mut [u64],
     work: &mut Vec<u32>,
     cg: &ChannelGraph,
     topo: &DynTopo,
-    start: u32,
 ) {
-    work.clear();
-    work.push(start);
     while let Some(z) = work.pop() {
         let m = masks[z as usize];
         let step = |w: u32| {
@@ -1979,7 +1995,7 @@ mod tests {
         let mut order: Vec<u32> = Vec::new();
         let (mut tried, mut cands) = (Vec::new(), Vec::new());
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let (mut checks, mut swept) = (0, 0);
+        let (mut checks, mut swept, mut batched) = (0, 0, 0);
         for round in 0..300 {
             for _ in 0..12 {
                 let (d, ab) = random_dep(&cg, &mut x);
@@ -1995,14 +2011,22 @@ mod tests {
                     cands.push(topo.cycle_hint());
                 }
             }
+            // Kept one edge at a time, or (every fourth round) all at once.
+            let mut batch = Vec::new();
             for (d, a, b) in tried.drain(..) {
                 if round % 3 == 0 {
                     topo.remove(&cg, a, b);
                 } else {
                     kept[d] = true;
-                    hubs.kept(&cg, &topo, a, b);
+                    if round % 4 == 1 {
+                        batch.push((a, b));
+                    } else {
+                        hubs.kept(&cg, &topo, a, b);
+                    }
                 }
             }
+            batched += usize::from(batch.len() >= 2);
+            hubs.kept_all(&cg, &topo, &batch);
             // Alternately one at a time, and all at once (a sweep when two or more are new).
             for &c in &cands {
                 if order.len() < HubReach::MAX_HUBS && !order.contains(&c) {
@@ -2035,8 +2059,8 @@ mod tests {
             }
         }
         assert!(
-            order.len() >= 8 && checks > 40 && swept > 0,
-            "{} hubs, {checks} checks, {swept} sweeps",
+            order.len() >= 8 && checks > 40 && swept > 0 && batched > 20,
+            "{} hubs, {checks} checks, {swept} sweeps, {batched} batches of kept edges",
             order.len()
         );
         // A proof it gives is a cycle the search finds too.

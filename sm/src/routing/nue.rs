@@ -136,6 +136,8 @@ struct Layer<'a> {
     proved: u32,
     /// Channels on cycles searches found since the last destination ended: the next hubs.
     hub_cands: Vec<u32>,
+    /// Edges kept for good since the last destination ended, not yet told to the hubs.
+    new_kept: Vec<(u32, u32)>,
     /// Whether cycles are proved through hubs at all (not in [`Nue::plain`]).
     proofs: bool,
     /// Where every switch has at most 64 neighbour entries (else empty): per channel `b`, a
@@ -157,6 +159,7 @@ impl<'a> Layer<'a> {
             searched: 0,
             proved: 0,
             hub_cands: Vec::new(),
+            new_kept: Vec::new(),
             proofs,
             open: open.to_vec(),
             ebit,
@@ -241,16 +244,13 @@ impl<'a> Layer<'a> {
     }
 
     /// Keeps the dependency a → b (transposed id `t`) the routed destination's routes hold,
-    /// and tells the hubs when it is new to the graph's kept edges. Called once the
-    /// destination is routed, for all its dependencies in turn: every edge the hubs' update
-    /// walks over is then kept, or about to be.
-    fn kept(&mut self, cg: &ChannelGraph, t: usize, a: u32, b: u32) {
+    /// and notes it for the hubs when it is new to the graph's kept edges. Called once the
+    /// destination is routed, for all its dependencies in turn; [`Layer::take_hubs`] then
+    /// tells the hubs all of them at once (every edge their update walks over is kept).
+    fn kept(&mut self, t: usize, a: u32, b: u32) {
         if self.get(t) == FREE {
             self.set(t, KEPT);
-            self.hubs.kept(cg, &self.topo, a, b);
-            if let Some(m) = &mut self.more {
-                m.kept(cg, &self.topo, a, b);
-            }
+            self.new_kept.push((a, b));
         }
     }
 
@@ -259,11 +259,17 @@ impl<'a> Layer<'a> {
         self.hubs.is_full() && self.more.as_ref().is_none_or(HubReach::is_full)
     }
 
-    /// After a destination (every dependency in the graph kept): the cycles its searches
+    /// After a destination (every dependency in the graph kept): the hubs learn the newly
+    /// kept edges, then the cycles its searches
     /// found offer their channels as hubs, to the first set while it has room, then to the
     /// second. The second set is made once the first is full and searches have since found
     /// [`MORE_HUBS_AFTER`] cycles, and more than the hubs proved.
     fn take_hubs(&mut self, cg: &ChannelGraph) {
+        self.hubs.kept_all(cg, &self.topo, &self.new_kept);
+        if let Some(m) = &mut self.more {
+            m.kept_all(cg, &self.topo, &self.new_kept);
+        }
+        self.new_kept.clear();
         let used = self.hubs.add_hubs(cg, &self.topo, &self.hub_cands);
         if let Some(m) = &mut self.more {
             m.add_hubs(cg, &self.topo, &self.hub_cands[used..]);
@@ -889,7 +895,7 @@ impl RoutingEngine for Nue {
                         let d = tdep[v as usize];
                         if d != usize::MAX {
                             let a = next[v as usize];
-                            layer.kept(&cg, d, a, next[cg.to_slot(a).0]);
+                            layer.kept(d, a, next[cg.to_slot(a).0]);
                         }
                     }
                     debug_assert!(
