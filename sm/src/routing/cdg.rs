@@ -1466,21 +1466,22 @@ impl HubReach {
     /// all the channels whose bits grew, so a channel several of the edges lead to is
     /// visited for the union of their bits, not once per edge.
     pub fn kept_all(&mut self, cg: &ChannelGraph, topo: &DynTopo, edges: &[(u32, u32)]) {
+        // Along each edge `from → to` (reversed for `to_hub`), `to` takes `from`'s bits, and
+        // starts the propagation if it gained any.
+        let grow = |masks: &mut [u64], work: &mut Vec<u32>, from: u32, to: u32| {
+            let (f, t) = (from as usize, to as usize);
+            if masks[f] & !masks[t] != 0 {
+                masks[t] |= masks[f];
+                work.push(to);
+            }
+        };
         self.work.clear();
         for &(x, y) in edges {
-            let (x, y) = (x as usize, y as usize);
-            if self.from_hub[x] & !self.from_hub[y] != 0 {
-                self.from_hub[y] |= self.from_hub[x];
-                self.work.push(y as u32);
-            }
+            grow(&mut self.from_hub, &mut self.work, x, y);
         }
         spread::<true>(&mut self.from_hub, &mut self.work, cg, topo);
         for &(x, y) in edges {
-            let (x, y) = (x as usize, y as usize);
-            if self.to_hub[y] & !self.to_hub[x] != 0 {
-                self.to_hub[x] |= self.to_hub[y];
-                self.work.push(x as u32);
-            }
+            grow(&mut self.to_hub, &mut self.work, y, x);
         }
         spread::<false>(&mut self.to_hub, &mut self.work, cg, topo);
     }

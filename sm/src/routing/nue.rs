@@ -260,10 +260,10 @@ impl<'a> Layer<'a> {
     }
 
     /// After a destination (every dependency in the graph kept): the hubs learn the newly
-    /// kept edges, then the cycles its searches
-    /// found offer their channels as hubs, to the first set while it has room, then to the
-    /// second. The second set is made once the first is full and searches have since found
-    /// [`MORE_HUBS_AFTER`] cycles, and more than the hubs proved.
+    /// kept edges, then the cycles its searches found offer their channels as hubs, to the
+    /// first set while it has room, then to the second. The second set is made once the
+    /// first is full and searches have since found [`MORE_HUBS_AFTER`] cycles, and more than
+    /// the hubs proved.
     fn take_hubs(&mut self, cg: &ChannelGraph) {
         self.hubs.kept_all(cg, &self.topo, &self.new_kept);
         if let Some(m) = &mut self.more {
@@ -500,10 +500,7 @@ impl RoutingEngine for Nue {
         let mut depth = vec![0u32; n];
         let mut order: Vec<u32> = Vec::with_capacity(n);
         let mut path: Vec<usize> = Vec::with_capacity(n);
-        // Per switch, what the balance adds its LIDs to: the entry of its next channel in
-        // `nb` and the switch that channel reaches (set with `next`); `sink` and the spare
-        // switch n for none. The LIDs behind each switch (and the spare).
-        let mut hop = vec![(0u32, n as u32); n];
+        // The LIDs behind each switch (and the balance's spare switch n).
         let mut acc = vec![0u64; n + 1];
         // Dijkstra's queue by hop levels: every edge costs at least HOP, so the switches one
         // level settles are only ever queued at deeper levels, and the switches of a level all
@@ -543,6 +540,10 @@ impl RoutingEngine for Nue {
         // The entry the balance adds to for switches without a next channel (never read).
         let sink = nb.len() as u32;
         nb.push((NONE, 0));
+        // Per switch, what the balance adds its LIDs to: the entry of its next channel in
+        // `nb` and the switch that channel reaches (set with `next`); `sink` and the spare
+        // switch n for none.
+        let mut hop = vec![(sink, n as u32); n];
         // Per switch, where the dependencies into its leaving channels start
         // ([`ChannelGraph::tdeps_layout`]): the first into a settled switch's next channel
         // comes from this small array, not a per-channel one.
@@ -588,11 +589,7 @@ impl RoutingEngine for Nue {
         let mut backtracked = 0u64;
         // Per switch, the backtracking step of this destination in which it was reached.
         let mut found_in = vec![0u32; n];
-        // Switches a backtracking step moves in the settling order: tagged with the step's
-        // stamp, collected in `moved`.
-        let mut tag = vec![0u32; n];
-        let mut stamp = 0u32;
-        let mut moved: Vec<u32> = Vec::new();
+        let mut behind = Behind::new(n);
         let mut cands: Vec<Candidate> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
@@ -808,39 +805,14 @@ impl RoutingEngine for Nue {
                     );
                     let Some(x) = found else { break };
                     fresh.push(x as u32);
-                    // x is reached through a, which now leads to u. The settling order has
-                    // every switch after its next hop (so reversed, after the switches routed
-                    // through it) if u was settled before a; else a and the switches routed
-                    // through it (all settled after it) move behind the others, in their
-                    // order. (x will be settled after all of them.)
+                    // x is reached through a, which now leads to u; x will be settled after
+                    // both.
                     let a = cg.to_slot(next[x]).0;
                     let u = cg.to_slot(next[a]).0;
                     hop[x] = (at[next[x] as usize], a as u32);
                     hop[a] = (at[next[a] as usize], u as u32);
-                    let at_pos = |w: usize| settled.iter().position(|&s| s as usize == w);
-                    if let (Some(pu), Some(pa), false) = (at_pos(u), at_pos(a), self.plain) {
-                        if pu > pa {
-                            if stamp == u32::MAX {
-                                tag.fill(0);
-                                stamp = 0;
-                            }
-                            stamp += 1;
-                            moved.clear();
-                            let mut keep = pa;
-                            for i in pa..settled.len() {
-                                let v = settled[i] as usize;
-                                let hop = next[v];
-                                if v == a || (hop != NONE && tag[cg.to_slot(hop).0] == stamp) {
-                                    tag[v] = stamp;
-                                    moved.push(v as u32);
-                                } else {
-                                    settled[keep] = v as u32;
-                                    keep += 1;
-                                }
-                            }
-                            settled.truncate(keep);
-                            settled.extend_from_slice(&moved);
-                        }
+                    if !self.plain {
+                        behind.place(&cg, &next, &mut settled, a, u);
                     }
                     step += 1;
                     found_in[x] = step;
@@ -918,12 +890,12 @@ impl RoutingEngine for Nue {
                     );
                 }
                 acc[..n].copy_from_slice(&ep.weight);
-                // Without a branch: the destination's switch, and switches without a route,
-                // add to the sink entry and the spare switch n.
                 if !walked {
                     order.clear();
                     order.extend(settled.iter().rev());
                 }
+                // Without a branch: the destination's switch, and switches without a route,
+                // add to the sink entry and the spare switch n.
                 for &v in &order {
                     let v = v as usize;
                     let (e, u) = hop[v];
@@ -998,6 +970,66 @@ impl RoutingEngine for Nue {
             )));
         }
         Ok(Routes::new(lfts).with_path_sl(sls))
+    }
+}
+
+/// Keeps a destination's settling order fit for the balance across backtracking steps: each
+/// switch after its next hop, so that reversed, each comes after the switches routed
+/// through it.
+struct Behind {
+    /// Per switch, the stamp of the last step that moved it.
+    tag: Vec<u32>,
+    stamp: u32,
+    moved: Vec<u32>,
+}
+
+impl Behind {
+    fn new(n: usize) -> Behind {
+        Behind {
+            tag: vec![0; n],
+            stamp: 0,
+            moved: Vec::new(),
+        }
+    }
+
+    /// Switch `a`, settled, now leads to `u`, settled. The order stays fit if `u` came first;
+    /// else `a`, and the switches after it whose routes pass through it (a switch's next hop
+    /// comes before it, so one pass tags them), move behind the others, in their order.
+    fn place(
+        &mut self,
+        cg: &ChannelGraph,
+        next: &[u32],
+        settled: &mut Vec<u32>,
+        a: usize,
+        u: usize,
+    ) {
+        let at = |w: usize| settled.iter().position(|&s| s as usize == w);
+        let (Some(pu), Some(pa)) = (at(u), at(a)) else {
+            return;
+        };
+        if pu < pa {
+            return;
+        }
+        if self.stamp == u32::MAX {
+            self.tag.fill(0);
+            self.stamp = 0;
+        }
+        self.stamp += 1;
+        self.moved.clear();
+        let mut keep = pa;
+        for i in pa..settled.len() {
+            let v = settled[i] as usize;
+            let c = next[v];
+            if v == a || (c != NONE && self.tag[cg.to_slot(c).0] == self.stamp) {
+                self.tag[v] = self.stamp;
+                self.moved.push(v as u32);
+            } else {
+                settled[keep] = v as u32;
+                keep += 1;
+            }
+        }
+        settled.truncate(keep);
+        settled.extend_from_slice(&self.moved);
     }
 }
 
