@@ -134,7 +134,8 @@ fn nue_backtracks_out_of_impasses() {
 }
 
 /// The Dijkstra with its shortcuts (only the entries a branch-free pass finds improving and a
-/// per-channel mask finds unblocked are relaxed; the last level is neither sorted nor relaxed;
+/// per-channel mask finds unblocked are relaxed; the last level is neither sorted nor relaxed,
+/// nor are the switches of a nearly last level that have no unreached neighbour;
 /// cycles are proved through hubs where they can be; only new dependencies are kept; after
 /// backtracking the settling order is kept up for the balance) and without them gives the
 /// same tables and path SLs, on random graphs, tori and a fat tree, with one layer and with

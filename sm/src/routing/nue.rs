@@ -72,7 +72,8 @@ impl Nue {
     }
 
     /// Without the Dijkstra's shortcuts: every entry relaxed in a plain loop (no masks of
-    /// improving and unblocked entries), the last level sorted and relaxed like the others,
+    /// improving and unblocked entries), the last level and the nearly last ones (few
+    /// switches left unreached) sorted and relaxed whole like the others,
     /// every cycle found by a search (no hubs), every settled switch's dependency kept (not
     /// only the new ones), and after backtracking the balance's order found by walking the
     /// routes (not kept up in the settling order). The same tables, slower; the tests
@@ -90,6 +91,10 @@ const HOP: u64 = 1 << 40;
 const SLOT_BITS: u32 = 24;
 /// The slot's bits of a sort key.
 const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+
+/// A level is nearly the last when at most 1/FEW_LEFT as many switches as it holds are left
+/// unreached.
+const FEW_LEFT: usize = 4;
 
 /// Cycles the searches of a [`Layer`] must find after its first 64 hubs are taken (and more
 /// than the hubs proved in the meantime) before it makes a second set.
@@ -590,6 +595,9 @@ impl RoutingEngine for Nue {
         // Per switch, the backtracking step of this destination in which it was reached.
         let mut found_in = vec![0u32; n];
         let mut behind = Behind::new(n);
+        // Per switch, the stamp of the last level at which it was next to an unreached one.
+        let mut near = vec![0u32; n];
+        let mut stamp = 0u32;
         let mut cands: Vec<Candidate> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
@@ -684,6 +692,44 @@ impl RoutingEngine for Nue {
                             settled.extend(cur.iter().map(|&k| (k & SLOT_MASK) as u32));
                             far.clear();
                             break;
+                        }
+                        // Nearly the last level (a few switches, none queued deeper, are
+                        // left unreached): only the switches of the level next to one of them
+                        // can relax anything; the others are settled as the last level's are,
+                        // and only the rest are sorted and relaxed, in the same order. (Not
+                        // for a level too small to pay for the pass over every switch.)
+                        let left = n - settled.len() - cur.len();
+                        if !self.plain
+                            && far.is_empty()
+                            && left * FEW_LEFT <= cur.len()
+                            && cur.len() * 8 >= n
+                        {
+                            if stamp == u32::MAX {
+                                near.fill(0);
+                                stamp = 0;
+                            }
+                            stamp += 1;
+                            for w in 0..n {
+                                if dist[w] == u64::MAX {
+                                    for &(v, _) in &nb[nb_start[w]..nb_start[w + 1]] {
+                                        near[v as usize] = stamp;
+                                    }
+                                }
+                            }
+                            let base = settled.len();
+                            settled.resize(base + cur.len(), 0);
+                            let (mut k, mut j) = (0, base);
+                            for i in 0..cur.len() {
+                                let key = cur[i];
+                                let u = (key & SLOT_MASK) as u32;
+                                let m = near[u as usize] == stamp;
+                                cur[k] = key;
+                                settled[j] = u;
+                                k += usize::from(m);
+                                j += usize::from(!m);
+                            }
+                            cur.truncate(k);
+                            settled.truncate(j);
                         }
                         cur.sort_unstable();
                         for &key in &cur {
