@@ -597,6 +597,23 @@ impl RoutingEngine for Nue {
         let mut behind = Behind::new(n);
         // Per switch, the stamp of the last level at which it was next to an unreached one.
         let mut near = vec![0u32; n];
+        // Per switch w, the switches whose neighbour lists hold w (the ones that can relax
+        // it): held_by[held_start[w]..held_start[w + 1]].
+        let mut held_start = vec![0usize; n + 1];
+        for &(v, _) in &nb[..nb_start[n]] {
+            held_start[v as usize + 1] += 1;
+        }
+        for w in 0..n {
+            held_start[w + 1] += held_start[w];
+        }
+        let mut held_by = vec![0u32; nb_start[n]];
+        let mut fill = held_start.clone();
+        for u in 0..n {
+            for &(v, _) in &nb[nb_start[u]..nb_start[u + 1]] {
+                held_by[fill[v as usize]] = u as u32;
+                fill[v as usize] += 1;
+            }
+        }
         let mut stamp = 0u32;
         let mut cands: Vec<Candidate> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
@@ -711,8 +728,8 @@ impl RoutingEngine for Nue {
                             stamp += 1;
                             for w in 0..n {
                                 if dist[w] == u64::MAX {
-                                    for &(v, _) in &nb[nb_start[w]..nb_start[w + 1]] {
-                                        near[v as usize] = stamp;
+                                    for &u in &held_by[held_start[w]..held_start[w + 1]] {
+                                        near[u as usize] = stamp;
                                     }
                                 }
                             }
