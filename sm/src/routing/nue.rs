@@ -1039,6 +1039,7 @@ impl RoutingEngine for Nue {
 /// Keeps a destination's settling order fit for the balance across backtracking steps: each
 /// switch after its next hop, so that reversed, each comes after the switches routed
 /// through it.
+#[derive(Default)]
 struct Behind {
     /// Per switch, the stamp of the last step that moved it.
     tag: Vec<u32>,
@@ -1050,8 +1051,7 @@ impl Behind {
     fn new(n: usize) -> Behind {
         Behind {
             tag: vec![0; n],
-            stamp: 0,
-            moved: Vec::new(),
+            ..Behind::default()
         }
     }
 
