@@ -1361,8 +1361,8 @@ impl DynTopo {
 /// destinations already routed). Per channel, one bit per hub says whether the hub reaches
 /// it, and one whether it reaches the hub. `b` reaching a hub that reaches `a` proves that
 /// `a → b` closes a cycle, in two reads, for as long as the graph lives, since kept edges
-/// stay. The engine tells it of every edge it keeps ([`HubReach::kept`]) and picks hubs as
-/// it goes ([`HubReach::add_hub`], [`HubReach::add_hubs`]: nue takes channels on the cycles
+/// stay. The engine tells it of every edge it keeps ([`HubReach::kept_all`]) and picks hubs
+/// as it goes ([`HubReach::add_hubs`]: nue takes channels on the cycles
 /// its searches found, the few channels most cycles pass through); these calls propagate
 /// over the graph's edges, so they must come when every edge of the graph is kept.
 #[derive(Clone, Debug)]
@@ -1413,17 +1413,12 @@ impl HubReach {
         self.from_hub[a as usize] != 0
     }
 
-    /// Makes channel `c` a hub (nothing if it is one, or if there is no room): marks what
-    /// it reaches and what reaches it over the graph's edges, which must all be kept.
-    pub fn add_hub(&mut self, cg: &ChannelGraph, topo: &DynTopo, c: u32) {
-        self.add_hubs(cg, topo, &[c]);
-    }
-
     /// Makes the channels of `cands` hubs, in order, while there is room (skipping those
     /// that are hubs already), and returns how many of `cands` it went through: all, or up
-    /// to the first one there was no room for. One new hub's reach is marked by a search
-    /// each way from it; several new hubs' in one sweep over the whole order of `topo` each
-    /// way (predecessors first: the graph is acyclic), not a search per hub.
+    /// to the first one there was no room for. Marks what each new hub reaches and what
+    /// reaches it over the graph's edges, which must all be kept: one new hub's reach by a
+    /// search each way from it; several new hubs' in one sweep over the whole order of
+    /// `topo` each way (predecessors first: the graph is acyclic), not a search per hub.
     pub fn add_hubs(&mut self, cg: &ChannelGraph, topo: &DynTopo, cands: &[u32]) -> usize {
         // How many became hubs, and the last of them.
         let (mut added, mut last) = (0, NONE);
@@ -1455,16 +1450,11 @@ impl HubReach {
         used
     }
 
-    /// The graph now keeps the edge `x → y`, which is in it (as are only kept edges, or
-    /// edges kept before the next question): the hubs that reach `x` reach `y` and what it
-    /// reaches, and `x` and what reaches it reach the hubs `y` reaches.
-    pub fn kept(&mut self, cg: &ChannelGraph, topo: &DynTopo, x: u32, y: u32) {
-        self.kept_all(cg, topo, &[(x, y)]);
-    }
-
-    /// [`HubReach::kept`] for every edge of `edges` at once: one propagation each way from
-    /// all the channels whose bits grew, so a channel several of the edges lead to is
-    /// visited for the union of their bits, not once per edge.
+    /// The graph now keeps the edges `x → y` of `edges`, which are in it (as are only kept
+    /// edges, or edges kept before the next question): the hubs that reach `x` reach `y` and
+    /// what it reaches, and `x` and what reaches it reach the hubs `y` reaches. One
+    /// propagation each way from all the channels whose bits grew, so a channel several of
+    /// the edges lead to is visited for the union of their bits, not once per edge.
     pub fn kept_all(&mut self, cg: &ChannelGraph, topo: &DynTopo, edges: &[(u32, u32)]) {
         // Along each edge `from → to` (reversed for `to_hub`), `to` takes `from`'s bits, and
         // starts the propagation if it gained any.
@@ -2022,7 +2012,7 @@ mod tests {
                     if round % 4 == 1 {
                         batch.push((a, b));
                     } else {
-                        hubs.kept(&cg, &topo, a, b);
+                        hubs.kept_all(&cg, &topo, &[(a, b)]);
                     }
                 }
             }
@@ -2034,7 +2024,7 @@ mod tests {
                     order.push(c);
                 }
                 if round % 2 == 0 {
-                    hubs.add_hub(&cg, &topo, c);
+                    hubs.add_hubs(&cg, &topo, &[c]);
                 }
             }
             if round % 2 == 1 {
