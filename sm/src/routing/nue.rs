@@ -250,7 +250,7 @@ impl<'a> Layer<'a> {
 
     /// Keeps the dependency a → b (transposed id `t`) the routed destination's routes hold,
     /// and notes it for the hubs when it is new to the graph's kept edges. Called once the
-    /// destination is routed, for all its dependencies in turn; [`Layer::take_hubs`] then
+    /// destination is routed, for all its dependencies in turn; [`Layer::after_destination`] then
     /// tells the hubs all of them at once (every edge their update walks over is kept).
     fn kept(&mut self, t: usize, a: u32, b: u32) {
         if self.get(t) == FREE {
@@ -269,7 +269,7 @@ impl<'a> Layer<'a> {
     /// first set while it has room, then to the second. The second set is made once the
     /// first is full and searches have since found [`MORE_HUBS_AFTER`] cycles, and more than
     /// the hubs proved.
-    fn take_hubs(&mut self, cg: &ChannelGraph) {
+    fn after_destination(&mut self, cg: &ChannelGraph) {
         self.hubs.kept_all(cg, &self.topo, &self.new_kept);
         if let Some(m) = &mut self.more {
             m.kept_all(cg, &self.topo, &self.new_kept);
@@ -595,26 +595,7 @@ impl RoutingEngine for Nue {
         // Per switch, the backtracking step of this destination in which it was reached.
         let mut found_in = vec![0u32; n];
         let mut behind = Behind::new(n);
-        // Per switch, the stamp of the last level at which it was next to an unreached one.
-        let mut near = vec![0u32; n];
-        // Per switch w, the switches whose neighbour lists hold w (the ones that can relax
-        // it): held_by[held_start[w]..held_start[w + 1]].
-        let mut held_start = vec![0usize; n + 1];
-        for &(v, _) in &nb[..nb_start[n]] {
-            held_start[v as usize + 1] += 1;
-        }
-        for w in 0..n {
-            held_start[w + 1] += held_start[w];
-        }
-        let mut held_by = vec![0u32; nb_start[n]];
-        let mut fill = held_start.clone();
-        for u in 0..n {
-            for &(v, _) in &nb[nb_start[u]..nb_start[u + 1]] {
-                held_by[fill[v as usize]] = u as u32;
-                fill[v as usize] += 1;
-            }
-        }
-        let mut stamp = 0u32;
+        let mut near = NearLast::new(&nb, &nb_start);
         let mut cands: Vec<Candidate> = Vec::new();
         for (li, ldests) in layers_of.iter().enumerate() {
             if ldests.is_empty() {
@@ -721,32 +702,7 @@ impl RoutingEngine for Nue {
                             && left * FEW_LEFT <= cur.len()
                             && cur.len() * 8 >= n
                         {
-                            if stamp == u32::MAX {
-                                near.fill(0);
-                                stamp = 0;
-                            }
-                            stamp += 1;
-                            for w in 0..n {
-                                if dist[w] == u64::MAX {
-                                    for &u in &held_by[held_start[w]..held_start[w + 1]] {
-                                        near[u as usize] = stamp;
-                                    }
-                                }
-                            }
-                            let base = settled.len();
-                            settled.resize(base + cur.len(), 0);
-                            let (mut k, mut j) = (0, base);
-                            for i in 0..cur.len() {
-                                let key = cur[i];
-                                let u = (key & SLOT_MASK) as u32;
-                                let m = near[u as usize] == stamp;
-                                cur[k] = key;
-                                settled[j] = u;
-                                k += usize::from(m);
-                                j += usize::from(!m);
-                            }
-                            cur.truncate(k);
-                            settled.truncate(j);
+                            near.settle_idle(&dist, &mut cur, &mut settled);
                         }
                         cur.sort_unstable();
                         for &key in &cur {
@@ -941,7 +897,7 @@ impl RoutingEngine for Nue {
                         "a dependency of destination LID {lid} was not kept"
                     );
                 }
-                layer.take_hubs(&cg);
+                layer.after_destination(&cg);
                 let walked = reached < n || (self.plain && step > 0);
                 if walked {
                     leaves_first(
@@ -1036,28 +992,128 @@ impl RoutingEngine for Nue {
     }
 }
 
+/// A set of switches cleared in O(1): a switch is in it when its tag is the current stamp.
+struct Marks {
+    tag: Vec<u32>,
+    stamp: u32,
+}
+
+impl Marks {
+    fn new(n: usize) -> Marks {
+        Marks {
+            tag: vec![0; n],
+            stamp: 0,
+        }
+    }
+
+    /// Empties the set (a new stamp; the tags are cleared only when the stamps run out).
+    fn clear(&mut self) {
+        if self.stamp == u32::MAX {
+            self.tag.fill(0);
+            self.stamp = 0;
+        }
+        self.stamp += 1;
+    }
+
+    #[inline]
+    fn insert(&mut self, v: usize) {
+        self.tag[v] = self.stamp;
+    }
+
+    #[inline]
+    fn contains(&self, v: usize) -> bool {
+        self.tag[v] == self.stamp
+    }
+}
+
+/// The nearly last levels' shortcut: per switch w, the switches whose neighbour lists hold w
+/// (the ones that can relax it), `held_by[held_start[w]..held_start[w + 1]]`.
+struct NearLast {
+    held_start: Vec<usize>,
+    held_by: Vec<u32>,
+    /// The switches next to an unreached one, at the level being settled.
+    marks: Marks,
+}
+
+impl NearLast {
+    /// From the Dijkstra's neighbour lists (`nb[nb_start[u]..nb_start[u + 1]]` is switch
+    /// u's; `nb_start` has one entry per switch and one more).
+    fn new(nb: &[(u32, u32)], nb_start: &[usize]) -> NearLast {
+        let n = nb_start.len() - 1;
+        let mut held_start = vec![0usize; n + 1];
+        for &(v, _) in &nb[..nb_start[n]] {
+            held_start[v as usize + 1] += 1;
+        }
+        for w in 0..n {
+            held_start[w + 1] += held_start[w];
+        }
+        let mut held_by = vec![0u32; nb_start[n]];
+        let mut fill = held_start.clone();
+        for u in 0..n {
+            for &(v, _) in &nb[nb_start[u]..nb_start[u + 1]] {
+                held_by[fill[v as usize]] = u as u32;
+                fill[v as usize] += 1;
+            }
+        }
+        NearLast {
+            held_start,
+            held_by,
+            marks: Marks::new(n),
+        }
+    }
+
+    /// Settles the switches of the level `cur` (sort keys, nothing queued deeper) that have
+    /// no unreached switch (`dist` MAX) in their lists, so can relax nothing: appended to
+    /// `settled`, unsorted. `cur` keeps the others, in their order.
+    #[inline(never)]
+    fn settle_idle(&mut self, dist: &[u64], cur: &mut Vec<u64>, settled: &mut Vec<u32>) {
+        self.marks.clear();
+        for (w, &d) in dist.iter().enumerate() {
+            if d == u64::MAX {
+                for &u in &self.held_by[self.held_start[w]..self.held_start[w + 1]] {
+                    self.marks.insert(u as usize);
+                }
+            }
+        }
+        // Branch-free: every key is written to both, and its side moves on.
+        let base = settled.len();
+        settled.resize(base + cur.len(), 0);
+        let (mut k, mut j) = (0, base);
+        for i in 0..cur.len() {
+            let key = cur[i];
+            let u = (key & SLOT_MASK) as u32;
+            let m = self.marks.contains(u as usize);
+            cur[k] = key;
+            settled[j] = u;
+            k += usize::from(m);
+            j += usize::from(!m);
+        }
+        cur.truncate(k);
+        settled.truncate(j);
+    }
+}
+
 /// Keeps a destination's settling order fit for the balance across backtracking steps: each
 /// switch after its next hop, so that reversed, each comes after the switches routed
 /// through it.
-#[derive(Default)]
 struct Behind {
-    /// Per switch, the stamp of the last step that moved it.
-    tag: Vec<u32>,
-    stamp: u32,
+    /// The switches the step moves.
+    marks: Marks,
     moved: Vec<u32>,
 }
 
 impl Behind {
     fn new(n: usize) -> Behind {
         Behind {
-            tag: vec![0; n],
-            ..Behind::default()
+            marks: Marks::new(n),
+            moved: Vec::new(),
         }
     }
 
     /// Switch `a`, settled, now leads to `u`, settled. The order stays fit if `u` came first;
     /// else `a`, and the switches after it whose routes pass through it (a switch's next hop
     /// comes before it, so one pass tags them), move behind the others, in their order.
+    #[inline(never)]
     fn place(
         &mut self,
         cg: &ChannelGraph,
@@ -1073,18 +1129,14 @@ impl Behind {
         if pu < pa {
             return;
         }
-        if self.stamp == u32::MAX {
-            self.tag.fill(0);
-            self.stamp = 0;
-        }
-        self.stamp += 1;
+        self.marks.clear();
         self.moved.clear();
         let mut keep = pa;
         for i in pa..settled.len() {
             let v = settled[i] as usize;
             let c = next[v];
-            if v == a || (c != NONE && self.tag[cg.to_slot(c).0] == self.stamp) {
-                self.tag[v] = self.stamp;
+            if v == a || (c != NONE && self.marks.contains(cg.to_slot(c).0)) {
+                self.marks.insert(v);
                 self.moved.push(v as u32);
             } else {
                 settled[keep] = v as u32;
