@@ -37,26 +37,6 @@ impl Dor {
     }
 }
 
-/// Min-hop candidates of slot `si` kept to the lowest dimension: ports reaching the same
-/// neighbour as the lowest-numbered minimum-hop port.
-fn dor_candidates(hm: &HopMatrix, si: usize) -> Candidates {
-    let all = Candidates::min_hop(hm, si);
-    let nb = hm.neighbors(si);
-    let to_of = |p: u8| nb.iter().find(|e| e.port == p).map(|e| e.to);
-    let mut start = Vec::with_capacity(all.len() + 1);
-    let mut ports = Vec::new();
-    for t in 0..all.len() {
-        start.push(ports.len() as u32);
-        let list = all.of(t);
-        if let Some(&first) = list.first() {
-            let to = to_of(first);
-            ports.extend(list.iter().copied().filter(|&p| to_of(p) == to));
-        }
-    }
-    start.push(ports.len() as u32);
-    Candidates::from_csr(start, ports)
-}
-
 impl RoutingEngine for Dor {
     fn name(&self) -> &'static str {
         "dor"
@@ -71,7 +51,7 @@ impl RoutingEngine for Dor {
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
         let lfts = balance(subnet, hm.graph(), &self.opts, scatter, &|si| {
-            dor_candidates(&hm, si)
+            Candidates::lowest_dimension(&hm, si)
         });
         // Credit loops of the CA-to-CA routes on the one VL dor uses.
         let g = hm.graph();

@@ -511,71 +511,15 @@ impl Candidates {
 
     /// The minimum-hop ports of switch slot `si` toward every other switch: the usable links
     /// whose far end is one hop closer to the destination. Destinations reached through the
-    /// same links share one stored list.
-    ///
-    /// Per block of 64 destinations: a byte compare of each neighbour's hop row (which
-    /// vectorises) gives the neighbour's mask of destinations it leads on toward; a bit
-    /// transpose turns the 64 masks of up to 64 neighbours into one word per destination
-    /// (bit `j` = neighbour `j`, so port order); each distinct word is a list, spelled out
-    /// once.
+    /// same links share one stored list: each distinct word of [`min_hop_words`] is a list,
+    /// spelled out once.
     #[must_use]
     pub fn min_hop(hm: &HopMatrix, si: usize) -> Candidates {
-        const B: usize = 64;
-        let my = hm.row(si);
-        let n = my.len(); // 0 for a slot out of range: no lists
         let nb = hm.neighbors(si);
-        let rows: Vec<&[u8]> = nb.iter().map(|e| hm.row(e.to as usize)).collect();
-        let blocks = n.div_ceil(B);
-        // Words per destination: one per 64 neighbours.
-        let words = nb.len().div_ceil(64);
-        if words == 0 {
-            // No links: every destination has the one empty list.
-            return Candidates {
-                list: vec![0; n],
-                spans: vec![(0, 0)],
-                ports: Vec::new(),
-                distinct: true,
-            };
-        }
-        // `cols[t * words + g]`: bit `j` set if neighbour `64 * g + j` leads on toward `t`.
-        let mut cols = vec![0u64; blocks * B * words];
-        let mut want = [0u8; B];
-        let mut valid = [0u8; B];
-        let mut masks = [0u64; 64];
-        for b in 0..blocks {
-            let lo = b * B;
-            let hi = n.min(lo + B);
-            // The hop count a candidate's far end has, and whether `t` has a list at all (not
-            // this switch, not unreachable); 0 past `n`.
-            want.fill(0);
-            valid.fill(0);
-            for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
-                *w = h.wrapping_sub(1);
-                *v = u8::from(h != 0 && h != UNREACHABLE);
-            }
-            for (g, group) in rows.chunks(64).enumerate() {
-                masks.fill(0);
-                for (m, row) in masks.iter_mut().zip(group) {
-                    let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
-                        Some(Ok(r)) => r,
-                        _ => {
-                            let mut r = [0u8; B];
-                            r[..hi - lo].copy_from_slice(&row[lo..hi]);
-                            r
-                        }
-                    };
-                    let mut eq = [0u8; B];
-                    for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&want).zip(&valid) {
-                        *q = u8::from(r == w) & v;
-                    }
-                    *m = pack_bits(&eq);
-                }
-                transpose64(&mut masks);
-                for (k, &m) in masks.iter().enumerate() {
-                    cols[(lo + k) * words + g] = m;
-                }
-            }
-        }
+        let Some((cols, words)) = min_hop_words(hm, si) else {
+            return Candidates::one_empty(hm.row(si).len());
+        };
+        let n = hm.row(si).len();
         let spell = |w: u64, g: usize, ports: &mut Vec<u8>| {
             let mut w = w;
             while w != 0 {
@@ -601,6 +545,58 @@ impl Candidates {
         }
     }
 
+    /// [`Candidates::min_hop`] kept to the lowest dimension (OpenSM's `dor`): per destination,
+    /// the ports that reach the same neighbour as its lowest-numbered minimum-hop port (more
+    /// than one only through parallel links). A destination's list is keyed by that port, so
+    /// there are at most as many lists as links, found without hashing.
+    #[must_use]
+    pub fn lowest_dimension(hm: &HopMatrix, si: usize) -> Candidates {
+        let nb = hm.neighbors(si);
+        let n = hm.row(si).len();
+        let Some((cols, words)) = min_hop_words(hm, si) else {
+            return Candidates::one_empty(n);
+        };
+        // List 0 is the empty one; the list of neighbour j, once made, is `made[j]`.
+        let mut spans: Vec<(u32, u32)> = vec![(0, 0)];
+        let mut ports: Vec<u8> = Vec::new();
+        let mut made = vec![0u32; nb.len()];
+        let mut list = Vec::with_capacity(n);
+        for col in cols.chunks_exact(words).take(n) {
+            let Some(j) = col
+                .iter()
+                .enumerate()
+                .find(|(_, &w)| w != 0)
+                .map(|(g, &w)| 64 * g + w.trailing_zeros() as usize)
+            else {
+                list.push(0);
+                continue;
+            };
+            if made[j] == 0 {
+                let a = ports.len() as u32;
+                let to = nb[j].to;
+                ports.extend(nb.iter().filter(|e| e.to == to).map(|e| e.port));
+                spans.push((a, ports.len() as u32));
+                made[j] = spans.len() as u32 - 1;
+            }
+            list.push(made[j]);
+        }
+        Candidates {
+            list,
+            spans,
+            ports,
+            distinct: true,
+        }
+    }
+
+    /// Every one of `n` destinations has the one empty list.
+    fn one_empty(n: usize) -> Candidates {
+        Candidates {
+            list: vec![0; n],
+            spans: vec![(0, 0)],
+            ports: Vec::new(),
+            distinct: true,
+        }
+    }
     /// Destination `t` uses `lists[ids[t]]` (test helper for lists shared between
     /// destinations).
     #[cfg(test)]
@@ -673,6 +669,68 @@ impl Candidates {
             None => &[],
         }
     }
+}
+
+/// The minimum-hop neighbours of switch slot `si` toward every switch, as bit words: word `g`
+/// of destination `t` (`cols[t * words + g]`) has bit `j` set if neighbour `64 * g + j` is a
+/// hop closer to `t`. `None` without neighbours.
+///
+/// Per block of 64 destinations: a byte compare of each neighbour's hop row (which
+/// vectorises) gives the neighbour's mask of destinations it leads on toward; a bit transpose
+/// turns the 64 masks of up to 64 neighbours into one word per destination (bit `j` =
+/// neighbour `j`, so port order).
+fn min_hop_words(hm: &HopMatrix, si: usize) -> Option<(Vec<u64>, usize)> {
+    const B: usize = 64;
+    let my = hm.row(si);
+    let n = my.len(); // 0 for a slot out of range: no destinations
+    let nb = hm.neighbors(si);
+    let rows: Vec<&[u8]> = nb.iter().map(|e| hm.row(e.to as usize)).collect();
+    let blocks = n.div_ceil(B);
+    // Words per destination: one per 64 neighbours.
+    let words = nb.len().div_ceil(64);
+    if words == 0 {
+        return None;
+    }
+    // `cols[t * words + g]`: bit `j` set if neighbour `64 * g + j` leads on toward `t`.
+    let mut cols = vec![0u64; blocks * B * words];
+    let mut want = [0u8; B];
+    let mut valid = [0u8; B];
+    let mut masks = [0u64; 64];
+    for b in 0..blocks {
+        let lo = b * B;
+        let hi = n.min(lo + B);
+        // The hop count a candidate's far end has, and whether `t` has a list at all (not
+        // this switch, not unreachable); 0 past `n`.
+        want.fill(0);
+        valid.fill(0);
+        for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
+            *w = h.wrapping_sub(1);
+            *v = u8::from(h != 0 && h != UNREACHABLE);
+        }
+        for (g, group) in rows.chunks(64).enumerate() {
+            masks.fill(0);
+            for (m, row) in masks.iter_mut().zip(group) {
+                let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
+                    Some(Ok(r)) => r,
+                    _ => {
+                        let mut r = [0u8; B];
+                        r[..hi - lo].copy_from_slice(&row[lo..hi]);
+                        r
+                    }
+                };
+                let mut eq = [0u8; B];
+                for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&want).zip(&valid) {
+                    *q = u8::from(r == w) & v;
+                }
+                *m = pack_bits(&eq);
+            }
+            transpose64(&mut masks);
+            for (k, &m) in masks.iter().enumerate() {
+                cols[(lo + k) * words + g] = m;
+            }
+        }
+    }
+    Some((cols, words))
 }
 
 /// The lists of [`Candidates`] from one key per destination (equal keys, equal lists):
@@ -883,8 +941,35 @@ mod tests {
         Candidates::from_csr(start, ports)
     }
 
+    /// dor's lists straight from their definition: the min-hop ports reaching the same
+    /// neighbour as the first of them.
+    fn lowest_dimension_by_scan(hm: &HopMatrix, si: usize) -> Candidates {
+        let all = min_hop_by_scan(hm, si);
+        let to_of = |p: u8| hm.neighbors(si).iter().find(|e| e.port == p).map(|e| e.to);
+        let mut start = vec![0u32];
+        let mut ports = Vec::new();
+        for t in 0..all.len() {
+            if let Some(&first) = all.of(t).first() {
+                let to = to_of(first);
+                ports.extend(all.of(t).iter().copied().filter(|&p| to_of(p) == to));
+            }
+            start.push(ports.len() as u32);
+        }
+        Candidates::from_csr(start, ports)
+    }
+
     fn assert_candidates_match_scan(hm: &HopMatrix) {
         for si in 0..hm.switch_count() {
+            let d = Candidates::lowest_dimension(hm, si);
+            assert_eq!(
+                d,
+                lowest_dimension_by_scan(hm, si),
+                "dor lists of switch {si}"
+            );
+            let stored: std::collections::HashSet<&[u8]> =
+                (0..d.stored_lists()).map(|i| d.stored(i)).collect();
+            assert!(d.lists_distinct());
+            assert_eq!(stored.len(), d.stored_lists(), "dor lists of switch {si}");
             let c = Candidates::min_hop(hm, si);
             assert_eq!(c, min_hop_by_scan(hm, si), "candidates of switch {si}");
             // Stored once each, as `lists_distinct` promises.
