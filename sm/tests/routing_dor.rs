@@ -61,3 +61,33 @@ fn dor_uses_the_lowest_dimension() {
         .unwrap();
     assert_eq!(out.routes.lfts.get(a, far), Some(ibmad::PortNum(1)));
 }
+
+/// The pass over every switch's row that dor's credit-loop check uses finds the dependencies
+/// the walk of every destination's tree from every switch counts: on tori (credit loops),
+/// parallel links, meshes, a hypercube and an irregular graph, toward every LID.
+#[test]
+fn deps_from_every_switch_match_the_tree_walk() {
+    use sm::routing::cdg::{deps_from_every_switch, lft_columns, route_dep_counts, ChannelGraph};
+    use sm::routing::graph::HopMatrix;
+    use sm::routing::minhop::MinHop;
+    for spec in [
+        "torus:4,4",
+        "torus:2,3,4",
+        "mesh:3,4,3,cas=2",
+        "hypercube:4",
+        "random:20,30,25,3",
+    ] {
+        let s = subnet(spec, 0, 1);
+        let hm = HopMatrix::build(&s);
+        let lfts = MinHop::new(EngineOptions::default()).route_with(&s, &hm);
+        let g = hm.graph();
+        let n = g.switch_count();
+        let cg = ChannelGraph::new(g);
+        let lids: Vec<u16> = (1..=sm::routing::max_lid(&s).0).collect();
+        let cols = lft_columns(g, &lfts, &lids);
+        let counts = route_dep_counts(&cg, &cols, n, lids.len(), &vec![1; n]);
+        let want: Vec<bool> = counts.iter().map(|&x| x > 0).collect();
+        assert!(want.iter().any(|&x| x), "{spec}: no dependency at all");
+        assert_eq!(deps_from_every_switch(g, &cg, &lfts, &lids), want, "{spec}");
+    }
+}

@@ -1694,6 +1694,69 @@ pub fn leaves_first(
     order.reverse();
 }
 
+/// Which dependencies the routes toward `lids` use when every switch is a source: what
+/// [`route_dep_counts`]` > 0` says with `is_src` all 1, without walking each destination's
+/// tree. A route from `v` reaches its next switch `u` and goes on as `u`'s own route, so its
+/// dependencies are `v`'s channel toward the LID with `u`'s, over every switch and LID: no
+/// walk, no order. Per switch, one pass over its row marks, per channel it routes on, the
+/// ports the next switch leaves on; then each marked pair is one dependency.
+#[must_use]
+pub fn deps_from_every_switch(
+    g: &SwitchGraph,
+    cg: &ChannelGraph,
+    lfts: &super::Lfts,
+    lids: &[u16],
+) -> Vec<bool> {
+    let rows: Vec<&[u8]> = g
+        .slots()
+        .switches()
+        .iter()
+        .map(|&sw| lfts.table(sw).unwrap_or(&[]))
+        .collect();
+    let mut used = vec![false; cg.num_deps()];
+    // Per port of `v`: 1 + the index of the channel leaving on it, 0 for none (the port
+    // toward a CA, port 0, no path).
+    let mut chan_of = [0u8; 256];
+    // Per channel of `v` (after a placeholder 0 for none): the row of the switch it reaches
+    // and the ports that switch leaves on toward the LIDs `v` sends over the channel.
+    let mut next_rows: Vec<&[u8]> = Vec::new();
+    let mut seen: Vec<[u64; 4]> = Vec::new();
+    for (v, rv) in rows.iter().enumerate() {
+        let (s, e) = cg.leaving_range(v);
+        chan_of.fill(0);
+        next_rows.clear();
+        next_rows.push(&[]);
+        for c in s..e {
+            // At most 254 ports, so at most 254 channels.
+            chan_of[usize::from(cg.port(c))] = (c - s + 1) as u8;
+            next_rows.push(rows[cg.to_slot(c).0]);
+        }
+        seen.clear();
+        seen.resize(next_rows.len(), [0; 4]);
+        for &l in lids {
+            let l = usize::from(l);
+            let p = rv.get(l).copied().unwrap_or(super::NO_PATH);
+            let k = usize::from(chan_of[usize::from(p)]);
+            let q = next_rows[k].get(l).copied().unwrap_or(0);
+            seen[k][usize::from(q >> 6)] |= 1 << (q & 63);
+        }
+        for (c, words) in (s..e).zip(&seen[1..]) {
+            let u = cg.to_slot(c).0;
+            for (w, &bits) in words.iter().enumerate() {
+                let mut bits = bits;
+                while bits != 0 {
+                    let q = (64 * w + bits.trailing_zeros() as usize) as u8;
+                    bits &= bits - 1;
+                    if let Some(d) = cg.leaving(u, q).and_then(|c2| cg.dep(c, c2)) {
+                        used[d] = true;
+                    }
+                }
+            }
+        }
+    }
+    used
+}
+
 /// How many routes use each dependency: one route per (source switch, destination), sources
 /// being the slots with `is_src[v] = 1`, destinations the `ndest` columns of `cols` (see
 /// [`lft_columns`]). Each destination costs O(switches): the routes toward it form a tree, and

@@ -16,7 +16,7 @@
 //! loops of a torus or a miscabled mesh in place; this engine checks its own tables and fails
 //! — so the chain falls back — when they have a credit loop, naming a link of it.
 
-use super::cdg::{find_cycle, lft_columns, route_dep_counts, ChannelGraph};
+use super::cdg::{deps_from_every_switch, find_cycle, lft_columns, route_dep_counts, ChannelGraph};
 use super::graph::{Candidates, HopMatrix};
 use super::minhop::{balance, scatter_seed};
 use super::{EngineOptions, RouteError, Routes, RoutingEngine};
@@ -75,9 +75,14 @@ impl RoutingEngine for Dor {
                 }
             }
         }
-        let cols = lft_columns(g, &lfts, &lids);
-        let counts = route_dep_counts(&cg, &cols, n, lids.len(), &is_src);
-        if let Some(cycle) = find_cycle(&cg, &|d: usize| counts[d] > 0) {
+        let used = if is_src.iter().all(|&x| x > 0) {
+            deps_from_every_switch(g, &cg, &lfts, &lids)
+        } else {
+            let cols = lft_columns(g, &lfts, &lids);
+            let counts = route_dep_counts(&cg, &cols, n, lids.len(), &is_src);
+            counts.iter().map(|&x| x > 0).collect()
+        };
+        if let Some(cycle) = find_cycle(&cg, &|d: usize| used[d]) {
             let c = cycle.first().copied().unwrap_or(0);
             let (a, b) = (cg.from_slot(c), cg.to_slot(c).0);
             let name = |x: usize| {
