@@ -125,3 +125,34 @@ fn dfsssp_lmc_routes_every_lid() {
         "{reach:?}"
     );
 }
+
+/// Listing each switch's channels one hop closer once per run of destinations behind the
+/// same switch changes no route: sssp and dfsssp give the same tables and SLs with and
+/// without it, with CAs several to a switch (fat tree, random graph), one to a switch
+/// (torus), and with LMC.
+#[test]
+fn sssp_listed_runs_change_no_route() {
+    use sm::routing::dfsssp::Sssp;
+    use sm::routing::RoutingEngine;
+    for (spec, lmc) in [
+        ("fat-tree:3,8", 0),
+        ("random:40,120,60,5", 0),
+        ("torus:4,4,3", 0),
+        ("fat-tree:2,8", 2),
+    ] {
+        let s = subnet(spec, lmc, 4);
+        for df in [false, true] {
+            let route = |plain: bool| {
+                let e = if df {
+                    Sssp::dfsssp(opts(true))
+                } else {
+                    Sssp::new(opts(true))
+                };
+                let e = if plain { e.plain() } else { e };
+                let mut rng = rand::rngs::mock::StepRng::new(0, 1);
+                e.route_logged(&s, &mut rng, &mut Vec::new()).unwrap()
+            };
+            assert_eq!(route(false), route(true), "{spec}, dfsssp {df}");
+        }
+    }
+}

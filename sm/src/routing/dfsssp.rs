@@ -52,6 +52,8 @@ use crate::subnet::Subnet;
 pub struct Sssp {
     opts: EngineOptions,
     deadlock_free: bool,
+    /// See [`Sssp::plain`].
+    plain: bool,
 }
 
 impl Sssp {
@@ -61,6 +63,7 @@ impl Sssp {
         Sssp {
             opts,
             deadlock_free: false,
+            plain: false,
         }
     }
 
@@ -70,7 +73,18 @@ impl Sssp {
         Sssp {
             opts,
             deadlock_free: true,
+            plain: false,
         }
+    }
+
+    /// Without the shortcut the routing phase takes for a run of destinations behind one
+    /// switch (their switches' channels one hop closer listed once): every destination scans
+    /// every channel. The same tables, slower; the tests compare the two.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn plain(mut self) -> Sssp {
+        self.plain = true;
+        self
     }
 
     fn name_str(&self) -> &'static str {
@@ -221,71 +235,132 @@ impl Endpoints {
     }
 }
 
-/// Breadth-first distance and order from one switch, reused by every LID behind it.
-struct Bfs {
+/// The shortest paths toward one switch: breadth-first distance and order, reused by every
+/// LID behind it, and where several are, each switch's channels one hop closer.
+struct Toward {
     of: usize,
     dist: Vec<u8>,
     order: Vec<u32>,
+    /// Whether `start` and `par` are made for switch `of`.
+    listed: bool,
+    /// The switch at `order[i]` (i ≥ 1) relaxes `par[start[i - 1]..start[i]]`: (neighbour,
+    /// channel to it) for each channel to a neighbour one hop closer, in channel order.
+    start: Vec<u32>,
+    par: Vec<(u32, u32)>,
 }
 
-impl Bfs {
-    fn new(n: usize) -> Bfs {
-        Bfs {
+impl Toward {
+    fn new(n: usize) -> Toward {
+        Toward {
             of: usize::MAX,
             dist: vec![UNREACHABLE; n],
             order: Vec::with_capacity(n),
+            listed: false,
+            start: Vec::with_capacity(n),
+            par: Vec::new(),
         }
     }
 
-    fn at(&mut self, g: &SwitchGraph, t: usize) {
+    /// Toward switch `t` (kept while the destinations stay behind it); with `list`, the
+    /// channels one hop closer too (for a run of destinations behind `t`: a lone one scans
+    /// its channels once, which is cheaper than listing them).
+    fn at(&mut self, g: &SwitchGraph, t: usize, list: bool) {
         if self.of != t {
             g.bfs([t], &mut self.dist, &mut self.order);
             self.of = t;
+            self.listed = false;
+        }
+        if !list || self.listed {
+            return;
+        }
+        self.listed = true;
+        self.start.clear();
+        self.par.clear();
+        let chans = g.channels();
+        for &v in self.order.iter().skip(1) {
+            let v = v as usize;
+            let dv = self.dist[v];
+            let lo = g.first_channel(v);
+            for (c, e) in (lo..).zip(&chans[lo..g.first_channel(v + 1)]) {
+                if self.dist[e.to as usize].wrapping_add(1) == dv {
+                    self.par.push((e.to, c as u32));
+                }
+            }
+            self.start.push(self.par.len() as u32);
         }
     }
 }
 
 /// Balanced shortest-path LFTs (the routing phase of both engines, see the module docs).
-pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lfts {
+/// `plain`: see [`Sssp::plain`].
+pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints, plain: bool) -> Lfts {
     let n = g.switch_count();
     let top = max_lid(subnet);
     let mut lfts = Lfts::with_slots(g.slots().clone(), top);
     let chans = g.channels();
     let mut weight = vec![0u64; chans.len()];
-    let mut bfs = Bfs::new(n);
+    let mut toward = Toward::new(n);
     let mut cost = vec![0u64; n];
     let mut next = vec![u32::MAX; n];
     let mut acc = vec![0u64; n];
     let width = usize::from(top.0) + 1;
     // Column writes go to a destination-major buffer, transposed once at the end.
     let mut cols = vec![NO_PATH; width * n];
-    for d in &ep.dests {
+    for (i, d) in ep.dests.iter().enumerate() {
         let t = d.slot as usize;
         let lid = usize::from(d.lid);
         if lid >= width {
             continue;
         }
-        bfs.at(g, t);
+        let more = !plain && ep.dests.get(i + 1).is_some_and(|e| e.slot == d.slot);
+        toward.at(g, t, more);
         let col = &mut cols[lid * n..(lid + 1) * n];
         col[t] = d.port;
         cost[t] = 0;
-        for &v in bfs.order.iter().skip(1) {
+        if !toward.listed {
+            for &v in toward.order.iter().skip(1) {
+                let v = v as usize;
+                let dv = toward.dist[v];
+                let mut best = u64::MAX;
+                let mut pick = u32::MAX;
+                for c in g.first_channel(v)..g.first_channel(v + 1) {
+                    let u = chans[c].to as usize;
+                    if toward.dist[u].wrapping_add(1) != dv {
+                        continue;
+                    }
+                    let k = cost[u].saturating_add(weight[c]);
+                    if k < best {
+                        best = k;
+                        pick = c as u32;
+                    }
+                }
+                cost[v] = best;
+                next[v] = pick;
+                col[v] = if pick == u32::MAX {
+                    NO_PATH
+                } else {
+                    chans[pick as usize].port
+                };
+            }
+        }
+        let mut a = 0;
+        let listed = if toward.listed {
+            &toward.start[..]
+        } else {
+            &[]
+        };
+        for (&v, &b) in toward.order.iter().skip(1).zip(listed) {
             let v = v as usize;
-            let dv = bfs.dist[v];
-            let (s, e) = (g.first_channel(v), g.first_channel(v + 1));
             let mut best = u64::MAX;
             let mut pick = u32::MAX;
-            for c in s..e {
-                let u = chans[c].to as usize;
-                if bfs.dist[u].wrapping_add(1) != dv {
-                    continue;
-                }
-                let k = cost[u].saturating_add(weight[c]);
+            for &(u, c) in &toward.par[a..b as usize] {
+                let k = cost[u as usize].saturating_add(weight[c as usize]);
                 if k < best {
                     best = k;
-                    pick = c as u32;
+                    pick = c;
                 }
             }
+            a = b as usize;
             cost[v] = best;
             next[v] = pick;
             col[v] = if pick == u32::MAX {
@@ -295,10 +370,10 @@ pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints) -> Lf
             };
         }
         // Weights: each link gets the LIDs behind every switch whose path it carries.
-        for &v in &bfs.order {
+        for &v in &toward.order {
             acc[v as usize] = ep.weight[v as usize];
         }
-        for &v in bfs.order.iter().skip(1).rev() {
+        for &v in toward.order.iter().skip(1).rev() {
             let v = v as usize;
             let c = next[v];
             if c == u32::MAX {
@@ -691,7 +766,7 @@ impl RoutingEngine for Sssp {
             )));
         }
         let ep = Endpoints::collect(subnet, &g, &self.opts, log);
-        let lfts = route_sssp(subnet, &g, &ep);
+        let lfts = route_sssp(subnet, &g, &ep, self.plain);
         if !self.deadlock_free {
             log.push(
                 "dfsssp_do_dijkstra_routing: SSSP routing specified -> skipping deadlock removal thru dfsssp_remove_deadlocks(...)"
