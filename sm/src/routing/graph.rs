@@ -547,41 +547,74 @@ impl Candidates {
 
     /// [`Candidates::min_hop`] kept to the lowest dimension (OpenSM's `dor`): per destination,
     /// the ports that reach the same neighbour as its lowest-numbered minimum-hop port (more
-    /// than one only through parallel links). A destination's list is keyed by that port, so
-    /// there are at most as many lists as links, found without hashing.
+    /// than one only through parallel links). A destination's list is keyed by that
+    /// neighbour, so there are at most as many lists as links, found without hashing.
+    ///
+    /// Per block of 64 destinations, the neighbours' masks (as in [`min_hop_words`]) are
+    /// taken in port order, each claiming the destinations no earlier one has: no transpose.
     #[must_use]
     pub fn lowest_dimension(hm: &HopMatrix, si: usize) -> Candidates {
+        const B: usize = 64;
         let nb = hm.neighbors(si);
-        let n = hm.row(si).len();
-        let Some((cols, words)) = min_hop_words(hm, si) else {
-            return Candidates::one_empty(n);
-        };
+        let my = hm.row(si);
+        let n = my.len();
+        let rows: Vec<&[u8]> = nb.iter().map(|e| hm.row(e.to as usize)).collect();
+        // Per destination: 1 + the first neighbour a hop closer, 0 for none.
+        let mut first = vec![0u32; n];
+        let mut want = [0u8; B];
+        let mut valid = [0u8; B];
+        for lo in (0..n).step_by(B) {
+            let hi = n.min(lo + B);
+            want.fill(0);
+            valid.fill(0);
+            for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
+                *w = h.wrapping_sub(1);
+                *v = u8::from(h != 0 && h != UNREACHABLE);
+            }
+            // Destinations of the block no neighbour has claimed yet.
+            let mut open = u64::MAX;
+            for (j, row) in rows.iter().enumerate() {
+                if open == 0 {
+                    break;
+                }
+                let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
+                    Some(Ok(r)) => r,
+                    _ => {
+                        let mut r = [0u8; B];
+                        r[..hi - lo].copy_from_slice(&row[lo..hi]);
+                        r
+                    }
+                };
+                let mut eq = [0u8; B];
+                for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&want).zip(&valid) {
+                    *q = u8::from(r == w) & v;
+                }
+                let mut claim = pack_bits(&eq) & open;
+                open &= !claim;
+                while claim != 0 {
+                    let k = claim.trailing_zeros() as usize;
+                    claim &= claim - 1;
+                    first[lo + k] = j as u32 + 1;
+                }
+            }
+        }
         // List 0 is the empty one; the list of neighbour j, once made, is `made[j]`.
         let mut spans: Vec<(u32, u32)> = vec![(0, 0)];
         let mut ports: Vec<u8> = Vec::new();
-        let mut made = vec![0u32; nb.len()];
-        let mut list = Vec::with_capacity(n);
-        for col in cols.chunks_exact(words).take(n) {
-            let Some(j) = col
-                .iter()
-                .enumerate()
-                .find(|(_, &w)| w != 0)
-                .map(|(g, &w)| 64 * g + w.trailing_zeros() as usize)
-            else {
-                list.push(0);
-                continue;
-            };
-            if made[j] == 0 {
+        let mut made = vec![0u32; nb.len() + 1];
+        for f in &mut first {
+            let j = *f as usize;
+            if j != 0 && made[j] == 0 {
                 let a = ports.len() as u32;
-                let to = nb[j].to;
+                let to = nb[j - 1].to;
                 ports.extend(nb.iter().filter(|e| e.to == to).map(|e| e.port));
                 spans.push((a, ports.len() as u32));
                 made[j] = spans.len() as u32 - 1;
             }
-            list.push(made[j]);
+            *f = made[j];
         }
         Candidates {
-            list,
+            list: first,
             spans,
             ports,
             distinct: true,
