@@ -42,7 +42,7 @@ use std::collections::HashSet;
 use ibmad::{Guid, Lid, PortNum};
 
 use super::cdg::{lft_columns, lft_next as next_chan, route_dep_counts, ChannelGraph, NONE};
-use super::graph::{link_usable, SwitchGraph, UNREACHABLE};
+use super::graph::{link_usable, HopMatrix, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
 use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine, NO_PATH};
 use crate::subnet::Subnet;
@@ -235,12 +235,16 @@ impl Endpoints {
     }
 }
 
-/// The shortest paths toward one switch: breadth-first distance and order, reused by every
-/// LID behind it, and where several are, each switch's channels one hop closer.
+/// The shortest paths toward one switch: its hop row and the switches it reaches nearest
+/// first, reused by every LID behind it, and where several are, each switch's channels one
+/// hop closer.
 struct Toward {
     of: usize,
     dist: Vec<u8>,
+    /// The switches `of` reaches by hops (`of` first); within a hop count in slot order.
     order: Vec<u32>,
+    /// Scratch: where each hop count's switches start in `order`.
+    at_hops: Vec<u32>,
     /// Whether `start` and `par` are made for switch `of`.
     listed: bool,
     /// The switch at `order[i]` (i ≥ 1) relaxes `par[start[i - 1]..start[i]]`: (neighbour,
@@ -255,6 +259,7 @@ impl Toward {
             of: usize::MAX,
             dist: vec![UNREACHABLE; n],
             order: Vec::with_capacity(n),
+            at_hops: vec![0; 256],
             listed: false,
             start: Vec::with_capacity(n),
             par: Vec::new(),
@@ -264,9 +269,30 @@ impl Toward {
     /// Toward switch `t` (kept while the destinations stay behind it); with `list`, the
     /// channels one hop closer too (for a run of destinations behind `t`: a lone one scans
     /// its channels once, which is cheaper than listing them).
-    fn at(&mut self, g: &SwitchGraph, t: usize, list: bool) {
+    /// Any order by hops does: a switch's channels one hop closer lead to switches before it,
+    /// and it to switches after it.
+    fn at(&mut self, hm: &HopMatrix, t: usize, list: bool) {
+        let g = hm.graph();
         if self.of != t {
-            g.bfs([t], &mut self.dist, &mut self.order);
+            self.dist.copy_from_slice(hm.row(t));
+            // Counting sort by hops, the unreachable left out.
+            self.at_hops.fill(0);
+            for &h in &self.dist {
+                self.at_hops[usize::from(h)] += 1;
+            }
+            let mut sum = 0;
+            for c in &mut self.at_hops[..usize::from(UNREACHABLE)] {
+                (*c, sum) = (sum, sum + *c);
+            }
+            self.order.clear();
+            self.order.resize(sum as usize, 0);
+            for (v, &h) in self.dist.iter().enumerate() {
+                if h != UNREACHABLE {
+                    let at = &mut self.at_hops[usize::from(h)];
+                    self.order[*at as usize] = v as u32;
+                    *at += 1;
+                }
+            }
             self.of = t;
             self.listed = false;
         }
@@ -293,7 +319,8 @@ impl Toward {
 
 /// Balanced shortest-path LFTs (the routing phase of both engines, see the module docs).
 /// `plain`: see [`Sssp::plain`].
-pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints, plain: bool) -> Lfts {
+pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain: bool) -> Lfts {
+    let g = hm.graph();
     let n = g.switch_count();
     let top = max_lid(subnet);
     let mut lfts = Lfts::with_slots(g.slots().clone(), top);
@@ -313,7 +340,7 @@ pub(crate) fn route_sssp(subnet: &Subnet, g: &SwitchGraph, ep: &Endpoints, plain
             continue;
         }
         let more = !plain && ep.dests.get(i + 1).is_some_and(|e| e.slot == d.slot);
-        toward.at(g, t, more);
+        toward.at(hm, t, more);
         let col = &mut cols[lid * n..(lid + 1) * n];
         col[t] = d.port;
         cost[t] = 0;
@@ -754,7 +781,8 @@ impl RoutingEngine for Sssp {
         _rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
-        let g = SwitchGraph::build(subnet);
+        let hm = HopMatrix::from_graph(SwitchGraph::build(subnet));
+        let g = hm.graph();
         let n = g.switch_count();
         // OpenSM's dry run: every switch must be reachable (ERR AD0C).
         let (mut dist, mut q) = (vec![0u8; n], Vec::new());
@@ -765,8 +793,8 @@ impl RoutingEngine for Sssp {
                 q.len()
             )));
         }
-        let ep = Endpoints::collect(subnet, &g, &self.opts, log);
-        let lfts = route_sssp(subnet, &g, &ep, self.plain);
+        let ep = Endpoints::collect(subnet, g, &self.opts, log);
+        let lfts = route_sssp(subnet, &hm, &ep, self.plain);
         if !self.deadlock_free {
             log.push(
                 "dfsssp_do_dijkstra_routing: SSSP routing specified -> skipping deadlock removal thru dfsssp_remove_deadlocks(...)"
@@ -785,7 +813,7 @@ impl RoutingEngine for Sssp {
         log.push(format!(
             "dfsssp_remove_deadlocks: Virtual Lanes available: {avail}"
         ));
-        let cg = ChannelGraph::new(&g);
+        let cg = ChannelGraph::new(g);
         let mut src_of = vec![u32::MAX; n];
         let mut srcs = Vec::new();
         for (a, &c) in ep.cas.iter().enumerate() {
@@ -795,7 +823,7 @@ impl RoutingEngine for Sssp {
             }
         }
         let dests: Vec<u16> = ep.dests.iter().filter(|d| d.ca).map(|d| d.lid).collect();
-        let cols = lft_columns(&g, &lfts, &dests);
+        let cols = lft_columns(g, &lfts, &dests);
         let mut lay = Layering {
             cg: &cg,
             src_of,
