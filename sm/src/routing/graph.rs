@@ -554,42 +554,22 @@ impl Candidates {
     /// taken in port order, each claiming the destinations no earlier one has: no transpose.
     #[must_use]
     pub fn lowest_dimension(hm: &HopMatrix, si: usize) -> Candidates {
-        const B: usize = 64;
+        const B: usize = Block::B;
         let nb = hm.neighbors(si);
         let my = hm.row(si);
         let n = my.len();
         let rows: Vec<&[u8]> = nb.iter().map(|e| hm.row(e.to as usize)).collect();
         // Per destination: 1 + the first neighbour a hop closer, 0 for none.
         let mut first = vec![0u32; n];
-        let mut want = [0u8; B];
-        let mut valid = [0u8; B];
         for lo in (0..n).step_by(B) {
-            let hi = n.min(lo + B);
-            want.fill(0);
-            valid.fill(0);
-            for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
-                *w = h.wrapping_sub(1);
-                *v = u8::from(h != 0 && h != UNREACHABLE);
-            }
+            let block = Block::new(my, lo);
             // Destinations of the block no neighbour has claimed yet.
             let mut open = u64::MAX;
             for (j, row) in rows.iter().enumerate() {
                 if open == 0 {
                     break;
                 }
-                let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
-                    Some(Ok(r)) => r,
-                    _ => {
-                        let mut r = [0u8; B];
-                        r[..hi - lo].copy_from_slice(&row[lo..hi]);
-                        r
-                    }
-                };
-                let mut eq = [0u8; B];
-                for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&want).zip(&valid) {
-                    *q = u8::from(r == w) & v;
-                }
-                let mut claim = pack_bits(&eq) & open;
+                let mut claim = block.closer(row) & open;
                 open &= !claim;
                 while claim != 0 {
                     let k = claim.trailing_zeros() as usize;
@@ -713,7 +693,7 @@ impl Candidates {
 /// turns the 64 masks of up to 64 neighbours into one word per destination (bit `j` =
 /// neighbour `j`, so port order).
 fn min_hop_words(hm: &HopMatrix, si: usize) -> Option<(Vec<u64>, usize)> {
-    const B: usize = 64;
+    const B: usize = Block::B;
     let my = hm.row(si);
     let n = my.len(); // 0 for a slot out of range: no destinations
     let nb = hm.neighbors(si);
@@ -726,36 +706,14 @@ fn min_hop_words(hm: &HopMatrix, si: usize) -> Option<(Vec<u64>, usize)> {
     }
     // `cols[t * words + g]`: bit `j` set if neighbour `64 * g + j` leads on toward `t`.
     let mut cols = vec![0u64; blocks * B * words];
-    let mut want = [0u8; B];
-    let mut valid = [0u8; B];
     let mut masks = [0u64; 64];
     for b in 0..blocks {
         let lo = b * B;
-        let hi = n.min(lo + B);
-        // The hop count a candidate's far end has, and whether `t` has a list at all (not
-        // this switch, not unreachable); 0 past `n`.
-        want.fill(0);
-        valid.fill(0);
-        for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
-            *w = h.wrapping_sub(1);
-            *v = u8::from(h != 0 && h != UNREACHABLE);
-        }
+        let block = Block::new(my, lo);
         for (g, group) in rows.chunks(64).enumerate() {
             masks.fill(0);
             for (m, row) in masks.iter_mut().zip(group) {
-                let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
-                    Some(Ok(r)) => r,
-                    _ => {
-                        let mut r = [0u8; B];
-                        r[..hi - lo].copy_from_slice(&row[lo..hi]);
-                        r
-                    }
-                };
-                let mut eq = [0u8; B];
-                for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&want).zip(&valid) {
-                    *q = u8::from(r == w) & v;
-                }
-                *m = pack_bits(&eq);
+                *m = block.closer(row);
             }
             transpose64(&mut masks);
             for (k, &m) in masks.iter().enumerate() {
@@ -764,6 +722,57 @@ fn min_hop_words(hm: &HopMatrix, si: usize) -> Option<(Vec<u64>, usize)> {
         }
     }
     Some((cols, words))
+}
+
+/// A block of up to 64 destinations `lo..lo + 64` of one switch's hop row `my`: the hop count
+/// a neighbour a hop closer has toward each, and whether it has one at all (not the switch
+/// itself, not unreachable); 0 past the row's end.
+struct Block {
+    lo: usize,
+    hi: usize,
+    want: [u8; Block::B],
+    valid: [u8; Block::B],
+}
+
+impl Block {
+    const B: usize = 64;
+
+    fn new(my: &[u8], lo: usize) -> Block {
+        let hi = my.len().min(lo + Block::B);
+        let mut want = [0u8; Block::B];
+        let mut valid = [0u8; Block::B];
+        for ((w, v), &h) in want.iter_mut().zip(valid.iter_mut()).zip(&my[lo..hi]) {
+            *w = h.wrapping_sub(1);
+            *v = u8::from(h != 0 && h != UNREACHABLE);
+        }
+        Block {
+            lo,
+            hi,
+            want,
+            valid,
+        }
+    }
+
+    /// Bit `k`: the neighbour whose hop row is `row` is a hop closer to destination `lo + k`
+    /// (a byte compare that vectorises, then [`pack_bits`]).
+    #[inline]
+    fn closer(&self, row: &[u8]) -> u64 {
+        const B: usize = Block::B;
+        let (lo, hi) = (self.lo, self.hi);
+        let r: [u8; B] = match row.get(lo..lo + B).map(<[u8; B]>::try_from) {
+            Some(Ok(r)) => r,
+            _ => {
+                let mut r = [0u8; B];
+                r[..hi - lo].copy_from_slice(&row[lo..hi]);
+                r
+            }
+        };
+        let mut eq = [0u8; B];
+        for (((q, &r), &w), &v) in eq.iter_mut().zip(&r).zip(&self.want).zip(&self.valid) {
+            *q = u8::from(r == w) & v;
+        }
+        pack_bits(&eq)
+    }
 }
 
 /// The lists of [`Candidates`] from one key per destination (equal keys, equal lists):
