@@ -317,6 +317,21 @@ impl Toward {
     }
 }
 
+/// Of `cands` (neighbour, channel to it), in order, the first of the cheapest by the
+/// neighbour's cost plus the channel's weight: (its cost, the channel), or (`u64::MAX`,
+/// `u32::MAX`) for none.
+#[inline(always)]
+fn cheapest(cost: &[u64], weight: &[u64], cands: impl Iterator<Item = (u32, u32)>) -> (u64, u32) {
+    let (mut best, mut pick) = (u64::MAX, u32::MAX);
+    for (u, c) in cands {
+        let k = cost[u as usize].saturating_add(weight[c as usize]);
+        if k < best {
+            (best, pick) = (k, c);
+        }
+    }
+    (best, pick)
+}
+
 /// Balanced shortest-path LFTs (the routing phase of both engines, see the module docs).
 /// `plain`: see [`Sssp::plain`].
 pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain: bool) -> Lfts {
@@ -330,6 +345,8 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
     let mut cost = vec![0u64; n];
     let mut next = vec![u32::MAX; n];
     let mut acc = vec![0u64; n];
+    // The port each channel leaves on, and NO_PATH for none (u32::MAX, clamped to the end).
+    let port_of: Vec<u8> = chans.iter().map(|e| e.port).chain([NO_PATH]).collect();
     let width = usize::from(top.0) + 1;
     // Column writes go to a destination-major buffer, transposed once at the end.
     let mut cols = vec![NO_PATH; width * n];
@@ -348,26 +365,14 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
             for &v in toward.order.iter().skip(1) {
                 let v = v as usize;
                 let dv = toward.dist[v];
-                let mut best = u64::MAX;
-                let mut pick = u32::MAX;
-                for c in g.first_channel(v)..g.first_channel(v + 1) {
-                    let u = chans[c].to as usize;
-                    if toward.dist[u].wrapping_add(1) != dv {
-                        continue;
-                    }
-                    let k = cost[u].saturating_add(weight[c]);
-                    if k < best {
-                        best = k;
-                        pick = c as u32;
-                    }
-                }
-                cost[v] = best;
-                next[v] = pick;
-                col[v] = if pick == u32::MAX {
-                    NO_PATH
-                } else {
-                    chans[pick as usize].port
-                };
+                let lo = g.first_channel(v);
+                let closer = (lo..)
+                    .zip(&chans[lo..g.first_channel(v + 1)])
+                    .map(|(c, e)| (e.to, c as u32))
+                    .filter(|&(u, _)| toward.dist[u as usize].wrapping_add(1) == dv);
+                let (best, pick) = cheapest(&cost, &weight, closer);
+                (cost[v], next[v]) = (best, pick);
+                col[v] = port_of[(pick as usize).min(chans.len())];
             }
         }
         let mut a = 0;
@@ -378,23 +383,10 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
         };
         for (&v, &b) in toward.order.iter().skip(1).zip(listed) {
             let v = v as usize;
-            let mut best = u64::MAX;
-            let mut pick = u32::MAX;
-            for &(u, c) in &toward.par[a..b as usize] {
-                let k = cost[u as usize].saturating_add(weight[c as usize]);
-                if k < best {
-                    best = k;
-                    pick = c;
-                }
-            }
+            let (best, pick) = cheapest(&cost, &weight, toward.par[a..b as usize].iter().copied());
             a = b as usize;
-            cost[v] = best;
-            next[v] = pick;
-            col[v] = if pick == u32::MAX {
-                NO_PATH
-            } else {
-                chans[pick as usize].port
-            };
+            (cost[v], next[v]) = (best, pick);
+            col[v] = port_of[(pick as usize).min(chans.len())];
         }
         // Weights: each link gets the LIDs behind every switch whose path it carries.
         for &v in &toward.order {
