@@ -668,11 +668,12 @@ impl Ctx<'_> {
     /// cursor's invariant speaks only of the list's ports and the counters, instead of
     /// rescanning its own stale one. A one-port list needs no cursor: its port is the pick.
     fn route_switch_plain(&self, si: usize, row: &mut [u8], cand: &Candidates, plain: &PlainDests) {
-        if (0..cand.stored_lists()).all(|i| cand.stored(i).len() <= 1) {
-            return Self::route_switch_single(si, row, cand, plain);
-        }
+        // Where no list has more than one port (dor's lowest dimensions without parallel
+        // links, min-hop where shortest paths are unique), that port is every pick whatever
+        // the counters say: none are kept.
+        let single = (0..cand.stored_lists()).all(|i| cand.stored(i).len() <= 1);
         let mut counts = Counters::new();
-        let mut cursors = cand.cursors();
+        let mut cursors = if single { Vec::new() } else { cand.cursors() };
         let mut last: Option<usize> = None;
         for r in &plain.runs {
             let (a, b) = (r.start as usize, r.end as usize);
@@ -686,9 +687,18 @@ impl Ctx<'_> {
                 for (&lid, &p) in lids.iter().zip(ports) {
                     if let Some(entry) = row.get_mut(usize::from(lid)) {
                         *entry = p;
-                        if p != NO_PATH && !r.switch {
+                        if p != NO_PATH && !r.switch && !single {
                             counts.bump(p);
                         }
+                    }
+                }
+                continue;
+            }
+            if single {
+                let p = cand.of(t).first().copied().unwrap_or(NO_PATH);
+                for &lid in lids {
+                    if let Some(entry) = row.get_mut(usize::from(lid)) {
+                        *entry = p;
                     }
                 }
                 continue;
@@ -757,33 +767,6 @@ impl Ctx<'_> {
                         }
                     }
                     *cur = (m, pos as u32);
-                }
-            }
-        }
-    }
-
-    /// [`Ctx::route_switch_plain`] where no list has more than one port (dor's lowest
-    /// dimensions without parallel links; min-hop where shortest paths are unique): the port
-    /// is every pick, whatever the counters say, so none are kept.
-    fn route_switch_single(si: usize, row: &mut [u8], cand: &Candidates, plain: &PlainDests) {
-        for r in &plain.runs {
-            let (a, b) = (r.start as usize, r.end as usize);
-            let (Some(lids), Some(ports)) = (plain.lids.get(a..b), plain.ports.get(a..b)) else {
-                continue;
-            };
-            let t = r.t as usize;
-            if r.t == Run::NONE || t == si {
-                for (&lid, &p) in lids.iter().zip(ports) {
-                    if let Some(entry) = row.get_mut(usize::from(lid)) {
-                        *entry = p;
-                    }
-                }
-                continue;
-            }
-            let p = cand.of(t).first().copied().unwrap_or(NO_PATH);
-            for &lid in lids {
-                if let Some(entry) = row.get_mut(usize::from(lid)) {
-                    *entry = p;
                 }
             }
         }
