@@ -550,8 +550,9 @@ impl Candidates {
     /// than one only through parallel links). A destination's list is keyed by that
     /// neighbour, so there are at most as many lists as links, found without hashing.
     ///
-    /// Per block of 64 destinations, the neighbours' masks (as in [`min_hop_words`]) are
-    /// taken in port order, each claiming the destinations no earlier one has: no transpose.
+    /// Per block of 64 destinations, the neighbours' masks ([`Block::closer`]) are taken in
+    /// port order, each claiming the destinations no earlier one has: no transpose. (Of
+    /// parallel links only the first can claim, so the lists are distinct.)
     #[must_use]
     pub fn lowest_dimension(hm: &HopMatrix, si: usize) -> Candidates {
         const B: usize = Block::B;
@@ -578,7 +579,8 @@ impl Candidates {
                 }
             }
         }
-        // List 0 is the empty one; the list of neighbour j, once made, is `made[j]`.
+        // List 0 is the empty one; the list of the neighbour `first` names j (1 + its index),
+        // once made, is `made[j]`.
         let mut spans: Vec<(u32, u32)> = vec![(0, 0)];
         let mut ports: Vec<u8> = Vec::new();
         let mut made = vec![0u32; nb.len() + 1];
