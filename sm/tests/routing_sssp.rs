@@ -156,3 +156,39 @@ fn sssp_listed_runs_change_no_route() {
         }
     }
 }
+
+/// OpenSM's dry run: a switch no other reaches makes sssp and dfsssp refuse the fabric
+/// (ERR AD0C, with how many are reachable), so the chain falls back.
+#[test]
+fn sssp_refuses_a_detached_switch() {
+    let mut s = subnet("mesh:3,3", 0, 4);
+    // Cut every switch link of the first switch (its CA stays cabled).
+    let sw = s.switches().next().unwrap();
+    for p in 1..=s.node(sw).num_ports {
+        let p = ibmad::PortNum(p);
+        let Some((rn, rp)) = s.port(sw, p).unwrap().remote else {
+            continue;
+        };
+        if !s.node(rn).is_switch() {
+            continue;
+        }
+        for (a, b) in [(sw, p), (rn, rp)] {
+            let info = s.port_mut(a, b).unwrap().info.as_mut().unwrap();
+            info.set_port_state(ibmad::PortState::DOWN);
+            info.set_phys_state(ibmad::PhysState::POLLING);
+        }
+    }
+    for engine in ["sssp", "dfsssp"] {
+        let err = route_chain_with(&[engine.to_string()], true, &s, 0, &opts(true)).unwrap_err();
+        let RouteError::AllEnginesFailed { log, .. } = err else {
+            panic!("{engine}")
+        };
+        // Slot 0 is the cut switch: it reaches only itself.
+        assert!(
+            log.iter().any(|l| l.contains(
+                "ERR AD0C: unsupported network state (detached and inaccessible switches found: 1 of 9 reachable)"
+            )),
+            "{engine}: {log:?}"
+        );
+    }
+}

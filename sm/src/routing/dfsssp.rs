@@ -269,8 +269,9 @@ impl Toward {
     /// Toward switch `t` (kept while the destinations stay behind it); with `list`, the
     /// channels one hop closer too (for a run of destinations behind `t`: a lone one scans
     /// its channels once, which is cheaper than listing them).
+    ///
     /// Any order by hops does: a switch's channels one hop closer lead to switches before it,
-    /// and it to switches after it.
+    /// and the switches routed through it come after it.
     fn at(&mut self, hm: &HopMatrix, t: usize, list: bool) {
         let g = hm.graph();
         if self.of != t {
@@ -777,12 +778,10 @@ impl RoutingEngine for Sssp {
         let g = hm.graph();
         let n = g.switch_count();
         // OpenSM's dry run: every switch must be reachable (ERR AD0C).
-        let (mut dist, mut q) = (vec![0u8; n], Vec::new());
-        g.bfs([0], &mut dist, &mut q);
-        if q.len() != n {
+        let reached = hm.row(0).iter().filter(|&&h| h != UNREACHABLE).count();
+        if reached != n {
             return Err(self.fail(format!(
-                "ERR AD0C: unsupported network state (detached and inaccessible switches found: {} of {n} reachable)",
-                q.len()
+                "ERR AD0C: unsupported network state (detached and inaccessible switches found: {reached} of {n} reachable)"
             )));
         }
         let ep = Endpoints::collect(subnet, g, &self.opts, log);
