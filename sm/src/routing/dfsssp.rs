@@ -235,12 +235,12 @@ impl Endpoints {
     }
 }
 
-/// The shortest paths toward one switch: its hop row and the switches it reaches nearest
-/// first, reused by every LID behind it, and where several are, each switch's channels one
-/// hop closer.
+/// The shortest paths toward one switch: the switches it reaches nearest first (its hop row
+/// gives the distances), reused by every LID behind it, and where several are, each switch's
+/// channels one hop closer.
 struct Toward {
+    /// The switch, whose hop row (the hop matrix's) gives the distances.
     of: usize,
-    dist: Vec<u8>,
     /// The switches `of` reaches by hops (`of` first); within a hop count in slot order.
     order: Vec<u32>,
     /// Scratch: where each hop count's switches start in `order`.
@@ -257,7 +257,6 @@ impl Toward {
     fn new(n: usize) -> Toward {
         Toward {
             of: usize::MAX,
-            dist: vec![UNREACHABLE; n],
             order: Vec::with_capacity(n),
             at_hops: vec![0; 256],
             listed: false,
@@ -275,10 +274,10 @@ impl Toward {
     fn at(&mut self, hm: &HopMatrix, t: usize, list: bool) {
         let g = hm.graph();
         if self.of != t {
-            self.dist.copy_from_slice(hm.row(t));
+            let dist = hm.row(t);
             // Counting sort by hops, the unreachable left out.
             self.at_hops.fill(0);
-            for &h in &self.dist {
+            for &h in dist {
                 self.at_hops[usize::from(h)] += 1;
             }
             let mut sum = 0;
@@ -287,7 +286,7 @@ impl Toward {
             }
             self.order.clear();
             self.order.resize(sum as usize, 0);
-            for (v, &h) in self.dist.iter().enumerate() {
+            for (v, &h) in dist.iter().enumerate() {
                 if h != UNREACHABLE {
                     let at = &mut self.at_hops[usize::from(h)];
                     self.order[*at as usize] = v as u32;
@@ -304,12 +303,13 @@ impl Toward {
         self.start.clear();
         self.par.clear();
         let chans = g.channels();
+        let dist = hm.row(t);
         for &v in self.order.iter().skip(1) {
             let v = v as usize;
-            let dv = self.dist[v];
+            let dv = dist[v];
             let lo = g.first_channel(v);
             for (c, e) in (lo..).zip(&chans[lo..g.first_channel(v + 1)]) {
-                if self.dist[e.to as usize].wrapping_add(1) == dv {
+                if dist[e.to as usize].wrapping_add(1) == dv {
                     self.par.push((e.to, c as u32));
                 }
             }
@@ -363,14 +363,15 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
         col[t] = d.port;
         cost[t] = 0;
         if !toward.listed {
+            let dist = hm.row(t);
             for &v in toward.order.iter().skip(1) {
                 let v = v as usize;
-                let dv = toward.dist[v];
+                let dv = dist[v];
                 let lo = g.first_channel(v);
                 let closer = (lo..)
                     .zip(&chans[lo..g.first_channel(v + 1)])
                     .map(|(c, e)| (e.to, c as u32))
-                    .filter(|&(u, _)| toward.dist[u as usize].wrapping_add(1) == dv);
+                    .filter(|&(u, _)| dist[u as usize].wrapping_add(1) == dv);
                 let (best, pick) = cheapest(&cost, &weight, closer);
                 (cost[v], next[v]) = (best, pick);
                 col[v] = port_of[(pick as usize).min(chans.len())];
