@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use fabric_sim::topo::gen::{CA_GUID_BASE, SWITCH_GUID_BASE};
+use fabric_sim::topo::gen::{Grid, CA_GUID_BASE, SWITCH_GUID_BASE};
 use fabric_sim::topo::{LinkSpeed, LinkWidth, LoadError, NodeId, PortRef, SpecError, Topology};
 use ibmad::{Guid, NodeType, PortNum};
 
@@ -146,6 +146,46 @@ fn torus_and_mesh() {
         .node,
         a
     );
+}
+
+#[test]
+fn grid_of_spec() {
+    let g = |spec: &str| Grid::of_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    assert_eq!(
+        g("torus:8,8,8"),
+        Some(Grid {
+            size: [8, 8, 8],
+            wrap: true
+        })
+    );
+    assert_eq!(
+        g("mesh:4,3,cas=2,rate=4xEDR"),
+        Some(Grid {
+            size: [4, 3, 1],
+            wrap: false
+        })
+    );
+    assert_eq!(
+        g("torus:5"),
+        Some(Grid {
+            size: [5, 1, 1],
+            wrap: true
+        })
+    );
+    assert_eq!(g("fat-tree:2,8"), None);
+    assert_eq!(g("hypercube:3"), None);
+    // The generator's own checks.
+    for bad in [
+        "torus:0,4",
+        "mesh:2,2,2,2",
+        "torus:4,4,ports=3",
+        "torus:",
+        "nosuch:1",
+    ] {
+        let e = Grid::of_spec(bad).unwrap_err();
+        assert!(matches!(e, SpecError::Bad { .. }), "{bad}: {e}");
+        assert!(Topology::generate(bad).is_err(), "{bad}");
+    }
 }
 
 #[test]

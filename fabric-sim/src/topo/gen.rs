@@ -114,6 +114,33 @@ impl Topology {
     }
 }
 
+/// The shape of a generated `torus:`/`mesh:` fabric, for the torus-2QoS.conf that describes
+/// it (`ibsm topo --write-torus-conf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grid {
+    /// Switches along X, Y and Z (1 for a dimension the spec leaves out).
+    pub size: [u64; 3],
+    /// Whether the links wrap around (torus) or not (mesh).
+    pub wrap: bool,
+}
+
+impl Grid {
+    /// The grid of a `torus:` or `mesh:` spec, its dimensions checked as
+    /// [`Topology::generate`] checks them; `None` for another generator.
+    pub fn of_spec(spec: &str) -> Result<Option<Grid>, SpecError> {
+        let s = Spec::parse(spec)?;
+        let wrap = match s.name {
+            "torus" => true,
+            "mesh" => false,
+            _ => return Ok(None),
+        };
+        let dims = grid_dims(&s, wrap)?;
+        let mut size = [1; 3];
+        size[..dims.len()].copy_from_slice(&dims);
+        Ok(Some(Grid { size, wrap }))
+    }
+}
+
 /// A parsed spec: name, positional numbers, options.
 struct Spec<'a> {
     text: &'a str,
@@ -477,17 +504,22 @@ fn kary_ntree(s: &Spec<'_>) -> Result<Topology, SpecError> {
     Ok(b.t)
 }
 
-fn grid(s: &Spec<'_>, wrap: bool) -> Result<Topology, SpecError> {
+/// A grid spec's dimensions (one to three, each at least 1).
+fn grid_dims(s: &Spec<'_>, wrap: bool) -> Result<Vec<u64>, SpecError> {
     let usage = if wrap {
         "torus:X,Y[,Z][,cas=N]"
     } else {
         "mesh:X,Y[,Z][,cas=N]"
     };
     s.expect(1, 3, usage, &["cas"])?;
-    let dims = s.args.clone();
-    if dims.contains(&0) {
+    if s.args.contains(&0) {
         return Err(s.bad("every dimension must be at least 1".into()));
     }
+    Ok(s.args.clone())
+}
+
+fn grid(s: &Spec<'_>, wrap: bool) -> Result<Topology, SpecError> {
+    let dims = grid_dims(s, wrap)?;
     let cas = s.opt("cas", 254)?.unwrap_or(1);
     let nd = dims.len() as u64;
     let switches = dims

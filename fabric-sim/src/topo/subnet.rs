@@ -65,6 +65,15 @@ pub fn copy_lids(t: &Topology, s: &mut Subnet) {
     }
 }
 
+/// The torus-2QoS.conf (OpenSM's format, [`sm::routing::torus::TorusConfig`]) of a generated
+/// torus or mesh: its size and the links that fix the axes, switch (x, y, z) having GUID
+/// [`super::gen::SWITCH_GUID_BASE`] + x + X·(y + Y·z).
+#[must_use]
+pub fn torus_conf(grid: &super::gen::Grid) -> String {
+    let size = grid.size.map(|d| usize::try_from(d).unwrap_or(usize::MAX));
+    sm::routing::torus::TorusConfig::for_grid(size, !grid.wrap, super::gen::SWITCH_GUID_BASE)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
