@@ -22,9 +22,10 @@ commands:
                            simulated fabric whose switches are RA-1 models served over vfio-user
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
-  topo TOPOLOGY [--write-net FILE]
+  topo TOPOLOGY [--write-net FILE] [--write-torus-conf FILE]
                            load a topology (file or generator spec), print its size, and
                            write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
+                           or, for a generated torus/mesh, its torus-2QoS.conf
   ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr … | dump
                            steer a running `ibsm run` (its control socket)
   discover | query | route | dump-fts | links | trace | portstate | counters | stat [--transport T]
@@ -36,7 +37,8 @@ commands:
 
 routing engines (-R, comma-separated, tried in order, then minhop unless no_fallback):
   minhop, updn, dnup, ftree, file, sssp, dfsssp, lash, nue, dor, torus-2QoS, dfp, dfp2
-  (lash, dfsssp, nue: -Q for more than one VL; torus-2QoS: -Q and --torus_config)
+  (lash, dfsssp, nue: -Q for more than one VL; torus-2QoS: -Q and --torus_config, which
+  `ibsm topo SPEC --write-torus-conf FILE` writes for a generated torus or mesh)
 exit status: 0 success, 1 the subnet or its tables failed (the message says what), 2 bad
 usage or input
 ";
@@ -115,22 +117,64 @@ fn cmd_sim(args: &[String]) -> ExitCode {
     }
 }
 
+/// `ibsm topo`.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "ibsm topo",
+    about = "Load a topology (file or generator spec), print its size, and write it out"
+)]
+struct TopoArgs {
+    /// Topology file (ibnetdiscover or ibsim .net format) or generator spec (torus:8,8,8, ...)
+    topology: String,
+    /// Write the fabric as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
+    #[arg(long, value_name = "FILE")]
+    write_net: Option<String>,
+    /// Write the torus-2QoS.conf of a generated torus:/mesh: fabric (for --torus_config)
+    #[arg(long, value_name = "FILE")]
+    write_torus_conf: Option<String>,
+}
+
 fn cmd_topo(args: &[String]) -> ExitCode {
-    let (spec, net) = match args {
-        [spec] => (spec, None),
-        [spec, flag, file] if flag == "--write-net" => (spec, Some(file)),
-        _ => return fail("usage: ibsm topo TOPOLOGY [--write-net FILE]"),
+    use clap::Parser;
+    let argv = std::iter::once("ibsm topo".to_string()).chain(args.iter().cloned());
+    let a = match TopoArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let spec = &a.topology;
+    // The torus-2QoS.conf first: it needs a grid spec, and is cheap to refuse.
+    let torus_conf = match &a.write_torus_conf {
+        None => None,
+        Some(file) => match torus_conf_of(spec) {
+            Ok(text) => Some((file, text)),
+            Err(e) => return fail(format!("--write-torus-conf: {e}")),
+        },
     };
     let progress = ibsm::progress::Progress::new(true);
     let t = match simrun::load_topology(spec, &progress) {
         Ok(t) => t,
         Err(e) => return fail(format!("topology {spec:?}: {e}")),
     };
-    if let Some(file) = net {
+    let mut wrote = Vec::new();
+    if let Some(file) = &a.write_net {
         progress.message(&format!("writing {file}"));
         if let Err(e) = t.save_net(file) {
             return fail(format!("{file}: {e}"));
         }
+        wrote.push(file.as_str());
+    }
+    if let Some((file, text)) = &torus_conf {
+        if let Err(e) = std::fs::write(file, text) {
+            return fail(format!("{file}: {e}"));
+        }
+        wrote.push(file.as_str());
     }
     progress.finish();
     println!(
@@ -138,9 +182,25 @@ fn cmd_topo(args: &[String]) -> ExitCode {
         t.num_switches(),
         t.num_cas(),
         t.num_links(),
-        net.map_or(String::new(), |f| format!("; wrote {f}"))
+        if wrote.is_empty() {
+            String::new()
+        } else {
+            format!("; wrote {}", wrote.join(", "))
+        }
     );
     ExitCode::SUCCESS
+}
+
+/// The torus-2QoS.conf of a generated `torus:`/`mesh:` spec.
+fn torus_conf_of(spec: &str) -> Result<String, String> {
+    use fabric_sim::topo::gen::Grid;
+    match Grid::of_spec(spec) {
+        Ok(Some(g)) => Ok(fabric_sim::topo::subnet::torus_conf(&g)),
+        Ok(None) => Err(format!(
+            "{spec:?} is not a generated torus or mesh (torus:X,Y[,Z] or mesh:X,Y[,Z]); write the torus-2QoS.conf of another fabric by hand"
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Takes `--NAME VALUE` / `--NAME=VALUE` (an ibsm option OpenSM lacks) out of `args`.

@@ -237,3 +237,55 @@ fn partition_config_file_is_read_and_bad_lines_are_refused() {
     let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "-P", missing.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}\n{err}");
 }
+
+/// `ibsm topo --write-torus-conf` writes the torus-2QoS.conf of a generated torus or mesh,
+/// and torus-2QoS routes the same spec with it in `ibsm sim` (without it, OpenSM's ERR 4E11
+/// and the fallback to minhop, whose tables have credit loops); other specs are refused.
+#[test]
+fn topo_writes_the_torus_conf_that_torus_2qos_routes_with() {
+    let dir = tmp("torus-conf");
+    for (spec, first) in [("torus:4,4,3", "torus 4 4 3"), ("mesh:3,5", "mesh 3 5 1")] {
+        let conf = dir.path().join(format!("{}.conf", &spec[..4]));
+        let conf = conf.to_str().unwrap();
+        let (code, out, err) = ibsm(&["topo", spec, "--write-torus-conf", conf]);
+        assert_eq!(code, 0, "{spec}: {out}{err}");
+        assert!(out.contains(&format!("wrote {conf}")), "{spec}: {out}");
+        let text = std::fs::read_to_string(conf).unwrap();
+        assert_eq!(text.lines().next(), Some(first), "{spec}: {text}");
+        let (code, out, err) = ibsm(&[
+            "sim",
+            spec,
+            "-R",
+            "torus-2QoS,no_fallback",
+            "-Q",
+            "--torus_config",
+            conf,
+        ]);
+        assert_eq!(code, 0, "{spec}: {out}{err}");
+        assert!(
+            out.contains("torus-2QoS tables configured on all switches"),
+            "{spec}: {out}"
+        );
+        assert!(out.contains("no credit loop"), "{spec}: {out}");
+    }
+    let (code, out, _) = ibsm(&["sim", "torus:4,4,3", "-R", "torus-2QoS", "-Q"]);
+    if !std::path::Path::new("/etc/opensm/torus-2QoS.conf").exists() {
+        assert_eq!(code, 1, "{out}");
+        assert!(out.contains("ERR 4E11"), "{out}");
+    }
+    let bad = dir.path().join("bad.conf");
+    let bad = bad.to_str().unwrap();
+    for (spec, why) in [
+        ("fat-tree:2,8", "is not a generated torus or mesh"),
+        ("torus:0,4", "every dimension must be at least 1"),
+        ("torus:4,4,4,4", "usage: torus:X,Y[,Z]"),
+    ] {
+        let (code, out, err) = ibsm(&["topo", spec, "--write-torus-conf", bad]);
+        assert_eq!(code, 2, "{spec}: {out}{err}");
+        assert!(err.contains(why), "{spec}: {err}");
+        assert!(!std::path::Path::new(bad).exists(), "{spec}");
+    }
+    let (code, out, _) = ibsm(&["topo", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("--write-torus-conf"), "{out}");
+}
