@@ -7,13 +7,13 @@
 # have (dfsssp, nue, lash, torus-2QoS, dor, sssp, minhop, updn, ...).
 #
 # OpenSM: stock `opensm -o -Q -R ENGINE` (cold cache, log flags 0x07) on a fresh ibsim of SPEC
-# (written with `ibsm topo`; torus-2QoS gets the torus-2QoS.conf of the generated torus). Its
-# route time is the interval between two lines of its own log: the first "ucast_mgr_route:
-# building routing with '<engine>'" (osm_ucast_mgr.c, before the engine's first step) and
-# "<engine> tables configured on all switches" (the end of osm_ucast_mgr_process: the engine,
-# then queueing the LFT Sets). If OpenSM fell back to another engine the line names that one,
-# and the script says so (the interval then includes the failed attempt). OPENSM=0 skips
-# OpenSM.
+# (written with `ibsm topo`; torus-2QoS gets the generated torus's torus-2QoS.conf from `ibsm
+# topo --write-torus-conf`). Its route time is the interval between two lines of its own log:
+# the first "ucast_mgr_route: building routing with '<engine>'" (osm_ucast_mgr.c, before the
+# engine's first step) and "<engine> tables configured on all switches" (the end of
+# osm_ucast_mgr_process: the engine, then queueing the LFT Sets). If OpenSM fell back to
+# another engine the line names that one, and the script says so (the interval then includes
+# the failed attempt). OPENSM=0 skips OpenSM.
 #
 # ibsm: `cargo bench -p sm --bench route_vl -- ENGINE SPEC` — the engine alone on the same
 # generated fabric (VLCap VL0-7 as ibsim's ports, -Q, max_op_vls 5), best of 3 on 1 and on 2
@@ -51,28 +51,13 @@ if [ "${OPENSM:-1}" != 0 ]; then
     done
     [ -n "$shim" ] && [ -x /usr/bin/time ] || { echo "missing libumad2sim.so or /usr/bin/time" >&2; exit 2; }
     net=$outdir/topology.net
-    ibsm topo "$spec" --write-net "$net" >/dev/null || exit 2
     extra=()
+    conf=()
     if [ "$engine" = torus-2QoS ]; then
-        # fabric-sim numbers torus switches x + X*(y + Y*z) from GUID 0x0002000000000000.
-        IFS=, read -r x y z <<<"${spec#*:}"
-        z=${z:-1}
-        kind=torus
-        case $spec in mesh:*) kind=mesh ;; esac
-        base=$((0x0002000000000000))
-        {
-            echo "$kind $x $y $z"
-            printf 'xp_link 0x%016x 0x%016x\n' $base $((base + 1))
-            [ "$y" -gt 1 ] && printf 'yp_link 0x%016x 0x%016x\n' $base $((base + x))
-            [ "$z" -gt 1 ] && printf 'zp_link 0x%016x 0x%016x\n' $base $((base + x * y))
-            if [ $kind = torus ]; then
-                [ "$x" = 4 ] && printf 'xm_link 0x%016x 0x%016x\n' $base $((base + x - 1))
-                [ "$y" = 4 ] && printf 'ym_link 0x%016x 0x%016x\n' $base $((base + x * (y - 1)))
-                [ "$z" = 4 ] && printf 'zm_link 0x%016x 0x%016x\n' $base $((base + x * y * (z - 1)))
-            fi
-        } >"$outdir/torus-2QoS.conf"
+        conf=(--write-torus-conf "$outdir/torus-2QoS.conf")
         extra=(--torus_config "$outdir/torus-2QoS.conf")
     fi
+    ibsm topo "$spec" --write-net "$net" "${conf[@]}" >/dev/null || exit 2
     (
         cd "$outdir" || exit 2
         export IBSIM_SOCKNAME="route-time-$$"

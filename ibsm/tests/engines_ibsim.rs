@@ -37,11 +37,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fabric_sim::topo::gen::SWITCH_GUID_BASE;
+use fabric_sim::topo::gen::Grid;
 use fabric_sim::topo::{NewNode, PortRef, Topology};
 use ibmad::{NodeType, PortNum};
 use qos_readback::{sl2vl_dump_nodes, sl2vl_dump_rows, smpquery_sl2vl_rows, smpquery_vlarb};
-use sm::routing::torus::TorusConfig;
 use umad::testutil::{
     peers_or_skip, report_skip, require_peers, set_current_shim, wait_bounded, IbsimGuard, Shim,
     TempDir,
@@ -66,18 +65,9 @@ struct Case {
     fault: Fault,
 }
 
-/// The switch GUIDs of a generated torus/mesh are `SWITCH_GUID_BASE + index` (fabric-sim).
+/// The torus-2QoS.conf of a generated torus or mesh.
 fn torus_conf(spec: &str) -> String {
-    let dims: Vec<usize> = spec
-        .split(':')
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let mut size = [1; 3];
-    size[..dims.len()].copy_from_slice(&dims);
-    TorusConfig::for_grid(size, spec.starts_with("mesh"), SWITCH_GUID_BASE)
+    fabric_sim::topo::subnet::torus_conf(&Grid::of_spec(spec).unwrap().unwrap())
 }
 
 fn topology(c: &Case) -> Topology {

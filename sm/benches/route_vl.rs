@@ -17,10 +17,9 @@
 //! routing, e.g. `ROUTE_VL_FAULT=switch:sw-2-2-2` on torus:8,8,8 — the failed-link and
 //! failed-switch fabrics torus-2QoS routes around.
 
-use fabric_sim::topo::gen::SWITCH_GUID_BASE;
+use fabric_sim::topo::gen::Grid;
 use fabric_sim::topo::Topology;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
-use sm::routing::torus::TorusConfig;
 use sm::routing::{engine_by_name, EngineOptions, OptionFile};
 
 mod common;
@@ -77,18 +76,11 @@ fn main() {
         ..EngineOptions::default()
     };
     if engine == "torus-2QoS" {
-        let dims: Vec<usize> = spec
-            .split(':')
-            .nth(1)
-            .unwrap_or("")
-            .split(',')
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        let mut size = [1usize; 3];
-        for (d, v) in dims.iter().take(3).enumerate() {
-            size[d] = *v;
-        }
-        let conf = TorusConfig::for_grid(size, spec.starts_with("mesh"), SWITCH_GUID_BASE);
+        let Ok(Some(grid)) = Grid::of_spec(spec) else {
+            eprintln!("torus-2QoS: {spec} is not a generated torus or mesh");
+            return;
+        };
+        let conf = fabric_sim::topo::subnet::torus_conf(&grid);
         opts.torus_config = Some(OptionFile::from_text("torus-2QoS.conf", &conf));
     }
     let eng = match engine_by_name(engine, &opts) {
