@@ -1093,5 +1093,27 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         allow_no_pairs,
         progress,
     };
+    let mut warnings = warnings;
+    warnings.extend(torus_conf_hint(&options, &args));
     Ok(SimCli::Run(Box::new(args), warnings))
+}
+
+/// A warning when torus-2QoS is asked for on a generated torus or mesh but its
+/// torus-2QoS.conf cannot be read: the engine will fail (OpenSM's ERR 4E11) and fall back, and
+/// `ibsm topo` can write the file.
+fn torus_conf_hint(options: &config::Options, args: &SimArgs) -> Option<String> {
+    if !options
+        .routing_engine
+        .engines
+        .contains(&config::RoutingEngineId::Torus2QoS)
+    {
+        return None;
+    }
+    let file = args.sm.engine_options.torus_config.as_ref()?;
+    let why = file.contents.as_ref().err()?;
+    fabric_sim::topo::gen::Grid::of_spec(&args.topology).ok()??;
+    Some(format!(
+        "torus-2QoS cannot read its torus_config {}: {why}; `ibsm topo {} --write-torus-conf FILE` writes one for this fabric (then --torus_config FILE)",
+        file.path, args.topology
+    ))
 }

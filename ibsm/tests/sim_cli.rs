@@ -268,11 +268,23 @@ fn topo_writes_the_torus_conf_that_torus_2qos_routes_with() {
         );
         assert!(out.contains("no credit loop"), "{spec}: {out}");
     }
-    let (code, out, _) = ibsm(&["sim", "torus:4,4,3", "-R", "torus-2QoS", "-Q"]);
-    if !std::path::Path::new("/etc/opensm/torus-2QoS.conf").exists() {
-        assert_eq!(code, 1, "{out}");
-        assert!(out.contains("ERR 4E11"), "{out}");
-    }
+    // Without a readable torus_config, a warning says how to write one.
+    let missing = dir.path().join("missing.conf");
+    let (code, out, err) = ibsm(&[
+        "sim",
+        "torus:4,4,3",
+        "-R",
+        "torus-2QoS",
+        "-Q",
+        "--torus_config",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("ERR 4E11"), "{out}");
+    assert!(
+        err.contains("`ibsm topo torus:4,4,3 --write-torus-conf FILE` writes one"),
+        "{err}"
+    );
     let bad = dir.path().join("bad.conf");
     let bad = bad.to_str().unwrap();
     for (spec, why) in [
