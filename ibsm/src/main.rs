@@ -135,18 +135,10 @@ struct TopoArgs {
 }
 
 fn cmd_topo(args: &[String]) -> ExitCode {
-    use clap::Parser;
     let argv = std::iter::once("ibsm topo".to_string()).chain(args.iter().cloned());
-    let a = match TopoArgs::try_parse_from(argv) {
+    let a: TopoArgs = match ibsm::diag::cmds::parse(argv) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     let spec = &a.topology;
     // The torus-2QoS.conf first: it needs a grid spec, and is cheap to refuse.

@@ -288,7 +288,9 @@ pub fn main(cmd: &str, args: &[String]) -> ExitCode {
     }
 }
 
-fn parse<T: Parser>(argv: impl Iterator<Item = String>) -> Result<T, ExitCode> {
+/// `argv` (the command's name first) parsed by clap; on `--help` or an error, clap's text is
+/// printed and the exit status is 0 (help) or 2 (bad usage).
+pub fn parse<T: Parser>(argv: impl Iterator<Item = String>) -> Result<T, ExitCode> {
     T::try_parse_from(argv).map_err(|e| {
         let _ = e.print();
         if e.use_stderr() {
