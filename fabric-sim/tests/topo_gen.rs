@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use fabric_sim::topo::gen::{Grid, CA_GUID_BASE, SWITCH_GUID_BASE};
+use fabric_sim::topo::gen::{root_guids, Grid, CA_GUID_BASE, SWITCH_GUID_BASE};
 use fabric_sim::topo::{LinkSpeed, LinkWidth, LoadError, NodeId, PortRef, SpecError, Topology};
 use ibmad::{Guid, NodeType, PortNum};
 
@@ -185,6 +185,37 @@ fn grid_of_spec() {
         let e = Grid::of_spec(bad).unwrap_err();
         assert!(matches!(e, SpecError::Bad { .. }), "{bad}: {e}");
         assert!(Topology::generate(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn root_guids_are_the_top_tier() {
+    let roots = |spec: &str| {
+        let t = gen(spec);
+        let r = root_guids(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+        let r = r.unwrap_or_else(|| panic!("{spec}: no roots"));
+        r.iter()
+            .map(|g| {
+                let id = t.node_by_guid(*g).unwrap();
+                t.node(id).unwrap().desc().to_string()
+            })
+            .collect::<Vec<String>>()
+    };
+    let all = |names: &[String], n: usize, pat: &str| {
+        assert_eq!(names.len(), n, "{names:?}");
+        assert!(names.iter().all(|x| x.contains(pat)), "{names:?}");
+    };
+    all(&roots("fat-tree:2,8"), 4, "spine-");
+    all(&roots("fat-tree:2,8,par=2"), 2, "spine-");
+    all(&roots("fat-tree:3,8"), 16, "core-");
+    all(&roots("kary-ntree:3,3"), 9, "s0-");
+    // Every group's spines: the Dragonfly+ islands' roots.
+    all(&roots("dragonfly:3,4,2,2"), 6, "-spine-");
+    for spec in ["torus:4,4", "mesh:3,3", "hypercube:3", "random:8,4,2,1"] {
+        assert_eq!(root_guids(spec).unwrap(), None, "{spec}");
+    }
+    for bad in ["fat-tree:4,8", "fat-tree:3,7", "dragonfly:1", "nosuch:1"] {
+        assert!(root_guids(bad).is_err(), "{bad}");
     }
 }
 

@@ -141,6 +141,30 @@ impl Grid {
     }
 }
 
+/// The root switches of a generated tree or Dragonfly+ fabric, by node GUID in creation order:
+/// the spines of `fat-tree:2`, the cores of `fat-tree:3`, level 0 of `kary-ntree`, and the
+/// spines of every `dragonfly` group (the islands' roots). For a `root_guid_file` (updn, ftree,
+/// dfp, dfp2); `None` for a generator without a top tier (torus, mesh, hypercube, random).
+pub fn root_guids(spec: &str) -> Result<Option<Vec<Guid>>, SpecError> {
+    let s = Spec::parse(spec)?;
+    // By the documented node names of each generator's top tier.
+    let is_root: fn(&str) -> bool = match (s.name, s.args.first()) {
+        ("fat-tree", Some(2)) => |n| n.starts_with("spine-"),
+        ("fat-tree", _) => |n| n.starts_with("core-"),
+        ("kary-ntree", _) => |n| n.starts_with("s0-"),
+        ("dragonfly", _) => |n| n.contains("-spine-"),
+        _ => return Ok(None),
+    };
+    let t = Topology::generate(spec)?;
+    Ok(Some(
+        t.nodes_of_type(NodeType::SWITCH)
+            .filter_map(|id| t.node(id))
+            .filter(|n| is_root(n.desc()))
+            .map(|n| n.guid())
+            .collect(),
+    ))
+}
+
 /// A parsed spec: name, positional numbers, options.
 struct Spec<'a> {
     text: &'a str,
