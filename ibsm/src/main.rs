@@ -22,10 +22,11 @@ commands:
                            simulated fabric whose switches are RA-1 models served over vfio-user
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
-  topo TOPOLOGY [--write-net FILE] [--write-torus-conf FILE]
+  topo TOPOLOGY [--write-net FILE] [--write-torus-conf FILE] [--write-root-guids FILE]
                            load a topology (file or generator spec), print its size, and
-                           write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks)
-                           or, for a generated torus/mesh, its torus-2QoS.conf
+                           write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks),
+                           the torus-2QoS.conf of a generated torus/mesh, or the root GUIDs
+                           of a generated fat tree or dragonfly
   ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr … | dump
                            steer a running `ibsm run` (its control socket)
   discover | query | route | dump-fts | links | trace | portstate | counters | stat [--transport T]
@@ -132,6 +133,10 @@ struct TopoArgs {
     /// Write the torus-2QoS.conf of a generated torus:/mesh: fabric (for --torus_config)
     #[arg(long, value_name = "FILE")]
     write_torus_conf: Option<String>,
+    /// Write the root switch GUIDs of a generated fat-tree:, kary-ntree: or dragonfly: fabric
+    /// (for --root_guid_file: updn, ftree, dfp, dfp2)
+    #[arg(long, value_name = "FILE")]
+    write_root_guids: Option<String>,
 }
 
 fn cmd_topo(args: &[String]) -> ExitCode {
@@ -141,14 +146,20 @@ fn cmd_topo(args: &[String]) -> ExitCode {
         Err(code) => return code,
     };
     let spec = &a.topology;
-    // The torus-2QoS.conf first: it needs a grid spec, and is cheap to refuse.
-    let torus_conf = match &a.write_torus_conf {
-        None => None,
-        Some(file) => match torus_conf_of(spec) {
-            Ok(text) => Some((file, text)),
+    // The files that need a generator spec first: cheap to refuse before anything is written.
+    let mut texts = Vec::new();
+    if let Some(file) = &a.write_torus_conf {
+        match torus_conf_of(spec) {
+            Ok(text) => texts.push((file, text)),
             Err(e) => return fail(format!("--write-torus-conf: {e}")),
-        },
-    };
+        }
+    }
+    if let Some(file) = &a.write_root_guids {
+        match root_guids_of(spec) {
+            Ok(text) => texts.push((file, text)),
+            Err(e) => return fail(format!("--write-root-guids: {e}")),
+        }
+    }
     let progress = ibsm::progress::Progress::new(true);
     let t = match simrun::load_topology(spec, &progress) {
         Ok(t) => t,
@@ -162,7 +173,7 @@ fn cmd_topo(args: &[String]) -> ExitCode {
         }
         wrote.push(file.as_str());
     }
-    if let Some((file, text)) = &torus_conf {
+    for (file, text) in &texts {
         if let Err(e) = std::fs::write(file, text) {
             return fail(format!("{file}: {e}"));
         }
@@ -190,6 +201,17 @@ fn torus_conf_of(spec: &str) -> Result<String, String> {
         Ok(Some(g)) => Ok(fabric_sim::topo::subnet::torus_conf(&g)),
         Ok(None) => Err(format!(
             "{spec:?} is not a generated torus or mesh (torus:X,Y[,Z] or mesh:X,Y[,Z]); write the torus-2QoS.conf of another fabric by hand"
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The root_guid_file of a generated tree or Dragonfly+ spec: one GUID a line.
+fn root_guids_of(spec: &str) -> Result<String, String> {
+    match fabric_sim::topo::gen::root_guids(spec) {
+        Ok(Some(guids)) => Ok(guids.iter().map(|g| format!("0x{:016x}\n", g.0)).collect()),
+        Ok(None) => Err(format!(
+            "{spec:?} is not a generated fat-tree, kary-ntree or dragonfly (the generators with a top tier); write the root GUIDs of another fabric by hand"
         )),
         Err(e) => Err(e.to_string()),
     }

@@ -1094,26 +1094,34 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         progress,
     };
     let mut warnings = warnings;
-    warnings.extend(torus_conf_hint(&options, &args));
+    warnings.extend(engine_file_hints(&options, &args));
     Ok(SimCli::Run(Box::new(args), warnings))
 }
 
-/// A warning when torus-2QoS is asked for on a generated torus or mesh but its
-/// torus-2QoS.conf cannot be read: the engine will fail (OpenSM's ERR 4E11) and fall back, and
-/// `ibsm topo` can write the file.
-fn torus_conf_hint(options: &config::Options, args: &SimArgs) -> Option<String> {
-    if !options
-        .routing_engine
-        .engines
-        .contains(&config::RoutingEngineId::Torus2QoS)
-    {
-        return None;
+/// Warnings for an engine that will fail on a generated fabric for want of a file `ibsm topo`
+/// can write: torus-2QoS without a readable torus_config on a torus or mesh (OpenSM's ERR
+/// 4E11), dfp2 without a root_guid_file on a tree or Dragonfly+ fabric.
+fn engine_file_hints(options: &config::Options, args: &SimArgs) -> Vec<String> {
+    use config::RoutingEngineId as Id;
+    use fabric_sim::topo::gen::{root_guids, Grid};
+    let engines = &options.routing_engine.engines;
+    let eo = &args.sm.engine_options;
+    let spec = &args.topology;
+    let mut out = Vec::new();
+    if engines.contains(&Id::Torus2QoS) && matches!(Grid::of_spec(spec), Ok(Some(_))) {
+        if let Some((path, Err(why))) = eo.torus_config.as_ref().map(|f| (&f.path, &f.contents)) {
+            out.push(format!(
+                "torus-2QoS cannot read its torus_config {path}: {why}; `ibsm topo {spec} --write-torus-conf FILE` writes one for this fabric (then --torus_config FILE)"
+            ));
+        }
     }
-    let file = args.sm.engine_options.torus_config.as_ref()?;
-    let why = file.contents.as_ref().err()?;
-    fabric_sim::topo::gen::Grid::of_spec(&args.topology).ok()??;
-    Some(format!(
-        "torus-2QoS cannot read its torus_config {}: {why}; `ibsm topo {} --write-torus-conf FILE` writes one for this fabric (then --torus_config FILE)",
-        file.path, args.topology
-    ))
+    if engines.contains(&Id::Dfp2)
+        && eo.root_guid_file.is_none()
+        && matches!(root_guids(spec), Ok(Some(_)))
+    {
+        out.push(format!(
+            "dfp2 needs a root_guid_file; `ibsm topo {spec} --write-root-guids FILE` writes this fabric's (then --root_guid_file FILE)"
+        ));
+    }
+    out
 }

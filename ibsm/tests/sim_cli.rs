@@ -301,3 +301,47 @@ fn topo_writes_the_torus_conf_that_torus_2qos_routes_with() {
     assert_eq!(code, 0);
     assert!(out.contains("--write-torus-conf"), "{out}");
 }
+
+/// `ibsm topo --write-root-guids` writes the top tier of a generated Dragonfly+ fabric (every
+/// group's spines), and dfp2, which refuses without a root_guid_file, routes with it; without
+/// one a warning says how to write it. Fabrics without a top tier are refused.
+#[test]
+fn topo_writes_the_root_guids_dfp2_routes_with() {
+    let dir = tmp("roots");
+    let spec = "dragonfly:4,3,2,2";
+    let roots = dir.path().join("roots.txt");
+    let roots = roots.to_str().unwrap();
+    let (code, out, err) = ibsm(&["topo", spec, "--write-root-guids", roots]);
+    assert_eq!(code, 0, "{out}{err}");
+    let text = std::fs::read_to_string(roots).unwrap();
+    // 4 groups × 2 spines, created first: GUIDs SWITCH_GUID_BASE + 0..8.
+    let want: String = (0..8u64)
+        .map(|i| format!("0x{:016x}\n", 0x0002_0000_0000_0000 + i))
+        .collect();
+    assert_eq!(text, want);
+    let (code, out, err) = ibsm(&[
+        "sim",
+        spec,
+        "-R",
+        "dfp2,no_fallback",
+        "-Q",
+        "--root_guid_file",
+        roots,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("dfp2 tables configured"), "{out}");
+    assert!(out.contains("no credit loop"), "{out}");
+    let (code, out, err) = ibsm(&["sim", spec, "-R", "dfp2,no_fallback", "-Q"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("dfp2 needs a root_guid_file"), "{out}");
+    assert!(
+        err.contains(&format!("`ibsm topo {spec} --write-root-guids FILE`")),
+        "{err}"
+    );
+    let bad = dir.path().join("bad.txt");
+    let bad = bad.to_str().unwrap();
+    let (code, _, err) = ibsm(&["topo", "torus:4,4", "--write-root-guids", bad]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is not a generated fat-tree"), "{err}");
+    assert!(!std::path::Path::new(bad).exists());
+}
