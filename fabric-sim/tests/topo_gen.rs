@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use fabric_sim::topo::gen::{root_guids, Grid, CA_GUID_BASE, SWITCH_GUID_BASE};
+use fabric_sim::topo::gen::{has_top_tier, root_guids, Grid, CA_GUID_BASE, SWITCH_GUID_BASE};
 use fabric_sim::topo::{LinkSpeed, LinkWidth, LoadError, NodeId, PortRef, SpecError, Topology};
 use ibmad::{Guid, NodeType, PortNum};
 
@@ -211,8 +211,17 @@ fn root_guids_are_the_top_tier() {
     all(&roots("kary-ntree:3,3"), 9, "s0-");
     // Every group's spines: the Dragonfly+ islands' roots.
     all(&roots("dragonfly:3,4,2,2"), 6, "-spine-");
+    for spec in [
+        "fat-tree:2,8",
+        "fat-tree:3,8",
+        "kary-ntree:3,3",
+        "dragonfly:3,4,2,2",
+    ] {
+        assert!(has_top_tier(spec), "{spec}");
+    }
     for spec in ["torus:4,4", "mesh:3,3", "hypercube:3", "random:8,4,2,1"] {
         assert_eq!(root_guids(spec).unwrap(), None, "{spec}");
+        assert!(!has_top_tier(spec), "{spec}");
     }
     for bad in ["fat-tree:4,8", "fat-tree:3,7", "dragonfly:1", "nosuch:1"] {
         assert!(root_guids(bad).is_err(), "{bad}");

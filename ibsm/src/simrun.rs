@@ -1103,7 +1103,7 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
 /// 4E11), dfp2 without a root_guid_file on a tree or Dragonfly+ fabric.
 fn engine_file_hints(options: &config::Options, args: &SimArgs) -> Vec<String> {
     use config::RoutingEngineId as Id;
-    use fabric_sim::topo::gen::{root_guids, Grid};
+    use fabric_sim::topo::gen::{has_top_tier, Grid};
     let engines = &options.routing_engine.engines;
     let eo = &args.sm.engine_options;
     let spec = &args.topology;
@@ -1115,10 +1115,7 @@ fn engine_file_hints(options: &config::Options, args: &SimArgs) -> Vec<String> {
             ));
         }
     }
-    if engines.contains(&Id::Dfp2)
-        && eo.root_guid_file.is_none()
-        && matches!(root_guids(spec), Ok(Some(_)))
-    {
+    if engines.contains(&Id::Dfp2) && eo.root_guid_file.is_none() && has_top_tier(spec) {
         out.push(format!(
             "dfp2 needs a root_guid_file; `ibsm topo {spec} --write-root-guids FILE` writes this fabric's (then --root_guid_file FILE)"
         ));

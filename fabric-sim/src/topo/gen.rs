@@ -146,14 +146,8 @@ impl Grid {
 /// spines of every `dragonfly` group (the islands' roots). For a `root_guid_file` (updn, ftree,
 /// dfp, dfp2); `None` for a generator without a top tier (torus, mesh, hypercube, random).
 pub fn root_guids(spec: &str) -> Result<Option<Vec<Guid>>, SpecError> {
-    let s = Spec::parse(spec)?;
-    // By the documented node names of each generator's top tier.
-    let is_root: fn(&str) -> bool = match (s.name, s.args.first()) {
-        ("fat-tree", Some(2)) => |n| n.starts_with("spine-"),
-        ("fat-tree", _) => |n| n.starts_with("core-"),
-        ("kary-ntree", _) => |n| n.starts_with("s0-"),
-        ("dragonfly", _) => |n| n.contains("-spine-"),
-        _ => return Ok(None),
+    let Some(is_root) = root_rule(&Spec::parse(spec)?) else {
+        return Ok(None);
     };
     let t = Topology::generate(spec)?;
     Ok(Some(
@@ -163,6 +157,24 @@ pub fn root_guids(spec: &str) -> Result<Option<Vec<Guid>>, SpecError> {
             .map(|n| n.guid())
             .collect(),
     ))
+}
+
+/// Whether `spec` names a generator with a top tier ([`root_guids`] gives it), without
+/// generating the fabric.
+#[must_use]
+pub fn has_top_tier(spec: &str) -> bool {
+    Spec::parse(spec).is_ok_and(|s| root_rule(&s).is_some())
+}
+
+/// Which switches a generator's top tier holds, by the documented node names.
+fn root_rule(s: &Spec<'_>) -> Option<fn(&str) -> bool> {
+    match (s.name, s.args.first()) {
+        ("fat-tree", Some(2)) => Some(|n| n.starts_with("spine-")),
+        ("fat-tree", _) => Some(|n| n.starts_with("core-")),
+        ("kary-ntree", _) => Some(|n| n.starts_with("s0-")),
+        ("dragonfly", _) => Some(|n| n.contains("-spine-")),
+        _ => None,
+    }
 }
 
 /// A parsed spec: name, positional numbers, options.
