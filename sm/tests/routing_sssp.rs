@@ -124,6 +124,28 @@ fn dfsssp_lmc_routes_every_lid() {
         (0, 0),
         "{reach:?}"
     );
+    // Deadlock-free over every LID of every port, not only the base LIDs.
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{rep:?}");
+    assert_eq!(rep.pairs, 16 * 4 * 15 * 4);
+}
+
+/// With LMC 1, sssp's credit loop on this random graph is on the paths to the ports' second
+/// LIDs only: the check walks every LID of each port's range (and agrees with
+/// `sm::verify::vl`, which does too), where one over the base LIDs alone found nothing
+/// (seen when this was written).
+#[test]
+fn sssp_lmc_loops_are_seen_on_every_lid() {
+    let spec = "random:29,5,37,35,ports=36";
+    let (s, out) = {
+        let s = subnet(spec, 1, 4);
+        let out = route_chain_with(&["sssp".to_string()], true, &s, 0, &opts(true)).unwrap();
+        (s, out)
+    };
+    assert_eq!(out.engine, "sssp");
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.cycle.is_some(), "{spec}: {rep:?}");
+    assert_eq!(rep.pairs, 10 * 2 * 9 * 2);
 }
 
 /// Listing each switch's channels one hop closer once per run of destinations behind the

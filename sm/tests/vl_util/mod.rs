@@ -59,7 +59,8 @@ pub fn default_vl(sl: u8, op_vls: u8) -> u8 {
 /// What the check found.
 #[derive(Debug, Default)]
 pub struct VlReport {
-    /// CA pairs (source CA port, destination CA LID) walked.
+    /// Routes (source LID, destination LID) between CA ports walked, every LID of each
+    /// port's LMC range.
     pub pairs: u64,
     /// Pairs that did not arrive.
     pub unreachable: u64,
@@ -128,8 +129,32 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
     let mut edges: Vec<std::collections::BTreeSet<usize>> = Vec::new();
     let mut vls = std::collections::BTreeSet::new();
     let mut hopcache: HashMap<(NodeId, NodeId), u32> = HashMap::new();
-    for &(sn, sp, slid, ssw, sin) in &cas {
-        for &(dn, dp, dlid, dsw, _) in &cas {
+    // Every LID of each port's LMC range, as a source and as a destination: with LMC > 0 the
+    // engines route a port's LIDs over different paths.
+    let lids = |n: NodeId, p: PortNum, base: Lid| -> Vec<Lid> {
+        let lmc = s.port(n, p).map_or(0, |x| x.lmc.min(7));
+        (0..1u16 << lmc)
+            .filter_map(|o| base.0.checked_add(o).map(Lid))
+            .collect()
+    };
+    let walks: Vec<_> = cas
+        .iter()
+        .flat_map(|&(sn, sp, base, ssw, sin)| {
+            lids(sn, sp, base)
+                .into_iter()
+                .map(move |slid| (sn, sp, slid, ssw, sin))
+        })
+        .collect();
+    let targets: Vec<_> = cas
+        .iter()
+        .flat_map(|&(dn, dp, base, dsw, x)| {
+            lids(dn, dp, base)
+                .into_iter()
+                .map(move |dlid| (dn, dp, dlid, dsw, x))
+        })
+        .collect();
+    for &(sn, sp, slid, ssw, sin) in &walks {
+        for &(dn, dp, dlid, dsw, _) in &targets {
             if (sn, sp) == (dn, dp) {
                 continue;
             }
@@ -201,8 +226,8 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
     // Adaptive-routing alternatives: every path a switch may choose, each hop's VL from the
     // tables; every state must lead on to the destination.
     if let Some(ar) = &r.ar {
-        for &(_, sp, slid, ssw, sin) in &cas {
-            for &(dn, dp, dlid, _, _) in &cas {
+        for &(_, sp, slid, ssw, sin) in &walks {
+            for &(dn, dp, dlid, _, _) in &targets {
                 if (ssw, sin) == (dn, dp) || slid == dlid {
                     continue;
                 }
