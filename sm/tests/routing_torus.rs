@@ -320,7 +320,10 @@ fn dateline_offsets_move_the_wrap_sl() {
     let (t, size) = grid("torus:5,5");
     let s = topo_subnet(&t, 0, 4);
     let a = route(&s, &conf(size, false)).unwrap();
-    let b = route(&s, &format!("{}x_dateline 2\n", conf(size, false))).unwrap();
+    // In the first seed (the second, after `next_seed`, has its own offsets).
+    let moved = conf(size, false).replacen("next_seed\n", "x_dateline 2\nnext_seed\n", 1);
+    assert!(moved.contains("x_dateline 2\nnext_seed"));
+    let b = route(&s, &moved).unwrap();
     assert_ne!(sls(&s, &a), sls(&s, &b));
     assert!(vl_check(&s, &b.routes, 5).ok());
 }

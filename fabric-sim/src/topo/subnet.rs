@@ -66,7 +66,8 @@ pub fn copy_lids(t: &Topology, s: &mut Subnet) {
 }
 
 /// The torus-2QoS.conf (OpenSM's format, [`sm::routing::torus::TorusConfig`]) of a generated
-/// torus or mesh: its size and the links that fix the axes, switch (x, y, z) having GUID
+/// torus or mesh: its size and two seeds of links that fix the axes
+/// ([`sm::routing::torus::TorusConfig::for_grid`]), switch (x, y, z) having GUID
 /// [`super::gen::SWITCH_GUID_BASE`] + x + X·(y + Y·z).
 #[must_use]
 pub fn torus_conf(grid: &super::gen::Grid) -> String {
