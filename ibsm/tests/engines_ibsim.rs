@@ -593,6 +593,10 @@ cases! {
     torus_2qos_torus: "torus-2QoS" on "torus:5,5" Fault::None;
     torus_2qos_torus_failed_link: "torus-2QoS" on "torus:5,5" Fault::Link("sw-2-1", 1);
     torus_2qos_torus_failed_switch: "torus-2QoS" on "torus:5,5" Fault::Switch("sw-2-2");
+    // The first seed's switch, and one of its seed links: the conf's second seed, and the
+    // seed switches placed by the configuration.
+    torus_2qos_torus_failed_seed_switch: "torus-2QoS" on "torus:5,5" Fault::Switch("sw-0-0");
+    torus_2qos_torus_failed_seed_link: "torus-2QoS" on "torus:5,5" Fault::Link("sw-0-0", 1);
     torus_2qos_mesh: "torus-2QoS" on "mesh:4,4" Fault::None;
     lash_torus: "lash" on "torus:5,5" Fault::None;
     lash_hypercube: "lash" on "hypercube:4" Fault::None;

@@ -14,16 +14,17 @@
 //!
 //! # Topology discovery
 //! The common switch of the first seed whose switches all exist sits at coordinate −dateline;
-//! its seed neighbours one step away. Positions then spread by completing squares (the
-//! unique common neighbour of two perpendicular neighbours of a placed switch, other than that
-//! switch, is their diagonal) and, where squares cannot reach, by extending lines (the next
-//! switch along a ring is the neighbour that shares no other neighbour with the previous one;
-//! on a radix-3 ring, the third corner of the triangle; on a radix-4 ring, the fourth corner
-//! of the square across the ring). A placement is taken only when it is unique and every
-//! placed neighbour of the switch is one step away from the new position. This is a different
-//! method from OpenSM's cube-by-cube case analysis; it needs the same seeds. A switch that
-//! cannot be placed makes the engine fail; a link between placed switches that are not
-//! neighbours in the torus is not used.
+//! its seed neighbours one step away, whether or not their seed links are up (as OpenSM).
+//! Positions then spread by completing squares (the unique common neighbour of two
+//! perpendicular neighbours of a placed switch, other than that switch, is their diagonal)
+//! and, where squares cannot reach, by extending lines (past a live link, the next switch
+//! along a ring is the neighbour that shares no other neighbour with the previous one; on a
+//! radix-3 ring, the third corner of the triangle; on a radix-4 ring, the fourth corner of the
+//! square across the ring). A placement is taken only when it is unique and every placed
+//! neighbour of the switch is one step away from the new position. This is a different method
+//! from OpenSM's cube-by-cube case analysis; it needs the same seeds. A switch that cannot be
+//! placed makes the engine fail; a link between placed switches that are not neighbours in
+//! the torus is not used.
 //!
 //! # Routing
 //! As OpenSM's `torus_lft`/`lft_port`: X first, then Y, then Z, each along the shorter way
@@ -572,9 +573,11 @@ pub(crate) fn discover(
                 continue;
             };
             let b = by_guid[&to];
+            // Placed by the configuration, as OpenSM does, whether or not the link is up: a
+            // failed seed link is one more failed link to route around.
             if !adjacent(&nb, origin_slot, b) {
-                return Err(format!(
-                    "seed link 0x{:016x} -> 0x{:016x}: the switches are not linked",
+                log.push(format!(
+                    "torus-2QoS: seed link 0x{:016x} -> 0x{:016x} is down; its switches are placed by the configuration",
                     common_sw[0].0, to.0
                 ));
             }
@@ -694,6 +697,10 @@ pub(crate) fn discover(
                                 .collect(),
                             None => Vec::new(),
                         },
+                        // Only across a live link a → b: with it down (a seed link, placed
+                        // by the configuration) the next switch shares no neighbour with a,
+                        // and a switch beside the line would pass for it.
+                        _ if !adjacent(&nb, a, b) => Vec::new(),
                         _ => nb[b]
                             .iter()
                             .map(|&x| x as usize)
