@@ -24,9 +24,12 @@
 //! two rules are relaxed: a switch of B that can neither go down to `t` nor up to one of its
 //! ancestors (another root of B, when `t` is a root) goes down first, to a switch that can;
 //! and a global link may enter B at any root that has such a route, not only at an ancestor
-//! of `t`. These routes are not part of the credit-loop argument below (the verifier's
-//! credit-loop check covers CA-to-CA routes; CA-to-switch routes are checked for dead ends and
-//! loops). Toward switches with CAs no route turns down→up.
+//! of `t`. Where failed links leave a switch without a route by these rules (a leaf whose
+//! link to the root `t` is down), it goes to any neighbour already routed, nearest first; so
+//! does a switch without CAs toward any destination (its own traffic, to the SM). These
+//! routes are not part of the credit-loop argument below (the verifier's credit-loop check
+//! covers CA-to-CA routes; CA-to-switch routes are checked for dead ends and loops). Toward
+//! switches with CAs no route turns down→up.
 //!
 //! Destinations behind one switch are spread over equal choices by min-hop's balancing
 //! ([`super::minhop`]). The adaptive-routing group ([`super::ar`]) of a switch for a CA
@@ -538,6 +541,35 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool, relaxed: &[bool]) -> Ch
                 {
                     ch.prim[v].push(chans[c].port);
                 }
+            }
+        }
+        // After failed links a switch may still have none (a leaf whose link to the root t
+        // is down must go up, down to another leaf and up again). Where only management
+        // traffic takes the route — toward a switch without CAs, or from one — it goes,
+        // in rounds, to any neighbour that had a route at the round's start: the shortest
+        // way onto the routes above, and no loop, since every step leads to a switch routed
+        // earlier.
+        let routed =
+            |ch: &Choices, w: usize| w == t || ch.prim[w].len() > ch.prim_start[w][t] as usize;
+        loop {
+            let mut next = Vec::new();
+            for v in 0..n {
+                if routed(&ch, v) || !(relaxed[t] || relaxed[v]) {
+                    continue;
+                }
+                let ports: Vec<u8> = range(v)
+                    .filter(|&c| routed(&ch, chans[c].to as usize))
+                    .map(|c| chans[c].port)
+                    .collect();
+                if !ports.is_empty() {
+                    next.push((v, ports));
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            for (v, ports) in next {
+                ch.prim[v].extend(ports);
             }
         }
     }
