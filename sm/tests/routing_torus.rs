@@ -48,16 +48,8 @@ fn sls(s: &Subnet, out: &RouteOutcome) -> Vec<((u64, u64), u8)> {
 
 fn grid(spec: &str) -> (Topology, [usize; 3]) {
     let t = Topology::generate(spec).unwrap();
-    let dims: Vec<usize> = spec
-        .split(':')
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let mut size = [1; 3];
-    size[..dims.len()].copy_from_slice(&dims);
-    (t, size)
+    let g = fabric_sim::topo::gen::Grid::of_spec(spec).unwrap().unwrap();
+    (t, g.size.map(|d| d as usize))
 }
 
 #[test]
