@@ -46,6 +46,22 @@ fn sls(s: &Subnet, out: &RouteOutcome) -> Vec<((u64, u64), u8)> {
     v
 }
 
+/// torus-2QoS with configuration `c` on `t` (`spec` after the failure `what`): it routes,
+/// deadlock-free, and every pair left keeps the SL it had in `sl0`.
+fn assert_sls_kept(spec: &str, what: &str, t: &Topology, c: &str, sl0: &[((u64, u64), u8)]) {
+    let s = topo_subnet(t, 0, 4);
+    let out = route(&s, c).unwrap_or_else(|e| panic!("{spec}, {what}: {e:?}"));
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{spec}, {what}: {rep:?}");
+    let after = sls(&s, &out);
+    let keep: Vec<_> = sl0
+        .iter()
+        .filter(|(k, _)| after.binary_search_by(|(x, _)| x.cmp(k)).is_ok())
+        .cloned()
+        .collect();
+    assert_eq!(after, keep, "{spec}, {what}: SLs changed");
+}
+
 fn grid(spec: &str) -> (Topology, [usize; 3]) {
     let t = Topology::generate(spec).unwrap();
     let g = fabric_sim::topo::gen::Grid::of_spec(spec).unwrap().unwrap();
@@ -216,17 +232,7 @@ fn failures_keep_every_granted_sl() {
         // A failed switch.
         let victim = name([2, 2, size[2] / 2]);
         let t3 = remove_switch(&t, &victim);
-        let s = topo_subnet(&t3, 0, 4);
-        let out = route(&s, &c).unwrap_or_else(|e| panic!("{spec}: {e:?}"));
-        let rep = vl_check(&s, &out.routes, 5);
-        assert!(rep.ok(), "{spec} without {victim}: {rep:?}");
-        let after = sls(&s, &out);
-        let keep: Vec<_> = sl0
-            .iter()
-            .filter(|(k, _)| after.binary_search_by(|(x, _)| x.cmp(k)).is_ok())
-            .cloned()
-            .collect();
-        assert_eq!(after, keep, "{spec}: SLs changed after a switch failure");
+        assert_sls_kept(spec, &format!("without {victim}"), &t3, &c, &sl0);
     }
 }
 
@@ -251,17 +257,7 @@ fn seed_failures_keep_every_granted_sl() {
         }
         faults.push((format!("{origin} gone"), remove_switch(&t, origin)));
         for (what, tt) in faults {
-            let s = topo_subnet(&tt, 0, 4);
-            let out = route(&s, &c).unwrap_or_else(|e| panic!("{spec}, {what}: {e:?}"));
-            let rep = vl_check(&s, &out.routes, 5);
-            assert!(rep.ok(), "{spec}, {what}: {rep:?}");
-            let after = sls(&s, &out);
-            let keep: Vec<_> = sl0
-                .iter()
-                .filter(|(k, _)| after.binary_search_by(|(x, _)| x.cmp(k)).is_ok())
-                .cloned()
-                .collect();
-            assert_eq!(after, keep, "{spec}, {what}: SLs changed");
+            assert_sls_kept(spec, &what, &tt, &c, &sl0);
         }
     }
 }
@@ -294,17 +290,7 @@ fn random_single_failures_keep_every_granted_sl() {
         } else {
             (format!("{name} gone"), remove_switch(&t, &name))
         };
-        let s = topo_subnet(&tt, 0, 4);
-        let out = route(&s, &c).unwrap_or_else(|e| panic!("{spec}, {what}: {e:?}"));
-        let rep = vl_check(&s, &out.routes, 5);
-        assert!(rep.ok(), "{spec}, {what}: {rep:?}");
-        let after = sls(&s, &out);
-        let keep: Vec<_> = sl0
-            .iter()
-            .filter(|(k, _)| after.binary_search_by(|(x, _)| x.cmp(k)).is_ok())
-            .cloned()
-            .collect();
-        assert_eq!(after, keep, "{spec}, {what}: SLs changed");
+        assert_sls_kept(&spec, &what, &tt, &c, &sl0);
     }
 }
 
