@@ -137,24 +137,17 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
             .filter_map(|o| base.0.checked_add(o).map(Lid))
             .collect()
     };
-    let walks: Vec<_> = cas
+    // (CA port, one of its LIDs, its switch, the switch's port).
+    let ends: Vec<_> = cas
         .iter()
-        .flat_map(|&(sn, sp, base, ssw, sin)| {
-            lids(sn, sp, base)
+        .flat_map(|&(n, p, base, sw, sp)| {
+            lids(n, p, base)
                 .into_iter()
-                .map(move |slid| (sn, sp, slid, ssw, sin))
+                .map(move |lid| (n, p, lid, sw, sp))
         })
         .collect();
-    let targets: Vec<_> = cas
-        .iter()
-        .flat_map(|&(dn, dp, base, dsw, x)| {
-            lids(dn, dp, base)
-                .into_iter()
-                .map(move |dlid| (dn, dp, dlid, dsw, x))
-        })
-        .collect();
-    for &(sn, sp, slid, ssw, sin) in &walks {
-        for &(dn, dp, dlid, dsw, _) in &targets {
+    for &(sn, sp, slid, ssw, sin) in &ends {
+        for &(dn, dp, dlid, dsw, _) in &ends {
             if (sn, sp) == (dn, dp) {
                 continue;
             }
@@ -226,8 +219,8 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
     // Adaptive-routing alternatives: every path a switch may choose, each hop's VL from the
     // tables; every state must lead on to the destination.
     if let Some(ar) = &r.ar {
-        for &(_, sp, slid, ssw, sin) in &walks {
-            for &(dn, dp, dlid, _, _) in &targets {
+        for &(_, sp, slid, ssw, sin) in &ends {
+            for &(dn, dp, dlid, _, _) in &ends {
                 if (ssw, sin) == (dn, dp) || slid == dlid {
                     continue;
                 }
