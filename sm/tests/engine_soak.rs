@@ -17,48 +17,15 @@ use ibmad::{NodeType, PortNum};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sm::check::check_all_pairs;
-use sm::routing::{route_chain_with, EngineOptions, OptionFile, RouteOutcome};
+use sm::routing::{route_chain_with, EngineOptions, OptionFile};
 use sm::Subnet;
-use vl_util::{remove_switch, topo_subnet, vl_check};
+use vl_util::{remove_switch, switch_walk_failures, topo_subnet, vl_check};
 
 fn cases() -> u64 {
     std::env::var("IBSM_SOAK_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(24)
-}
-
-/// Switch → CA-port LID walks that dead-end or loop (a switch's traps to the SM take them).
-fn switch_to_ca_failures(s: &Subnet, r: &RouteOutcome) -> usize {
-    let dests: Vec<_> = s
-        .end_ports()
-        .filter(|&(n, _)| !s.node(n).is_switch())
-        .filter_map(|(n, p)| Some((n, s.port(n, p)?.lid)))
-        .filter(|&(_, lid)| lid.0 != 0)
-        .collect();
-    let mut bad = 0;
-    for sw in s.switches() {
-        for &(dn, lid) in &dests {
-            let (mut x, mut hops) = (sw, 0);
-            while x != dn {
-                let next = r
-                    .routes
-                    .lfts
-                    .get(x, lid)
-                    .and_then(|p| s.port(x, p))
-                    .and_then(|port| port.remote);
-                match next {
-                    Some((rn, _)) if hops < 64 => x = rn,
-                    _ => {
-                        bad += 1;
-                        break;
-                    }
-                }
-                hops += 1;
-            }
-        }
-    }
-    bad
 }
 
 /// Whether every CA reaches every CA and switch over minhop's tables (else the fabric is in
@@ -75,7 +42,8 @@ fn judge(s: &Subnet, case: &str, engine: &str, opts: &EngineOptions) -> Option<S
     let out = route_chain_with(&[engine.to_string()], true, s, 0, opts).ok()?;
     let rep = vl_check(s, &out.routes, 5);
     let reach = check_all_pairs(s, &out.routes.lfts);
-    let to_cas = switch_to_ca_failures(s, &out);
+    // A switch's traps to the SM.
+    let to_cas = switch_walk_failures(s, &out.routes.lfts, |n| !s.node(n).is_switch()).len();
     let ok = rep.ok()
         && reach.unreachable_count == 0
         && reach.switch_failures == 0

@@ -9,42 +9,7 @@ use fabric_sim::topo::{PortRef, Topology};
 use ibmad::PortNum;
 use sm::check::check_all_pairs;
 use sm::routing::{route_chain_with, EngineOptions, OptionFile, RouteError};
-use vl_util::{subnet, topo_subnet, vl_check};
-
-/// Walks the tables from every switch to every end-port LID (CA ports and switches): the
-/// LID-routed answers switches send the SM, which the CA-pair check does not cover. Returns
-/// the (switch description, LID) pairs that dead-end or loop.
-fn switch_sources_failing(s: &sm::Subnet, lfts: &sm::routing::Lfts) -> Vec<(String, u16)> {
-    let mut dests = Vec::new();
-    for (n, p) in s.end_ports() {
-        let lid = s.port(n, p).unwrap().lid;
-        if lid.0 != 0 {
-            dests.push((n, lid));
-        }
-    }
-    let mut bad = Vec::new();
-    for sw in s.switches() {
-        for &(dn, lid) in &dests {
-            let mut x = sw;
-            let mut hops = 0;
-            while x != dn {
-                let next = lfts
-                    .get(x, lid)
-                    .and_then(|p| s.port(x, p))
-                    .and_then(|port| port.remote);
-                match next {
-                    Some((rn, _)) if hops < 64 => x = rn,
-                    _ => {
-                        bad.push((s.node(sw).desc.clone(), lid.0));
-                        break;
-                    }
-                }
-                hops += 1;
-            }
-        }
-    }
-    bad
-}
+use vl_util::{subnet, switch_walk_failures, topo_subnet, vl_check};
 
 fn run(
     s: &sm::Subnet,
@@ -77,7 +42,7 @@ fn dfp_on_dragonfly_plus() {
             (0, 0),
             "{spec}: every CA reaches every switch LID: {reach:?}"
         );
-        let bad = switch_sources_failing(&s, &out.routes.lfts);
+        let bad = switch_walk_failures(&s, &out.routes.lfts, |_| true);
         assert!(
             bad.is_empty(),
             "{spec}: {} switch → LID dead ends, e.g. {:?}",
@@ -126,7 +91,7 @@ fn sparse_global_links_route_through_an_intermediate_group() {
     let reach = check_all_pairs(&s, &out.routes.lfts);
     assert_eq!(reach.unreachable_count, 0);
     assert_eq!(reach.switch_failures, 0, "{reach:?}");
-    assert_eq!(switch_sources_failing(&s, &out.routes.lfts), vec![]);
+    assert_eq!(switch_walk_failures(&s, &out.routes.lfts, |_| true), vec![]);
     assert_eq!(reach.non_shortest, 0, "the detour is the shortest way here");
     let rep = vl_check(&s, &out.routes, 5);
     assert!(rep.ok(), "{rep:?}");
@@ -186,7 +151,7 @@ fn switch_lids_stay_reachable_after_a_failed_leaf_link() {
                 (0, 0, 0),
                 "{engine} {spec} without {cuts:?}: {reach:?}"
             );
-            assert_eq!(switch_sources_failing(&s, &out.routes.lfts), vec![]);
+            assert_eq!(switch_walk_failures(&s, &out.routes.lfts, |_| true), vec![]);
             let rep = vl_check(&s, &out.routes, 5);
             assert!(rep.ok(), "{engine} {spec}: {rep:?}");
         }
@@ -293,7 +258,7 @@ fn dfp2_multi_level_islands() {
     let reach = check_all_pairs(&s, &out.routes.lfts);
     assert_eq!(reach.unreachable_count, 0, "{reach:?}");
     assert_eq!(reach.switch_failures, 0, "{reach:?}");
-    assert_eq!(switch_sources_failing(&s, &out.routes.lfts), vec![]);
+    assert_eq!(switch_walk_failures(&s, &out.routes.lfts, |_| true), vec![]);
     let rep = vl_check(&s, &out.routes, 5);
     assert!(rep.ok(), "{rep:?}");
 }

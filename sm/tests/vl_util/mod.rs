@@ -11,7 +11,7 @@ use fabric_sim::topo::Topology;
 use ibmad::{Lid, NodeType, PortNum};
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::vl::port_op_vls;
-use sm::routing::{Routes, NO_PATH};
+use sm::routing::{Lfts, Routes, NO_PATH};
 use sm::{NodeId, Subnet};
 
 /// The generator spec as a subnet whose every port has VLCap `vl_cap` (1..=5), fresh LIDs.
@@ -378,4 +378,43 @@ pub fn remove_switch(t: &Topology, name: &str) -> Topology {
         }
     }
     out
+}
+
+/// Walks the tables from every switch to every end-port LID whose node `to` accepts: the
+/// LID-routed traffic switches send (answers and traps to the SM), which the CA-pair checks
+/// do not cover. Returns the (switch description, LID) pairs that dead-end or loop.
+pub fn switch_walk_failures(
+    s: &Subnet,
+    lfts: &Lfts,
+    to: impl Fn(NodeId) -> bool,
+) -> Vec<(String, u16)> {
+    let mut dests = Vec::new();
+    for (n, p) in s.end_ports() {
+        let lid = s.port(n, p).unwrap().lid;
+        if lid.0 != 0 && to(n) {
+            dests.push((n, lid));
+        }
+    }
+    let mut bad = Vec::new();
+    for sw in s.switches() {
+        for &(dn, lid) in &dests {
+            let mut x = sw;
+            let mut hops = 0;
+            while x != dn {
+                let next = lfts
+                    .get(x, lid)
+                    .and_then(|p| s.port(x, p))
+                    .and_then(|port| port.remote);
+                match next {
+                    Some((rn, _)) if hops < 64 => x = rn,
+                    _ => {
+                        bad.push((s.node(sw).desc.clone(), lid.0));
+                        break;
+                    }
+                }
+                hops += 1;
+            }
+        }
+    }
+    bad
 }
