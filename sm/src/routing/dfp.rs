@@ -525,20 +525,19 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool, relaxed: &[bool]) -> Ch
                 }
             }
         }
+        // Whether switch w has a route toward t (t itself has).
+        let routed =
+            |ch: &Choices, w: usize| w == t || ch.prim[w].len() > ch.prim_start[w][t] as usize;
         // A switch still without a route toward t (a root whose global links lead to no
         // island that reaches t) goes down first, to a switch that has one — deepest first,
         // so every lower neighbour is settled. No list above points at such a switch, so only
         // traffic the switch itself sends (its answers to the SM) takes these routes.
         for &v in by_rank.iter().rev() {
-            let own = ch.prim_start[v][t] as usize;
-            if v == t || ch.prim[v].len() > own {
+            if routed(&ch, v) {
                 continue;
             }
             for c in range(v) {
-                let w = chans[c].to as usize;
-                if st.kind[c] == Kind::Down
-                    && (w == t || ch.prim[w].len() > ch.prim_start[w][t] as usize)
-                {
+                if st.kind[c] == Kind::Down && routed(&ch, chans[c].to as usize) {
                     ch.prim[v].push(chans[c].port);
                 }
             }
@@ -549,8 +548,6 @@ fn compute(g: &SwitchGraph, st: &Structure, turns: bool, relaxed: &[bool]) -> Ch
         // in rounds, to any neighbour that had a route at the round's start: the shortest
         // way onto the routes above, and no loop, since every step leads to a switch routed
         // earlier.
-        let routed =
-            |ch: &Choices, w: usize| w == t || ch.prim[w].len() > ch.prim_start[w][t] as usize;
         loop {
             let mut next = Vec::new();
             for v in 0..n {
