@@ -285,12 +285,11 @@ impl TorusConfig {
         let stride = [1, size[0], size[0] * size[1]];
         // The second seed's switch: halfway, and on a mesh with room for its positive links.
         let half = size.map(|r| if mesh { r.saturating_sub(1) / 2 } else { r / 2 });
+        let guid = |p: [usize; 3]| base + (0..3).map(|d| p[d] * stride[d]).sum::<usize>() as u64;
         for (i, at) in [[0; 3], half].into_iter().enumerate() {
             if i > 0 {
                 s += "next_seed\n";
             }
-            let guid =
-                |p: [usize; 3]| base + (0..3).map(|d| p[d] * stride[d]).sum::<usize>() as u64;
             let moved = |d: usize, by: usize| {
                 let mut p = at;
                 p[d] = (p[d] + by) % size[d];
