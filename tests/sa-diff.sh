@@ -47,6 +47,10 @@
 #         compared as the smaller of its value and its byte swap.
 #   SWIR  MulticastFDBTop: saquery prints it only when the SA's ClassPortInfo announces
 #         IsMulticastFDBTopSupported (OpenSM's use_mfttop).
+#   PIR, ISSM  LocalPort: PortInfo.LocalPortNum is the port the reading SMP entered the
+#         switch on (IBA 14.2.5.6), a property of the directed route each SM happened to
+#         take, not of the port: with parallel links (net.2sw2path) OpenSM under load
+#         sometimes reaches the second switch over the other link.
 #   SL2VL, VLAR  compared by their keys ((LID, InPort, OutPort), (LID, Port, Block)): OpenSM
 #         never reads a port's SL-to-VL or VLArbitration table (3.3.23 sends no Get of either;
 #         osm_port_info_rcv.c reads only P_Key tables) and its SA serves the tables it last
@@ -174,6 +178,7 @@ records() { # file query
             if (q == "SMIR" && key ~ /act_count|ActCount/) next
             if (q == "CPI" && key ~ /cap_mask|CapMask|Capability/) next
             if (q == "SWIR" && key ~ /^MulticastFDBTop/) next
+            if ((q == "PIR" || q == "ISSM") && key ~ /^LocalPort/) next
             if (q == "PKTR" && key == "Block") {
                 v = val + 0; w = (v % 256) * 256 + int(v / 256); if (w < v) v = w; val = v
             }
