@@ -241,9 +241,11 @@ impl Endpoints {
 struct Toward {
     /// The switch, whose hop row (the hop matrix's) gives the distances.
     of: usize,
-    /// The switches `of` reaches by hops (`of` first); within a hop count in slot order.
+    /// The switches `of` reaches by hops (`of` first); within a hop count by slot mod 4, then
+    /// slot.
     order: Vec<u32>,
-    /// Scratch: where each hop count's switches start in `order`.
+    /// Scratch: where each hop count's switches start in `order`, four counters per hop count
+    /// (by slot mod 4), all zero between uses.
     at_hops: Vec<u32>,
     /// Whether `start` and `par` are made for switch `of`.
     listed: bool,
@@ -258,7 +260,7 @@ impl Toward {
         Toward {
             of: usize::MAX,
             order: Vec::with_capacity(n),
-            at_hops: vec![0; 256],
+            at_hops: vec![0; 4 << 8],
             listed: false,
             start: Vec::with_capacity(n),
             par: Vec::new(),
@@ -271,27 +273,38 @@ impl Toward {
     ///
     /// Any order by hops does: a switch's channels one hop closer lead to switches before it,
     /// and the switches routed through it come after it.
-    fn at(&mut self, hm: &HopMatrix, t: usize, list: bool) {
-        let g = hm.graph();
+    fn at(&mut self, hm: &HopMatrix, adj: &Adjacency, t: usize, list: bool) {
         if self.of != t {
             let dist = hm.row(t);
-            // Counting sort by hops, the unreachable left out.
-            self.at_hops.fill(0);
-            for &h in dist {
-                self.at_hops[usize::from(h)] += 1;
+            // Counting sort by hops, the unreachable left out. Four counters per hop count
+            // (by slot mod 4), so that runs of equal hops are not one chain of increments.
+            let hist = &mut self.at_hops;
+            let mut top = 0u8;
+            for (v, &h) in dist.iter().enumerate() {
+                hist[(v & 3) << 8 | usize::from(h)] += 1;
+                if h != UNREACHABLE {
+                    top = top.max(h);
+                }
             }
             let mut sum = 0;
-            for c in &mut self.at_hops[..usize::from(UNREACHABLE)] {
-                (*c, sum) = (sum, sum + *c);
+            for h in 0..=usize::from(top) {
+                for k in 0..4 {
+                    let c = &mut hist[k << 8 | h];
+                    (*c, sum) = (sum, sum + *c);
+                }
             }
             self.order.clear();
             self.order.resize(sum as usize, 0);
             for (v, &h) in dist.iter().enumerate() {
                 if h != UNREACHABLE {
-                    let at = &mut self.at_hops[usize::from(h)];
+                    let at = &mut hist[(v & 3) << 8 | usize::from(h)];
                     self.order[*at as usize] = v as u32;
                     *at += 1;
                 }
+            }
+            for k in 0..4 {
+                hist[k << 8..=k << 8 | usize::from(top)].fill(0);
+                hist[k << 8 | usize::from(UNREACHABLE)] = 0;
             }
             self.of = t;
             self.listed = false;
@@ -302,15 +315,14 @@ impl Toward {
         self.listed = true;
         self.start.clear();
         self.par.clear();
-        let chans = g.channels();
         let dist = hm.row(t);
         for &v in self.order.iter().skip(1) {
             let v = v as usize;
             let dv = dist[v];
-            let lo = g.first_channel(v);
-            for (c, e) in (lo..).zip(&chans[lo..g.first_channel(v + 1)]) {
-                if dist[e.to as usize].wrapping_add(1) == dv {
-                    self.par.push((e.to, c as u32));
+            let (lo, hi) = adj.range(v);
+            for (c, &u) in (lo..).zip(&adj.to[lo..hi]) {
+                if dist[u as usize].wrapping_add(1) == dv {
+                    self.par.push((u, c as u32));
                 }
             }
             self.start.push(self.par.len() as u32);
@@ -318,14 +330,38 @@ impl Toward {
     }
 }
 
+/// The switch graph's channels as the scans read them: each channel's far switch alone, and
+/// where each switch's channels start.
+struct Adjacency {
+    to: Vec<u32>,
+    start: Vec<u32>,
+}
+
+impl Adjacency {
+    fn new(g: &SwitchGraph) -> Adjacency {
+        Adjacency {
+            to: g.channels().iter().map(|e| e.to).collect(),
+            start: (0..=g.switch_count())
+                .map(|a| g.first_channel(a) as u32)
+                .collect(),
+        }
+    }
+
+    /// Switch `v`'s channels.
+    #[inline(always)]
+    fn range(&self, v: usize) -> (usize, usize) {
+        (self.start[v] as usize, self.start[v + 1] as usize)
+    }
+}
+
 /// Of `cands` (neighbour, channel to it), in order, the first of the cheapest by the
 /// neighbour's cost plus the channel's weight: (its cost, the channel), or (`u64::MAX`,
 /// `u32::MAX`) for none.
 #[inline(always)]
-fn cheapest(cost: &[u64], weight: &[u64], cands: impl Iterator<Item = (u32, u32)>) -> (u64, u32) {
+fn cheapest(cost: &[u64], weight: &[u32], cands: impl Iterator<Item = (u32, u32)>) -> (u64, u32) {
     let (mut best, mut pick) = (u64::MAX, u32::MAX);
     for (u, c) in cands {
-        let k = cost[u as usize].saturating_add(weight[c as usize]);
+        let k = cost[u as usize].saturating_add(u64::from(weight[c as usize]));
         if k < best {
             (best, pick) = (k, c);
         }
@@ -341,11 +377,20 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
     let top = max_lid(subnet);
     let mut lfts = Lfts::with_slots(g.slots().clone(), top);
     let chans = g.channels();
-    let mut weight = vec![0u64; chans.len()];
+    // Channel loads in u32: a channel carries at most every destination LID's routes from
+    // every LID, and 0xBFFF² < 2³². The adds saturate where a subnet breaks that (duplicate
+    // LIDs) rather than wrap.
+    let mut weight = vec![0u32; chans.len()];
     let mut toward = Toward::new(n);
+    let adj = Adjacency::new(g);
     let mut cost = vec![0u64; n];
     let mut next = vec![u32::MAX; n];
-    let mut acc = vec![0u64; n];
+    let mut acc = vec![0u32; n];
+    let lids_behind: Vec<u32> = ep
+        .weight
+        .iter()
+        .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
+        .collect();
     // The port each channel leaves on, and NO_PATH for none (u32::MAX, clamped to the end).
     let port_of: Vec<u8> = chans.iter().map(|e| e.port).chain([NO_PATH]).collect();
     let width = usize::from(top.0) + 1;
@@ -358,7 +403,7 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
             continue;
         }
         let more = !plain && ep.dests.get(i + 1).is_some_and(|e| e.slot == d.slot);
-        toward.at(hm, t, more);
+        toward.at(hm, &adj, t, more);
         let col = &mut cols[lid * n..(lid + 1) * n];
         col[t] = d.port;
         cost[t] = 0;
@@ -367,10 +412,10 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
             for &v in toward.order.iter().skip(1) {
                 let v = v as usize;
                 let dv = dist[v];
-                let lo = g.first_channel(v);
+                let (lo, hi) = adj.range(v);
                 let closer = (lo..)
-                    .zip(&chans[lo..g.first_channel(v + 1)])
-                    .map(|(c, e)| (e.to, c as u32))
+                    .zip(&adj.to[lo..hi])
+                    .map(|(c, &u)| (u, c as u32))
                     .filter(|&(u, _)| dist[u as usize].wrapping_add(1) == dv);
                 let (best, pick) = cheapest(&cost, &weight, closer);
                 (cost[v], next[v]) = (best, pick);
@@ -392,7 +437,7 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
         }
         // Weights: each link gets the LIDs behind every switch whose path it carries.
         for &v in &toward.order {
-            acc[v as usize] = ep.weight[v as usize];
+            acc[v as usize] = lids_behind[v as usize];
         }
         for &v in toward.order.iter().skip(1).rev() {
             let v = v as usize;
@@ -400,9 +445,9 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
             if c == u32::MAX {
                 continue;
             }
-            weight[c as usize] += acc[v];
-            let u = chans[c as usize].to as usize;
-            acc[u] += acc[v];
+            weight[c as usize] = weight[c as usize].saturating_add(acc[v]);
+            let u = adj.to[c as usize] as usize;
+            acc[u] = acc[u].saturating_add(acc[v]);
         }
     }
     // Into the switch-major LFTs: `cols` is width × n by construction.
