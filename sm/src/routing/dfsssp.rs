@@ -732,9 +732,8 @@ impl<'a> Layering<'a> {
         self.build_trees();
         let (ns, n) = (self.srcs.len(), self.n);
         let cost = (self.cg.num_channels() + self.cg.num_deps()) as u64;
-        // (route, the layer it moved to); the dependencies of every moved route, in turn.
-        let mut moved: Vec<(usize, usize)> = Vec::new();
-        let mut deps_of: Vec<Vec<usize>> = Vec::new();
+        // (route, the layer it moved to, its dependencies).
+        let mut moved: Vec<(usize, usize, Vec<usize>)> = Vec::new();
         let mut emptied = true;
         'routes: for di in 0..self.dests.len() {
             for s in 0..ns {
@@ -775,14 +774,13 @@ impl<'a> Layering<'a> {
                     self.counts[top][d] = self.counts[top][d].saturating_sub(1);
                 }
                 self.layer[r] = l as u8;
-                moved.push((r, l));
-                deps_of.push(deps);
+                moved.push((r, l, deps));
             }
         }
         if emptied {
             return Some(moved.len());
         }
-        for ((r, l), deps) in moved.into_iter().zip(deps_of) {
+        for (r, l, deps) in moved {
             for &d in &deps {
                 self.counts[l][d] -= 1;
                 self.counts[top][d] += 1;
@@ -804,7 +802,7 @@ impl<'a> Layering<'a> {
 }
 
 /// How much [`Layering::empty_top`] may search in one routing (channels plus dependencies,
-/// summed over its cycle searches): about a tenth of a second.
+/// summed over its cycle searches): a fraction of a second.
 const EMPTY_TOP_BUDGET: u64 = 1 << 26;
 
 /// The cycle search of [`Layering::break_cycles`]: OpenSM's depth-first search (roots in
