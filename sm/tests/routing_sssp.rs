@@ -232,7 +232,11 @@ fn dfsssp_empties_a_top_layer_whose_routes_fit_lower() {
         assert_eq!(out.engine, "dfsssp", "{spec}: {:?}", out.log);
         let has = |end: &str| out.log.iter().any(|l| l.ends_with(end));
         assert!(has("Virtual Lanes needed: 2"), "{spec}: {:?}", out.log);
-        assert!(has("of lane 2 fit on lower lanes"), "{spec}: {:?}", out.log);
+        assert!(
+            has("of lane 2 moved to lower lanes"),
+            "{spec}: {:?}",
+            out.log
+        );
         let rep = vl_check(&s, &out.routes, 5);
         assert!(rep.ok(), "{spec}: {rep:?}");
     }

@@ -979,7 +979,8 @@ impl RoutingEngine for Sssp {
             };
             needed -= 1;
             log.push(format!(
-                "dfsssp_remove_deadlocks: the {routes} routes of lane {needed} fit on lower lanes"
+                "dfsssp_remove_deadlocks: {routes} route{} of lane {needed} moved to lower lanes",
+                if routes == 1 { "" } else { "s" }
             ));
         }
         log.push(format!(
