@@ -100,3 +100,27 @@ fn lash_fails_without_lanes_and_with_lmc() {
         out.log
     );
 }
+
+/// On this random graph first fit over the pairs of switches with CAs ends on 3 lanes, and
+/// over every pair of switches, as OpenSM 3.3.23 layers them, on 2 (OpenSM needs 2 too:
+/// `tests/vl-count-vs-opensm.sh`, seed 135). The engine keeps the layering that needs fewer,
+/// and its tables stay free of credit loops.
+#[test]
+fn lash_keeps_the_all_pairs_layering_when_it_needs_fewer_lanes() {
+    let spec = "random:29,29,17,135,ports=8";
+    let s = subnet(spec, 0, 4);
+    let out = route_chain_with(&["lash".to_string()], true, &s, 7, &opts(true)).unwrap();
+    assert_eq!(out.engine, "lash", "{:?}", out.log);
+    assert_eq!(lanes_needed(&out.log), 2, "{:?}", out.log);
+    assert!(
+        out.log.iter().any(|l| l.starts_with(
+            "lash_core: every switch pair layered needs 2 lanes, the pairs of switches with CAs 3"
+        )),
+        "{:?}",
+        out.log
+    );
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{rep:?}");
+    let reach = check_all_pairs(&s, &out.routes.lfts);
+    assert_eq!((reach.unreachable_count, reach.non_shortest), (0, 0));
+}

@@ -23,8 +23,12 @@
 //! moves are possible.
 //!
 //! Only pairs of switches that have CAs are layered: no data traffic starts or ends at the
-//! others. The SL of a path is its layer plus `lash_start_vl`; paths within one switch, and
-//! paths to or from switches without CAs, get `lash_start_vl`. SL-to-VL is left to the QoS
+//! others. That mostly saves lanes, but first fit over a different sequence of pairs can also
+//! end a lane higher; so where some switch has no CA and the layering took two lanes or more,
+//! every pair of switches is layered again as OpenSM does (capped one lane lower), and kept if
+//! it fits. The SL of a path is its layer plus `lash_start_vl`; paths within one switch, and
+//! paths to or from switches without CAs, get `lash_start_vl` (their own pair's layer where
+//! the every-pair layering was kept). SL-to-VL is left to the QoS
 //! configuration (OpenSM's lash has no `update_sl2vl`); with `qos` off only one layer is
 //! usable. LMC > 0 is refused, as in OpenSM.
 
@@ -186,38 +190,36 @@ impl RoutingEngine for Lash {
                 }
             }
         }
-        let mut lanes = Lanes::new(&cg, &route, n);
-        let mut lane_of = vec![u8::MAX; n * n];
-        let mut deps = Vec::new();
-        for (ia, &a) in ca_sw.iter().enumerate() {
-            for &b in &ca_sw[ia + 1..] {
-                lanes.pair_deps(a, b, &mut deps);
-                let mut placed = None;
-                for v in 0..lanes.count() {
-                    if lanes.try_add_pair(v, &deps) {
-                        placed = Some(v);
-                        break;
-                    }
-                }
-                let v = match placed {
-                    Some(v) => v,
-                    None => {
-                        let v = lanes.count();
-                        if v + 1 > lanes_avail {
-                            return Err(fail(format!(
-                                "ERR 4D02: Lane requirements ({}) exceed available lanes ({lanes_avail}) with starting lane ({start})",
-                                v + 1
-                            )));
-                        }
-                        lanes.open();
-                        if !lanes.try_add_pair(v, &deps) {
-                            return Err(fail("a pair does not fit an empty lane".to_string()));
-                        }
-                        v
-                    }
-                };
-                lane_of[a * n + b] = v as u8;
-                lane_of[b * n + a] = v as u8;
+        let (mut lanes, mut lane_of) = match first_fit(&cg, &route, n, &ca_sw, lanes_avail) {
+            Ok(fit) => fit,
+            Err(FitError::Lanes(k)) => {
+                return Err(fail(format!(
+                    "ERR 4D02: Lane requirements ({k}) exceed available lanes ({lanes_avail}) with starting lane ({start})"
+                )))
+            }
+            Err(FitError::EmptyLane) => {
+                return Err(fail("a pair does not fit an empty lane".to_string()))
+            }
+        };
+        // OpenSM layers every pair of switches, those without CAs too. Here their pairs carry
+        // no data and are left out, which mostly saves lanes, but first fit over a different
+        // sequence of pairs can also end a lane higher: where some switch has no CA, every
+        // pair is tried as OpenSM does, and kept if it needs fewer lanes.
+        let mut layered = ca_sw;
+        let reachable = || {
+            order
+                .iter()
+                .all(|&a| order.iter().all(|&b| a == b || route[a * n + b] != NONE))
+        };
+        if lanes.count() >= 2 && layered.len() < order.len() && reachable() {
+            let fewer = lanes.count() - 1;
+            if let Ok((l, of)) = first_fit(&cg, &route, n, &order, fewer) {
+                log.push(format!(
+                    "lash_core: every switch pair layered needs {} lanes, the pairs of switches with CAs {}: all pairs kept",
+                    l.count(),
+                    lanes.count()
+                ));
+                (lanes, lane_of, layered) = (l, of, order.clone());
             }
         }
         let needed = lanes.count().max(1);
@@ -225,7 +227,7 @@ impl RoutingEngine for Lash {
             log.push(format!("lash_core: Lanes in layer {v}: {}", 2 * c));
         }
         log.push(format!("lash_core: Lanes needed: {needed}, Balancing"));
-        lanes.balance(&ca_sw, &mut lane_of, rng);
+        lanes.balance(&layered, &mut lane_of, rng);
         for (v, c) in lanes.pairs.iter().enumerate() {
             log.push(format!("lash_core: Lanes in layer {v}: {}", 2 * c));
         }
@@ -356,6 +358,52 @@ struct Dep {
     b: u32,
 }
 
+/// Why [`first_fit`] stopped.
+enum FitError {
+    /// A pair needed this many lanes, more than allowed.
+    Lanes(usize),
+    /// A pair's paths do not fit a lane of their own (a loop in the routes themselves).
+    EmptyLane,
+}
+
+/// LASH's layering: each pair of `sws` (in order; both directions on one lane) goes on the
+/// first lane whose dependency graph stays acyclic with it, a new lane opening where none
+/// does, at most `cap` lanes. The lanes and each pair's lane (`lane_of[a * n + b]`,
+/// `u8::MAX` for pairs not layered).
+fn first_fit<'a>(
+    cg: &'a ChannelGraph,
+    route: &'a [u32],
+    n: usize,
+    sws: &[usize],
+    cap: usize,
+) -> Result<(Lanes<'a>, Vec<u8>), FitError> {
+    let mut lanes = Lanes::new(cg, route, n);
+    let mut lane_of = vec![u8::MAX; n * n];
+    let mut deps = Vec::new();
+    for (ia, &a) in sws.iter().enumerate() {
+        for &b in &sws[ia + 1..] {
+            lanes.pair_deps(a, b, &mut deps);
+            let v = match (0..lanes.count()).find(|&v| lanes.try_add_pair(v, &deps)) {
+                Some(v) => v,
+                None => {
+                    let v = lanes.count();
+                    if v + 1 > cap {
+                        return Err(FitError::Lanes(v + 1));
+                    }
+                    lanes.open();
+                    if !lanes.try_add_pair(v, &deps) {
+                        return Err(FitError::EmptyLane);
+                    }
+                    v
+                }
+            };
+            lane_of[a * n + b] = v as u8;
+            lane_of[b * n + a] = v as u8;
+        }
+    }
+    Ok((lanes, lane_of))
+}
+
 /// Layers: dependency counts and orders per lane.
 struct Lanes<'a> {
     cg: &'a ChannelGraph,
@@ -468,7 +516,7 @@ impl<'a> Lanes<'a> {
     }
 
     /// OpenSM's `balance_virtual_lanes` (see the module docs).
-    fn balance(&mut self, ca_sw: &[usize], lane_of: &mut [u8], rng: &mut dyn rand::RngCore) {
+    fn balance(&mut self, layered: &[usize], lane_of: &mut [u8], rng: &mut dyn rand::RngCore) {
         const LIMIT: u64 = 6;
         let k = self.count();
         if k < 2 {
@@ -476,8 +524,8 @@ impl<'a> Lanes<'a> {
         }
         let n = self.n;
         let mut pairs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); k];
-        for (i, &a) in ca_sw.iter().enumerate() {
-            for &b in &ca_sw[i + 1..] {
+        for (i, &a) in layered.iter().enumerate() {
+            for &b in &layered[i + 1..] {
                 let v = lane_of[a * n + b];
                 if usize::from(v) < k {
                     pairs[usize::from(v)].push((a as u32, b as u32));
@@ -501,16 +549,16 @@ impl<'a> Lanes<'a> {
         // Pairs of the fullest lane not yet tried for the current (fullest, emptiest) lanes.
         let mut untried: Vec<(u32, u32)> = pairs[mx].clone();
         let mut deps = Vec::new();
-        // Pairs (a, b), a before b in `ca_sw`, numbered densely.
-        let nca = ca_sw.len();
-        let npairs = nca * nca.saturating_sub(1) / 2;
-        let mut ca_index = vec![0usize; n];
-        for (i, &a) in ca_sw.iter().enumerate() {
-            ca_index[a] = i;
+        // Pairs (a, b), a before b in `layered`, numbered densely.
+        let nsw = layered.len();
+        let npairs = nsw * nsw.saturating_sub(1) / 2;
+        let mut index = vec![0usize; n];
+        for (i, &a) in layered.iter().enumerate() {
+            index[a] = i;
         }
         let pair_key = |a: u32, b: u32| {
-            let (i, j) = (ca_index[a as usize], ca_index[b as usize]);
-            i * (2 * nca - i - 1) / 2 + (j - i - 1)
+            let (i, j) = (index[a as usize], index[b as usize]);
+            i * (2 * nsw - i - 1) / 2 + (j - i - 1)
         };
         // Per (lane, pair): 1 + the lane's epoch when it refused the pair, 0 if it has not.
         let mut refused = vec![0u32; k * npairs];
