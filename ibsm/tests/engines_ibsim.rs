@@ -601,6 +601,9 @@ cases! {
     lash_torus: "lash" on "torus:5,5" Fault::None;
     lash_hypercube: "lash" on "hypercube:4" Fault::None;
     lash_dragonfly: "lash" on "dragonfly:3,2,2,2" Fault::None;
+    // Switches without CAs, where layering every pair (as OpenSM) needs a lane fewer than
+    // layering the pairs of switches with CAs: 2 lanes, as OpenSM.
+    lash_random_every_pair: "lash" on "random:29,29,17,135,ports=8" Fault::None;
     dfsssp_torus_failed_link: "dfsssp" on "torus:5,5" Fault::Link("sw-2-1", 1);
     dfsssp_random: "dfsssp" on "random:12,12,10,7,ports=8" Fault::None;
     nue_torus_failed_switch: "nue" on "torus:5,5" Fault::Switch("sw-2-2");
