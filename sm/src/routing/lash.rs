@@ -28,9 +28,9 @@
 //! every pair of switches is layered again as OpenSM does (capped one lane lower), and kept if
 //! it fits. The SL of a path is its layer plus `lash_start_vl`; paths within one switch, and
 //! paths to or from switches without CAs, get `lash_start_vl` (their own pair's layer where
-//! the every-pair layering was kept). SL-to-VL is left to the QoS
-//! configuration (OpenSM's lash has no `update_sl2vl`); with `qos` off only one layer is
-//! usable. LMC > 0 is refused, as in OpenSM.
+//! the every-pair layering was kept). SL-to-VL is left to the QoS configuration (OpenSM's
+//! lash has no `update_sl2vl`); with `qos` off only one layer is usable. LMC > 0 is refused,
+//! as in OpenSM.
 
 // Loop indices here are node, switch or channel ids that index several parallel arrays at
 // once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
