@@ -38,7 +38,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fabric_sim::topo::gen::Grid;
-use fabric_sim::topo::{NewNode, PortRef, Topology};
+use fabric_sim::topo::{PortRef, Topology};
 use ibmad::{NodeType, PortNum};
 use qos_readback::{sl2vl_dump_nodes, sl2vl_dump_rows, smpquery_sl2vl_rows, smpquery_vlarb};
 use umad::testutil::{
@@ -83,53 +83,8 @@ fn topology(c: &Case) -> Topology {
             .unwrap();
             t
         }
-        Fault::Switch(name) => without_switch(&t, name),
+        Fault::Switch(name) => t.without_switch(name).unwrap(),
     }
-}
-
-/// `t` without switch `name` and the CAs cabled only to it: the fabric as the SM finds it
-/// when that switch is dead.
-fn without_switch(t: &Topology, name: &str) -> Topology {
-    let gone = t.node_by_name(name).unwrap();
-    let keep = |id| {
-        id != gone
-            && (t.node(id).unwrap().node_type() == NodeType::SWITCH
-                || t.ports(id).any(|(port, _)| {
-                    t.peer(PortRef { node: id, port })
-                        .is_some_and(|r| r.node != gone)
-                }))
-    };
-    let mut out = Topology::new();
-    let mut map = HashMap::new();
-    for (id, n) in t.nodes() {
-        if !keep(id) {
-            continue;
-        }
-        let mut nn = NewNode::new(n.node_type(), n.num_ports(), n.guid(), n.name());
-        nn.sys_image_guid = Some(n.sys_image_guid());
-        let nid = out.add_node(nn).unwrap();
-        for (port, p) in t.ports(id) {
-            out.set_port_guid(PortRef { node: nid, port }, p.guid())
-                .unwrap();
-        }
-        map.insert(id, nid);
-    }
-    for l in t.links() {
-        if let (Some(&a), Some(&b)) = (map.get(&l.a.node), map.get(&l.b.node)) {
-            out.connect(
-                PortRef {
-                    node: a,
-                    port: l.a.port,
-                },
-                PortRef {
-                    node: b,
-                    port: l.b.port,
-                },
-            )
-            .unwrap();
-        }
-    }
-    out
 }
 
 /// `-Q` (and the torus-2QoS.conf) for both SMs; dfp runs with QoS off, as the MLNX SM asks.

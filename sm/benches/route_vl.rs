@@ -14,8 +14,9 @@
 //! engine's random choices come from an RNG that always draws 0, or with `ROUTE_VL_SEED=N`
 //! from ChaCha8 seeded with N. `ROUTE_VL_FAULT=link:NAME:PORT` cables out that switch port,
 //! `ROUTE_VL_FAULT=switch:NAME` removes that switch (and the CAs cabled only to it) before
-//! routing, e.g. `ROUTE_VL_FAULT=switch:sw-2-2-2` on torus:8,8,8 — the failed-link and
-//! failed-switch fabrics torus-2QoS routes around.
+//! routing (empty: none; `fabric_sim::topo::Fault`, as `ibsm topo --fault`), e.g.
+//! `ROUTE_VL_FAULT=switch:sw-2-2-2` on torus:8,8,8 — the failed-link and failed-switch fabrics
+//! torus-2QoS routes around.
 
 use fabric_sim::topo::gen::Grid;
 use fabric_sim::topo::Topology;
@@ -44,17 +45,20 @@ fn main() {
         }
     };
     let t = match std::env::var("ROUTE_VL_FAULT") {
-        Ok(f) => match with_fault(t, &f) {
-            Some(t) => {
+        Ok(f) if !f.is_empty() => match f
+            .parse::<fabric_sim::topo::Fault>()
+            .and_then(|fault| t.with_fault(&fault))
+        {
+            Ok(t) => {
                 println!("fault           {f}");
                 t
             }
-            None => {
-                eprintln!("ROUTE_VL_FAULT={f}: expected link:NAME:PORT or switch:NAME of a node of {spec}");
+            Err(e) => {
+                eprintln!("ROUTE_VL_FAULT={f} on {spec}: {e}");
                 return;
             }
         },
-        Err(_) => t,
+        _ => t,
     };
     let mut s = fabric_sim::topo::subnet::to_subnet(&t);
     for p in &mut s.ports {
@@ -160,52 +164,6 @@ fn main() {
 
 /// `t` with the fault `f` (`link:NAME:PORT` or `switch:NAME`), or `None` if `f` names no
 /// node or port of `t`.
-fn with_fault(mut t: Topology, f: &str) -> Option<Topology> {
-    use fabric_sim::topo::{NewNode, PortRef};
-    let mut it = f.split(':');
-    match (it.next()?, it.next()?, it.next()) {
-        ("link", name, Some(port)) => {
-            let node = t.node_by_name(name)?;
-            let port = ibmad::PortNum(port.parse().ok()?);
-            t.disconnect(PortRef { node, port }).ok()??;
-            Some(t)
-        }
-        ("switch", name, None) => {
-            let gone = t.node_by_name(name)?;
-            // A CA cabled only to the dead switch is not found by the SM either.
-            let keep = |id| {
-                id != gone
-                    && (t.node(id).is_some_and(|n| n.is_switch())
-                        || t.ports(id)
-                            .any(|(_, p)| p.peer().is_some_and(|r| r.node != gone)))
-            };
-            let mut out = Topology::new();
-            let mut map = std::collections::HashMap::new();
-            for (id, n) in t.nodes() {
-                if keep(id) {
-                    let mut nn = NewNode::new(n.node_type(), n.num_ports(), n.guid(), n.name());
-                    nn.sys_image_guid = Some(n.sys_image_guid());
-                    let nid = out.add_node(nn).ok()?;
-                    for (port, p) in t.ports(id) {
-                        out.set_port_guid(PortRef { node: nid, port }, p.guid())
-                            .ok()?;
-                    }
-                    map.insert(id, nid);
-                }
-            }
-            for l in t.links() {
-                if let (Some(&a), Some(&b)) = (map.get(&l.a.node), map.get(&l.b.node)) {
-                    let attrs = t.port(l.a)?.attrs();
-                    let (pa, pb) = (PortRef { node: a, ..l.a }, PortRef { node: b, ..l.b });
-                    out.connect_with(pa, pb, attrs).ok()?;
-                }
-            }
-            Some(out)
-        }
-        _ => None,
-    }
-}
-
 /// A hash of what the engine returned: the LFT of every switch and the SL of every path
 /// between end-port LIDs (switch port 0 included), or the error; and the engine's log.
 fn digest(

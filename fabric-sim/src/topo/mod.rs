@@ -24,6 +24,7 @@
 
 pub mod attrs;
 pub mod error;
+pub mod fault;
 pub mod gen;
 pub mod model;
 pub mod parse;
@@ -33,6 +34,7 @@ pub mod write;
 
 pub use attrs::{LinkAttrs, LinkSpeed, LinkWidth, Mtu, VlCap};
 pub use error::{LoadError, ParseError, ParseErrorKind, SpecError, TopoError};
+pub use fault::{Fault, FaultError};
 pub use model::{Link, NewNode, Node, NodeId, Port, PortRef, Topology};
 
 impl Topology {

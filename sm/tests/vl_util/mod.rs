@@ -337,47 +337,7 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
 /// `t` without the switch `name` and the CAs cabled only to it — a failed switch, as the SM's
 /// discovery would see the fabric (it never reaches a node it has no path to).
 pub fn remove_switch(t: &Topology, name: &str) -> Topology {
-    use fabric_sim::topo::{NewNode, PortRef};
-    let gone = t.node_by_name(name).unwrap();
-    let only_to_gone = |id: fabric_sim::topo::NodeId| {
-        let n = t.node(id).unwrap();
-        !n.is_switch()
-            && t.ports(id)
-                .all(|(_, p)| p.peer().is_none_or(|r| r.node == gone))
-            && t.ports(id).any(|(_, p)| p.peer().is_some())
-    };
-    let mut out = Topology::new();
-    let mut map = HashMap::new();
-    for (id, n) in t.nodes() {
-        if id == gone || only_to_gone(id) {
-            continue;
-        }
-        let mut nn = NewNode::new(n.node_type(), n.num_ports(), n.guid(), n.name());
-        nn.sys_image_guid = Some(n.sys_image_guid());
-        let nid = out.add_node(nn).unwrap();
-        for (p, port) in t.ports(id) {
-            let _ = out.set_port_guid(PortRef { node: nid, port: p }, port.guid());
-        }
-        map.insert(id, nid);
-    }
-    for l in t.links() {
-        if let (Some(&a), Some(&b)) = (map.get(&l.a.node), map.get(&l.b.node)) {
-            let attrs = t.port(l.a).unwrap().attrs();
-            out.connect_with(
-                PortRef {
-                    node: a,
-                    port: l.a.port,
-                },
-                PortRef {
-                    node: b,
-                    port: l.b.port,
-                },
-                attrs,
-            )
-            .unwrap();
-        }
-    }
-    out
+    t.without_switch(name).unwrap()
 }
 
 /// Walks the tables from every switch to every end-port LID whose node `to` accepts: the
