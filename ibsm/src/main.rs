@@ -22,11 +22,12 @@ commands:
                            simulated fabric whose switches are RA-1 models served over vfio-user
   verify --topology T (--lfts DUMP | --routing ENGINES) [--json]
                            check tables: reachability, hop counts, credit loops, balance
-  topo TOPOLOGY [--write-net FILE] [--write-torus-conf FILE] [--write-root-guids FILE]
+  topo TOPOLOGY [--fault F]... [--write-net FILE] [--write-torus-conf FILE] [--write-root-guids FILE]
                            load a topology (file or generator spec), print its size, and
                            write it as an ibsim .net file (for ibsim, OpenSM, the benchmarks),
                            the torus-2QoS.conf of a generated torus/mesh, or the root GUIDs
-                           of a generated fat tree or dragonfly
+                           of a generated fat tree or dragonfly; --fault link:NAME:PORT or
+                           switch:NAME breaks the fabric first
   ctl [--socket PATH] status | sweep [light|heavy] | reroute | loglevel N | perfmgr … | dump
                            steer a running `ibsm run` (its control socket)
   discover | query | route | dump-fts | links | trace | portstate | counters | stat [--transport T]
@@ -137,6 +138,11 @@ struct TopoArgs {
     /// (for --root_guid_file: updn, ftree, dfp, dfp2)
     #[arg(long, value_name = "FILE")]
     write_root_guids: Option<String>,
+    /// Break the fabric before writing it: link:NAME:PORT pulls that cable, switch:NAME removes
+    /// the switch and the CAs cabled only to it (repeatable; the torus-2QoS.conf and root GUIDs
+    /// stay those of the whole fabric)
+    #[arg(long, value_name = "FAULT")]
+    fault: Vec<String>,
 }
 
 fn cmd_topo(args: &[String]) -> ExitCode {
@@ -160,11 +166,24 @@ fn cmd_topo(args: &[String]) -> ExitCode {
             Err(e) => return fail(format!("--write-root-guids: {e}")),
         }
     }
+    let mut faults = Vec::new();
+    for f in &a.fault {
+        match f.parse::<fabric_sim::topo::Fault>() {
+            Ok(f) => faults.push(f),
+            Err(e) => return fail(format!("--fault: {e}")),
+        }
+    }
     let progress = ibsm::progress::Progress::new(true);
-    let t = match simrun::load_topology(spec, &progress) {
+    let mut t = match simrun::load_topology(spec, &progress) {
         Ok(t) => t,
         Err(e) => return fail(format!("topology {spec:?}: {e}")),
     };
+    for (text, f) in a.fault.iter().zip(&faults) {
+        t = match t.with_fault(f) {
+            Ok(t) => t,
+            Err(e) => return fail(format!("--fault {text}: {e}")),
+        };
+    }
     let mut wrote = Vec::new();
     if let Some(file) = &a.write_net {
         progress.message(&format!("writing {file}"));

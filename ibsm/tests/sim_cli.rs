@@ -302,6 +302,52 @@ fn topo_writes_the_torus_conf_that_torus_2qos_routes_with() {
     assert!(out.contains("--write-torus-conf"), "{out}");
 }
 
+/// `ibsm topo --fault` breaks the fabric before writing it (what OpenSM on ibsim is given for
+/// the failed-link and failed-switch comparisons): the cable or the switch and its lone CA are
+/// gone from the `.net`, and `ibsm sim` on that file sees the smaller fabric. Bad faults are
+/// refused with the reason, and nothing is written.
+#[test]
+fn topo_fault_writes_the_broken_fabric() {
+    let dir = tmp("fault");
+    let net = dir.path().join("broken.net");
+    let net = net.to_str().unwrap();
+    let (code, out, err) = ibsm(&[
+        "topo",
+        "torus:5,5",
+        "--fault",
+        "link:sw-2-1:1",
+        "--fault",
+        "switch:sw-0-0",
+        "--write-net",
+        net,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // 75 links less the cable, and sw-0-0's four links and its CA's.
+    assert!(
+        out.starts_with("torus:5,5: 24 switches, 24 CAs, 69 links"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(net).unwrap();
+    assert!(!text.contains("\"sw-0-0\""), "{text}");
+    assert!(!text.contains("\"ca-0-0-0\""), "{text}");
+    let (code, out, err) = ibsm(&["topo", net]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("24 switches, 24 CAs, 69 links"), "{out}");
+    for (fault, why) in [
+        ("cable:sw-1-1", "expected link:NAME:PORT or switch:NAME"),
+        ("link:sw-9-9:1", "no node named \"sw-9-9\""),
+        ("switch:ca-1-1-0", "\"ca-1-1-0\" is not a switch"),
+        ("link:sw-1-1:7", "no port 7"),
+    ] {
+        let bad = dir.path().join("bad.net");
+        let bad = bad.to_str().unwrap();
+        let (code, out, err) = ibsm(&["topo", "torus:5,5", "--fault", fault, "--write-net", bad]);
+        assert_eq!(code, 2, "{fault}: {out}{err}");
+        assert!(err.contains(why), "{fault}: {err}");
+        assert!(!std::path::Path::new(bad).exists(), "{fault}");
+    }
+}
+
 /// `ibsm topo --write-root-guids` writes the top tier of a generated Dragonfly+ fabric (every
 /// group's spines), and dfp2, which refuses without a root_guid_file, routes with it; without
 /// one a warning says how to write it. Fabrics without a top tier are refused.
