@@ -19,6 +19,9 @@
 # generated fabric (VLCap VL0-7 as ibsim's ports, -Q, max_op_vls 5), best of 3 on 1 and on 2
 # threads. IBSM=0 skips it.
 #
+# FAULT=link:NAME:PORT or FAULT=switch:NAME breaks the fabric first, the same for both SMs
+# (`ibsm topo --fault` for OpenSM's .net, ROUTE_VL_FAULT for the bench).
+#
 # OUTDIR (default a fresh directory under ${TMPDIR:-/tmp}) keeps osm.log, time.txt (/usr/bin/time
 # -v of OpenSM) and bench.txt. Prints one summary line per SM.
 # Needs Debian's opensm, ibsim-utils and time, and cargo.
@@ -57,7 +60,9 @@ if [ "${OPENSM:-1}" != 0 ]; then
         conf=(--write-torus-conf "$outdir/torus-2QoS.conf")
         extra=(--torus_config "$outdir/torus-2QoS.conf")
     fi
-    ibsm topo "$spec" --write-net "$net" "${conf[@]}" >/dev/null || exit 2
+    fault=()
+    [ -z "${FAULT:-}" ] || fault=(--fault "$FAULT")
+    ibsm topo "$spec" --write-net "$net" "${conf[@]}" "${fault[@]}" >/dev/null || exit 2
     (
         cd "$outdir" || exit 2
         export IBSIM_SOCKNAME="route-time-$$"
@@ -94,7 +99,7 @@ if [ "${OPENSM:-1}" != 0 ]; then
 fi
 
 if [ "${IBSM:-1}" != 0 ]; then
-    (cd "$repo" && cargo bench --quiet -p sm --bench route_vl -- "$engine" "$spec") >"$outdir/bench.txt" 2>&1
+    (cd "$repo" && ROUTE_VL_FAULT=${FAULT:-} cargo bench --quiet -p sm --bench route_vl -- "$engine" "$spec") >"$outdir/bench.txt" 2>&1
     grep -v -e '^ *Finished' -e '^ *Running' -e '^ *Compiling' "$outdir/bench.txt" | sed "s/^/ibsm: /"
 fi
 echo "kept in $outdir"

@@ -2,7 +2,11 @@
 # The virtual lanes lash and dfsssp need, ibsm's engine against OpenSM's, on generated fabrics
 # (issue 14: "no more VLs than OpenSM's same engine uses on the same fabric").
 #
-#   tests/vl-count-vs-opensm.sh [SPEC...]
+#   tests/vl-count-vs-opensm.sh [SPEC[@FAULT]...]
+#
+# A SPEC may carry a fault, SPEC@link:NAME:PORT or SPEC@switch:NAME (torus:5,5@switch:sw-2-2):
+# both SMs then get the fabric with that cable pulled, or that switch and the CAs cabled only
+# to it removed (`ibsm topo --fault`, the bench's ROUTE_VL_FAULT).
 #
 # Without SPECs: FABRICS (default 40) random irregular graphs, seeds FIRST (default 1) onward,
 # seed s being random:S,S,E,s,ports=P with S = 8 + 7s mod 33 switches, E = 2 + 13s mod 2S extra
@@ -49,19 +53,21 @@ count() {
 err() { grep -o 'ERR [0-9A-F]*' <<<"$1" | head -1; }
 declare -A fewer same more
 status=0
-for spec in "${specs[@]}"; do
+for item in "${specs[@]}"; do
+    spec=${item%%@*} fault=
+    [ "$spec" = "$item" ] || fault=${item#*@}
     for engine in $engines; do
         out=$work/$engine
         rm -rf "$out"
-        if ! IBSM=0 IBSM_BIN="$repo/target/release/ibsm" tests/opensm-route-time.sh "$spec" "$engine" "$out" \
-            >"$work/route-time.txt" 2>&1; then
+        if ! FAULT=$fault IBSM=0 IBSM_BIN="$repo/target/release/ibsm" tests/opensm-route-time.sh \
+            "$spec" "$engine" "$out" >"$work/route-time.txt" 2>&1; then
             if grep -q '^missing' "$work/route-time.txt"; then
                 cat "$work/route-time.txt" >&2
                 exit 2
             fi
         fi
         theirs=$(cat "$out/osm.log" 2>/dev/null)
-        ours=$("$bench" "$engine" "$spec" 4 1 2>&1)
+        ours=$(ROUTE_VL_FAULT=$fault "$bench" "$engine" "$spec" 4 1 2>&1)
         o=$(count "$engine" "$theirs") m=$(count "$engine" "$ours")
         oe=$(err "$theirs") me=$(err "$ours")
         verdict=?
@@ -74,7 +80,7 @@ for spec in "${specs[@]}"; do
                 verdict=MORE more[$engine]=$((${more[$engine]:-0} + 1)) status=1
             fi
         fi
-        echo "$spec $engine: OpenSM ${o:-?}${oe:+ ($oe)}, ibsm ${m:-?}${me:+ ($me)}: $verdict"
+        echo "$item $engine: OpenSM ${o:-?}${oe:+ ($oe)}, ibsm ${m:-?}${me:+ ($me)}: $verdict"
     done
 done
 for engine in $engines; do
