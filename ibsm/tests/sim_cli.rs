@@ -304,8 +304,8 @@ fn topo_writes_the_torus_conf_that_torus_2qos_routes_with() {
 
 /// `ibsm topo --fault` breaks the fabric before writing it (what OpenSM on ibsim is given for
 /// the failed-link and failed-switch comparisons): the cable or the switch and its lone CA are
-/// gone from the `.net`, and `ibsm sim` on that file sees the smaller fabric. Bad faults are
-/// refused with the reason, and nothing is written.
+/// gone from the `.net`, and the file loads back as the smaller fabric. Bad faults are refused
+/// with the reason, and nothing is written.
 #[test]
 fn topo_fault_writes_the_broken_fabric() {
     let dir = tmp("fault");
