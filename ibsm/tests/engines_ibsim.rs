@@ -71,18 +71,15 @@ fn torus_conf(spec: &str) -> String {
 }
 
 fn topology(c: &Case) -> Topology {
-    let mut t = Topology::generate(c.spec).unwrap();
+    let t = Topology::generate(c.spec).unwrap();
     match c.fault {
         Fault::None => t,
-        Fault::Link(name, p) => {
-            let node = t.node_by_name(name).unwrap();
-            t.disconnect(PortRef {
-                node,
-                port: PortNum(p),
+        Fault::Link(node, port) => t
+            .with_fault(&fabric_sim::topo::Fault::Link {
+                node: node.into(),
+                port,
             })
-            .unwrap();
-            t
-        }
+            .unwrap(),
         Fault::Switch(name) => t.without_switch(name).unwrap(),
     }
 }

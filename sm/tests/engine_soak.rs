@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use sm::check::check_all_pairs;
 use sm::routing::{route_chain_with, EngineOptions, OptionFile};
 use sm::Subnet;
-use vl_util::{remove_switch, switch_walk_failures, topo_subnet, vl_check};
+use vl_util::{switch_walk_failures, topo_subnet, vl_check};
 
 fn cases() -> u64 {
     std::env::var("IBSM_SOAK_CASES")
@@ -147,7 +147,7 @@ fn grids_with_failures() {
                 .unwrap()
                 .name()
                 .to_string();
-            t = remove_switch(&t, &name);
+            t = t.without_switch(&name).unwrap();
             what += &format!(" {name} gone");
         }
         let lmc = u8::from(rng.gen_bool(0.25));

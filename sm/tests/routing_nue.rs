@@ -6,7 +6,7 @@ mod vl_util;
 
 use sm::check::check_all_pairs;
 use sm::routing::{route_chain_with, EngineOptions};
-use vl_util::{remove_switch, subnet, topo_subnet, vl_check};
+use vl_util::{subnet, topo_subnet, vl_check};
 
 fn opts(qos: bool, vls: u8) -> EngineOptions {
     EngineOptions {
@@ -73,7 +73,7 @@ fn nue_after_a_failed_link_and_switch() {
         port: ibmad::PortNum(1),
     })
     .unwrap();
-    let t = remove_switch(&t, "sw-0-3");
+    let t = t.without_switch("sw-0-3").unwrap();
     let s = topo_subnet(&t, 0, 4);
     for vls in [1u8, 2] {
         let out = route_chain_with(&["nue".to_string()], true, &s, 0, &opts(true, vls)).unwrap();

@@ -11,7 +11,7 @@ use ibmad::{Lid, NodeType, PortNum};
 use sm::routing::torus::TorusConfig;
 use sm::routing::{route_chain_with, EngineOptions, OptionFile, RouteError, RouteOutcome};
 use sm::Subnet;
-use vl_util::{remove_switch, topo_subnet, vl_check};
+use vl_util::{topo_subnet, vl_check};
 
 fn conf(size: [usize; 3], mesh: bool) -> String {
     TorusConfig::for_grid(size, mesh, SWITCH_GUID_BASE)
@@ -231,7 +231,7 @@ fn failures_keep_every_granted_sl() {
         }
         // A failed switch.
         let victim = name([2, 2, size[2] / 2]);
-        let t3 = remove_switch(&t, &victim);
+        let t3 = t.without_switch(&victim).unwrap();
         assert_sls_kept(spec, &format!("without {victim}"), &t3, &c, &sl0);
     }
 }
@@ -255,7 +255,7 @@ fn seed_failures_keep_every_granted_sl() {
             cut(&mut tt, origin, port);
             faults.push((format!("{origin} port {port} down"), tt));
         }
-        faults.push((format!("{origin} gone"), remove_switch(&t, origin)));
+        faults.push((format!("{origin} gone"), t.without_switch(origin).unwrap()));
         for (what, tt) in faults {
             assert_sls_kept(spec, &what, &tt, &c, &sl0);
         }
@@ -288,7 +288,7 @@ fn random_single_failures_keep_every_granted_sl() {
             cut(&mut tt, &name, port);
             (format!("{name} port {port} down"), tt)
         } else {
-            (format!("{name} gone"), remove_switch(&t, &name))
+            (format!("{name} gone"), t.without_switch(&name).unwrap())
         };
         assert_sls_kept(&spec, &what, &tt, &c, &sl0);
     }
@@ -306,7 +306,7 @@ fn fabrics_torus_2qos_refuses() {
     let e = format!("{:?}", route(&s, &c).unwrap_err());
     assert!(e.contains("ERR 4E33: disjoint failures in x ring"), "{e}");
     // A missing switch with only 2 data VLs.
-    let s = topo_subnet(&remove_switch(&t, "sw-2-2"), 0, 2);
+    let s = topo_subnet(&t.without_switch("sw-2-2").unwrap(), 0, 2);
     let e = format!("{:?}", route(&s, &c).unwrap_err());
     assert!(e.contains("needs 4 data VLs"), "{e}");
     // One data VL.
@@ -346,7 +346,11 @@ fn fabrics_torus_2qos_refuses() {
     );
     // Missing switches not in one Z column.
     let (t4, size4) = grid("torus:4,4,4");
-    let t4 = remove_switch(&remove_switch(&t4, "sw-1-1-1"), "sw-2-2-2");
+    let t4 = t4
+        .without_switch("sw-1-1-1")
+        .unwrap()
+        .without_switch("sw-2-2-2")
+        .unwrap();
     let s = topo_subnet(&t4, 0, 4);
     let e = format!("{:?}", route(&s, &conf(size4, false)).unwrap_err());
     assert!(e.contains("ERR 4E38"), "{e}");

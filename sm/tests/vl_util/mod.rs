@@ -334,12 +334,6 @@ pub fn vl_check(s: &Subnet, r: &Routes, max_op_vls: u8) -> VlReport {
     rep
 }
 
-/// `t` without the switch `name` and the CAs cabled only to it — a failed switch, as the SM's
-/// discovery would see the fabric (it never reaches a node it has no path to).
-pub fn remove_switch(t: &Topology, name: &str) -> Topology {
-    t.without_switch(name).unwrap()
-}
-
 /// Walks the tables from every switch to every end-port LID whose node `to` accepts: the
 /// LID-routed traffic switches send (answers and traps to the SM), which the CA-pair checks
 /// do not cover. Returns the (switch description, LID) pairs that dead-end or loop.
