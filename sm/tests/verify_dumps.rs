@@ -188,14 +188,15 @@ fn dump_errors_name_the_line() {
     let e = d.to_lfts(&s).unwrap_err();
     assert_eq!(e.line, 2);
     assert!(e.what.contains("port 9"), "{e}");
+    assert!(e.to_string().starts_with("line 2: port 9"), "{e}");
     let d = parse_lft_dump(&hdr.replace("0x000000000000000a", "0x00000000000000ff")).unwrap();
     assert_eq!(d.to_lfts(&s).unwrap_err().line, 1);
     let d = parse_lft_dump(hdr).unwrap();
-    assert!(d
-        .to_lfts(&s)
-        .unwrap_err()
-        .what
-        .contains("no table for switch"));
+    let e = d.to_lfts(&s).unwrap_err();
+    assert!(e.what.contains("no table for switch"), "{e}");
+    // Tied to no line: the message is the problem alone, not "line 0: …".
+    assert_eq!(e.line, 0);
+    assert!(e.to_string().starts_with("no table for switch"), "{e}");
 }
 
 #[test]

@@ -23,12 +23,23 @@ use crate::subnet::{NodeId, Subnet};
 
 /// A problem in an LFT dump, or between a dump and a subnet.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
-#[error("line {line}: {what}")]
 pub struct DumpError {
     /// 1-based line (0 when the problem is not tied to a line).
     pub line: usize,
     /// What is wrong.
     pub what: String,
+}
+
+impl std::fmt::Display for DumpError {
+    /// "line N: what", or the problem alone when no line is at fault (a switch the dump
+    /// lacks, a dump with no table at all).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.what)
+        } else {
+            write!(f, "line {}: {}", self.line, self.what)
+        }
+    }
 }
 
 /// One LFT entry of a dump.
