@@ -162,8 +162,6 @@ fn main() {
     }
 }
 
-/// `t` with the fault `f` (`link:NAME:PORT` or `switch:NAME`), or `None` if `f` names no
-/// node or port of `t`.
 /// A hash of what the engine returned: the LFT of every switch and the SL of every path
 /// between end-port LIDs (switch port 0 included), or the error; and the engine's log.
 fn digest(
