@@ -242,6 +242,22 @@ impl ChannelGraph {
         self.dep(a, b)
     }
 
+    /// The dependencies out of channel `c`: `(b0, d0, k)`, where the channel `b0 + j`
+    /// (`j < k`) leaving the switch `c` reaches is entered from `c` by dependency `d0 + j`
+    /// (`k` = 0 for a channel arriving on no port).
+    #[inline]
+    #[must_use]
+    pub fn dep_row(&self, c: u32) -> (u32, usize, u32) {
+        let (u, q) = self.to[c as usize];
+        let u = u as usize;
+        let (s, e) = (self.chan_start[u], self.chan_start[u + 1]);
+        if q == 0 {
+            return (s, 0, 0);
+        }
+        let base = self.dep_base[u] + (u32::from(q) - 1) * (e - s);
+        (s, base as usize, e - s)
+    }
+
     /// Channels `b` with a dependency `c → b` that `present` accepts.
     #[inline]
     pub fn successors<'a>(

@@ -19,21 +19,25 @@
 //!
 //! # Layers (`dfsssp`)
 //! A route here is (source switch with CAs, destination CA LID): all CAs behind one switch
-//! follow the same tables, and CA links cannot be on a credit loop. Every route starts on
-//! layer 0. For each layer but the last, the layer's channel dependency graph is searched for
-//! a cycle; each cycle is broken at its dependency with the fewest routes, by moving every
-//! route through that dependency to the next layer (OpenSM `dfsssp_remove_deadlocks`). If the
-//! last usable layer still has a cycle, the engine fails with OpenSM's "ERR AD25: Not enough
-//! VLs available". Moving every route of a dependency at once moves more than the cycle needs,
-//! so then (not in OpenSM) the top layer is emptied if it can be: each of its routes in turn
-//! goes to the lowest layer that stays acyclic with it, all or nothing (undone if one route
-//! fits nowhere, or after a bounded amount of cycle searching), and again for the layer below
-//! while that works. On random graphs this saves a VL now and then (one of 7 on
-//! random:128,512,64,7), and it changes nothing where it fails. Layers left over are then
-//! shared out, as OpenSM's `vl_split_count` does: each spare VL goes to the layer with the
-//! most routes per VL, and a route's SL is its layer's first SL plus a hash of (source,
-//! destination) over the layer's VLs (OpenSM draws at random per PathRecord query; a fixed SL
-//! per path keeps answers stable).
+//! follow the same tables, and CA links cannot be on a credit loop. Every route starts on layer
+//! 0. For each layer but the last, the layer's channel dependency graph is searched for a
+//! cycle; each cycle is broken at its dependency with the fewest routes, by moving every route
+//! through that dependency to the next layer (OpenSM `dfsssp_remove_deadlocks`). If the last
+//! usable layer still has a cycle, the engine fails with OpenSM's "ERR AD25: Not enough VLs
+//! available". Moving every route of a dependency at once moves more than the cycle needs, so
+//! then (not in OpenSM) the top layer is emptied if it can be: each of its routes in turn goes
+//! to the lowest layer that stays acyclic with it, all or nothing (undone if one route fits
+//! nowhere, or after a bounded amount of cycle searching), and again for the layer below while
+//! that works. Where the top layer holds a few routes (at most 64), a route that fits no lower
+//! layer as it is may still go to one where moving the routes of a dependency on the cycle it
+//! would close to another lower layer breaks that cycle. On random graphs this saves a VL now
+//! and then (one of 7 on random:128,512,64,7; with LMC 1, the few routes left on a third lane),
+//! and it changes nothing where it fails. Whether a layer stays acyclic with a route is
+//! searched from the dependencies only that route adds. Layers left over are then shared out,
+//! as OpenSM's `vl_split_count` does: each spare VL goes to the layer with the most routes per
+//! VL, and a route's SL is its layer's first SL plus a hash of (source, destination) over the
+//! layer's VLs (OpenSM draws at random per PathRecord query; a fixed SL per path keeps answers
+//! stable).
 //!
 //! The layer index is the path SL; SL-to-VL is left to the QoS configuration (OpenSM's dfsssp
 //! has no `update_sl2vl`), whose default maps SL *i* to VL *i* on ports with enough VLs. The
@@ -493,6 +497,11 @@ struct Layering<'a> {
     /// via_start[c + 1]]`), built with the trees.
     via_start: Vec<u32>,
     via: Vec<u32>,
+    /// Scratch of [`Layering::cycle_through`]: per channel, the search that last reached it;
+    /// the current search; its path.
+    seen: Vec<u32>,
+    epoch: u32,
+    stack: Vec<(u32, u32)>,
 }
 
 impl<'a> Layering<'a> {
@@ -621,38 +630,23 @@ impl<'a> Layering<'a> {
         while self.counts.len() <= l + 1 {
             self.counts.push(vec![0; self.cg.num_deps()]);
         }
-        let Some((a, b)) = self.cg.dep_channels(dep) else {
+        let Some((a, _)) = self.cg.dep_channels(dep) else {
             return 0;
         };
         self.build_trees();
         let v = self.cg.from_slot(a);
-        let (u, _) = self.cg.to_slot(a);
-        let pa = self.cg.port(a);
-        let pb = self.cg.port(b);
         let n = self.n;
         let ns = self.srcs.len();
+        let subtrees = self.dep_subtrees(dep);
         let (lo, hi) = self.counts.split_at_mut(l + 1);
         let (from, to) = (&mut lo[l], &mut hi[0]);
         let mut moved = 0u64;
         // Per switch: the moved routes from its subtree.
         let mut below = vec![0u32; n];
-        let (vs, ve) = (
-            self.via_start[a as usize] as usize,
-            self.via_start[a as usize + 1] as usize,
-        );
-        for &di in &self.via[vs..ve] {
-            let di = di as usize;
-            if self.cols[di * n + u] != pb || self.cols[di * n + v] != pa {
-                continue;
-            }
+        for (di, t, len) in subtrees {
             let up = &self.up[di * n..(di + 1) * n];
             let dep_up = &self.dep_up[di * n..(di + 1) * n];
-            let t = self.tin[di * n + v];
-            if t == NONE {
-                continue; // v's route loops: it reaches no destination (not for shortest paths)
-            }
-            let t = di * n + t as usize;
-            let sub = &self.pre[t..t + self.size[di * n + v] as usize];
+            let sub = &self.pre[t..t + len];
             let layer = &mut self.layer[di * ns..(di + 1) * ns];
             for &x in sub {
                 let x = x as usize;
@@ -724,16 +718,24 @@ impl<'a> Layering<'a> {
     }
 
     /// Tries to empty layer `top` after the cycles are broken: each of its routes, in order,
-    /// moves to the lowest layer below that stays acyclic with it. All or nothing: if a route
-    /// fits no lower layer, or `budget` (channels plus dependencies searched, summed over the
-    /// cycle searches) runs out, every move is undone and the layering is as it was. Returns
-    /// the number of routes moved if the layer was emptied.
+    /// moves to the lowest layer below that stays acyclic with it, or else (see
+    /// [`Layering::make_room`]) to the lowest layer where moving the routes of one or a few of
+    /// its dependencies to other layers below `top` makes room. All or nothing: if a route
+    /// fits nowhere, or `budget` (channels plus dependencies searched, summed over the cycle
+    /// searches) runs out, every move is undone and the layering is as it was. Returns the
+    /// number of routes moved out of `top` if the layer was emptied.
     fn empty_top(&mut self, top: usize, budget: &mut u64) -> Option<usize> {
         self.build_trees();
-        let (ns, n) = (self.srcs.len(), self.n);
-        let cost = (self.cg.num_channels() + self.cg.num_deps()) as u64;
-        // (route, the layer it moved to, its dependencies).
-        let mut moved: Vec<(usize, usize, Vec<usize>)> = Vec::new();
+        let ns = self.srcs.len();
+        let mut moves: Vec<Move> = Vec::new();
+        let mut out = 0;
+        // Room is made only for a few stragglers.
+        let few = self
+            .layer
+            .iter()
+            .filter(|&&x| usize::from(x) == top)
+            .count()
+            <= MAKE_ROOM_ROUTES;
         let mut emptied = true;
         'routes: for di in 0..self.dests.len() {
             for s in 0..ns {
@@ -741,53 +743,299 @@ impl<'a> Layering<'a> {
                 if usize::from(self.layer[r]) != top {
                     continue;
                 }
-                // The route's dependencies, from its source switch up its destination's tree.
-                let mut deps = Vec::new();
-                let mut x = self.srcs[s] as usize;
-                while self.dep_up[di * n + x] != NONE && deps.len() < n {
-                    deps.push(self.dep_up[di * n + x] as usize);
-                    x = self.up[di * n + x] as usize;
-                }
+                let deps = self.route_deps(r);
                 let mut to = None;
                 for l in 0..top {
-                    if *budget < cost {
-                        emptied = false;
-                        break 'routes;
+                    match self.try_place(l, &deps, budget) {
+                        Some(true) => {
+                            to = Some(l);
+                            break;
+                        }
+                        Some(false) => {}
+                        None => {
+                            emptied = false;
+                            break 'routes;
+                        }
                     }
-                    *budget -= cost;
-                    for &d in &deps {
-                        self.counts[l][d] += 1;
-                    }
-                    if !self.has_cycle(l) {
-                        to = Some(l);
-                        break;
-                    }
-                    for &d in &deps {
-                        self.counts[l][d] -= 1;
-                    }
+                }
+                if to.is_none() && few {
+                    to = (0..top).find(|&l| self.make_room(l, top, &deps, budget, &mut moves));
                 }
                 let Some(l) = to else {
                     emptied = false;
                     break 'routes;
                 };
+                // `deps` are counted in layer l now.
                 for &d in &deps {
                     self.counts[top][d] = self.counts[top][d].saturating_sub(1);
                 }
                 self.layer[r] = l as u8;
-                moved.push((r, l, deps));
+                moves.push(Move {
+                    route: r,
+                    from: top,
+                    to: l,
+                    deps,
+                });
+                out += 1;
             }
         }
         if emptied {
-            return Some(moved.len());
+            return Some(out);
         }
-        for (r, l, deps) in moved {
-            for &d in &deps {
-                self.counts[l][d] -= 1;
-                self.counts[top][d] += 1;
-            }
-            self.layer[r] = top as u8;
-        }
+        self.undo(&mut moves, 0);
         None
+    }
+
+    /// A route's dependencies, from its source switch up its destination's tree.
+    fn route_deps(&self, r: usize) -> Vec<usize> {
+        let (ns, n) = (self.srcs.len(), self.n);
+        let (di, s) = (r / ns, r % ns);
+        let mut deps = Vec::new();
+        let mut x = self.srcs[s] as usize;
+        while self.dep_up[di * n + x] != NONE && deps.len() < n {
+            deps.push(self.dep_up[di * n + x] as usize);
+            x = self.up[di * n + x] as usize;
+        }
+        deps
+    }
+
+    /// Counts `deps` in layer `l` if it stays acyclic with them: `Some(true)` (they stay
+    /// counted), `Some(false)` (not acyclic: layer `l` is as it was), `None` when the budget
+    /// is spent (as it was too). Layer `l` must be acyclic.
+    fn try_place(&mut self, l: usize, deps: &[usize], budget: &mut u64) -> Option<bool> {
+        for &d in deps {
+            self.counts[l][d] += 1;
+        }
+        match self.cycle_through(l, deps, budget) {
+            Some(None) => Some(true),
+            found => {
+                for &d in deps {
+                    self.counts[l][d] -= 1;
+                }
+                found.map(|_| false)
+            }
+        }
+    }
+
+    /// Layer `l` was acyclic, then a route's `deps` were counted in it: a cycle it has now
+    /// takes one of them that only that route carries (count 1), so a search from each such
+    /// dependency's second channel for its first finds one if there is one. `Some(None)`: no
+    /// cycle; `Some(Some(channels))`: one (each channel's dependency on the next, the last's
+    /// on the first); `None`: `budget` (channels plus dependencies looked at) ran out.
+    fn cycle_through(
+        &mut self,
+        l: usize,
+        deps: &[usize],
+        budget: &mut u64,
+    ) -> Option<Option<Vec<u32>>> {
+        let cg = self.cg;
+        let counts = &self.counts[l];
+        for &d in deps {
+            if counts[d] != 1 {
+                continue;
+            }
+            let Some((a, b)) = cg.dep_channels(d) else {
+                continue;
+            };
+            self.epoch = self.epoch.wrapping_add(1);
+            if self.epoch == 0 {
+                self.seen.fill(0);
+                self.epoch = 1;
+            }
+            let (seen, epoch, stack) = (&mut self.seen, self.epoch, &mut self.stack);
+            stack.clear();
+            stack.push((b, 0));
+            seen[b as usize] = epoch;
+            while let Some(top) = stack.last_mut() {
+                let c = top.0;
+                if c == a {
+                    return Some(Some(stack.iter().map(|e| e.0).collect()));
+                }
+                // Successors y = b0 + j, entered by dependency d0 + j; top.1 is the next j.
+                let (b0, d0, k) = cg.dep_row(c);
+                let mut found = None;
+                for j in top.1..k {
+                    let y = b0 + j;
+                    if counts[d0 + j as usize] > 0 && seen[y as usize] != epoch {
+                        found = Some(j);
+                        break;
+                    }
+                }
+                let looked = u64::from(found.map_or(k, |j| j + 1).saturating_sub(top.1));
+                *budget = budget.checked_sub(looked + 1)?;
+                match found {
+                    Some(j) => {
+                        top.1 = j + 1;
+                        let y = b0 + j;
+                        seen[y as usize] = epoch;
+                        stack.push((y, 0));
+                    }
+                    None => {
+                        stack.pop();
+                    }
+                }
+            }
+        }
+        Some(None)
+    }
+
+    /// A route of the top layer fits no lower layer: counts its `deps` in layer `l` and
+    /// breaks the cycles that closes, one at a time (at most [`MAKE_ROOM_BREAKS`] + 1). A
+    /// cycle is broken at the first of its dependencies, fewest routes first (the new route's
+    /// alone are not candidates), whose routes all fit, as they are, other layers below
+    /// `top`; they move there. On success the moves are in `moves` and `deps` stay counted
+    /// in `l`; otherwise everything is as it was.
+    fn make_room(
+        &mut self,
+        l: usize,
+        top: usize,
+        deps: &[usize],
+        budget: &mut u64,
+        moves: &mut Vec<Move>,
+    ) -> bool {
+        let mark = moves.len();
+        for &d in deps {
+            self.counts[l][d] += 1;
+        }
+        let mut ok = false;
+        for _ in 0..=MAKE_ROOM_BREAKS {
+            let Some(found) = self.cycle_through(l, deps, budget) else {
+                break;
+            };
+            let Some(cyc) = found else {
+                ok = true;
+                break;
+            };
+            // The cycle's dependencies that carry routes besides the new one, weakest first:
+            // the first whose routes all fit elsewhere breaks it.
+            let mut cands: Vec<(u32, usize)> = Vec::new();
+            for i in 0..cyc.len() {
+                let Some(d) = self.cg.dep(cyc[i], cyc[(i + 1) % cyc.len()]) else {
+                    continue;
+                };
+                let others = self.counts[l][d] - u32::from(deps.contains(&d));
+                if others > 0 {
+                    cands.push((others, d));
+                }
+            }
+            cands.sort_unstable();
+            let mut broken = false;
+            for &(_, d) in &cands {
+                let here = moves.len();
+                if self.evacuate(l, top, d, budget, moves) {
+                    broken = true;
+                    break;
+                }
+                self.undo(moves, here);
+            }
+            if !broken {
+                break;
+            }
+        }
+        if !ok {
+            self.undo(moves, mark);
+            for &d in deps {
+                self.counts[l][d] -= 1;
+            }
+        }
+        ok
+    }
+
+    /// Moves every route of layer `l` through dependency `d` to another layer below `top`
+    /// where it fits as it is; false (some moved, in `moves`) if one fits nowhere.
+    fn evacuate(
+        &mut self,
+        l: usize,
+        top: usize,
+        d: usize,
+        budget: &mut u64,
+        moves: &mut Vec<Move>,
+    ) -> bool {
+        for q in self.routes_through(l, d) {
+            let qdeps = self.route_deps(q);
+            for &e in &qdeps {
+                self.counts[l][e] -= 1;
+            }
+            let mut to = None;
+            for m in (0..top).filter(|&m| m != l) {
+                match self.try_place(m, &qdeps, budget) {
+                    Some(true) => {
+                        to = Some(m);
+                        break;
+                    }
+                    Some(false) => {}
+                    None => break,
+                }
+            }
+            let Some(m) = to else {
+                for &e in &qdeps {
+                    self.counts[l][e] += 1;
+                }
+                return false;
+            };
+            self.layer[q] = m as u8;
+            moves.push(Move {
+                route: q,
+                from: l,
+                to: m,
+                deps: qdeps,
+            });
+        }
+        true
+    }
+
+    /// Where the routes through dependency `dep` are, per destination whose tree takes it:
+    /// (destination, start, length) of the subtree in `pre` of the switch the dependency's
+    /// first channel leaves — the routes from the sources in it take the dependency.
+    fn dep_subtrees(&self, dep: usize) -> Vec<(usize, usize, usize)> {
+        let Some((a, b)) = self.cg.dep_channels(dep) else {
+            return Vec::new();
+        };
+        let n = self.n;
+        let v = self.cg.from_slot(a);
+        let (u, _) = self.cg.to_slot(a);
+        let (pa, pb) = (self.cg.port(a), self.cg.port(b));
+        let (vs, ve) = (
+            self.via_start[a as usize] as usize,
+            self.via_start[a as usize + 1] as usize,
+        );
+        self.via[vs..ve]
+            .iter()
+            .map(|&di| di as usize)
+            .filter(|&di| self.cols[di * n + u] == pb && self.cols[di * n + v] == pa)
+            .filter_map(|di| {
+                // NONE: v's route loops and reaches no destination (not for shortest paths).
+                let t = self.tin[di * n + v];
+                (t != NONE).then(|| (di, di * n + t as usize, self.size[di * n + v] as usize))
+            })
+            .collect()
+    }
+
+    /// The routes of layer `l` through dependency `dep`.
+    fn routes_through(&self, l: usize, dep: usize) -> Vec<usize> {
+        let ns = self.srcs.len();
+        let mut out = Vec::new();
+        for (di, t, len) in self.dep_subtrees(dep) {
+            for &x in &self.pre[t..t + len] {
+                let s = self.src_of[x as usize];
+                if s != u32::MAX && usize::from(self.layer[di * ns + s as usize]) == l {
+                    out.push(di * ns + s as usize);
+                }
+            }
+        }
+        out
+    }
+
+    /// Undoes `moves[mark..]`, last first.
+    fn undo(&mut self, moves: &mut Vec<Move>, mark: usize) {
+        while moves.len() > mark {
+            let Some(m) = moves.pop() else { break };
+            for &d in &m.deps {
+                self.counts[m.to][d] -= 1;
+                self.counts[m.from][d] += 1;
+            }
+            self.layer[m.route] = m.from as u8;
+        }
     }
 
     fn has_cycle(&self, l: usize) -> bool {
@@ -800,6 +1048,22 @@ impl<'a> Layering<'a> {
         }
     }
 }
+
+/// One route moved between layers by [`Layering::empty_top`], with its dependencies (so it
+/// can be undone).
+struct Move {
+    route: usize,
+    from: usize,
+    to: usize,
+    deps: Vec<usize>,
+}
+
+/// The most routes a top layer may hold for [`Layering::empty_top`] to make room for them.
+const MAKE_ROOM_ROUTES: usize = 64;
+
+/// How many cycles [`Layering::make_room`] breaks for one route, past the first, before it
+/// gives up.
+const MAKE_ROOM_BREAKS: usize = 4;
 
 /// How much [`Layering::empty_top`] may search in one routing (channels plus dependencies,
 /// summed over its cycle searches): a fraction of a second.
@@ -949,6 +1213,9 @@ impl RoutingEngine for Sssp {
             size: Vec::new(),
             via_start: Vec::new(),
             via: Vec::new(),
+            seen: vec![0; cg.num_channels()],
+            epoch: 0,
+            stack: Vec::new(),
             srcs,
             dests,
             cols,
