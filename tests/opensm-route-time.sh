@@ -20,7 +20,8 @@
 # threads. IBSM=0 skips it.
 #
 # FAULT=link:NAME:PORT or FAULT=switch:NAME breaks the fabric first, the same for both SMs
-# (`ibsm topo --fault` for OpenSM's .net, ROUTE_VL_FAULT for the bench).
+# (`ibsm topo --fault` for OpenSM's .net, ROUTE_VL_FAULT for the bench). LMC=N gives every end
+# port 2^N LIDs in both (OpenSM's -l N, ROUTE_VL_LMC for the bench; default 0).
 #
 # OUTDIR (default a fresh directory under ${TMPDIR:-/tmp}) keeps osm.log, time.txt (/usr/bin/time
 # -v of OpenSM) and bench.txt. Prints one summary line per SM.
@@ -28,10 +29,15 @@
 set -u
 
 if [ $# -lt 2 ]; then
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,/^set -u/p' "$0" | sed -n 's/^# \{0,1\}//p'
     exit 2
 fi
 spec=$1 engine=$2
+lmc=${LMC:-0}
+case $lmc in
+[0-7]) ;;
+*) echo "LMC=$lmc: not an LMC (0..7)" >&2; exit 2 ;;
+esac
 outdir=${3:-$(mktemp -d "${TMPDIR:-/tmp}/route-time.XXXXXX")}
 mkdir -p "$outdir" || exit 2
 outdir=$(cd "$outdir" && pwd)
@@ -75,7 +81,7 @@ if [ "${OPENSM:-1}" != 0 ]; then
             sleep 0.1
         done
         OSM_CACHE_DIR=$outdir OSM_TMP_DIR=$outdir nice /usr/bin/time -v -o time.txt \
-            env LD_PRELOAD="$shim" opensm -o -e -s 0 -d 0 -Q -R "$engine" -f "$outdir/osm.log" \
+            env LD_PRELOAD="$shim" opensm -o -e -s 0 -d 0 -Q -l "$lmc" -R "$engine" -f "$outdir/osm.log" \
             -D 0x07 "${extra[@]}" >osm.stdout 2>&1
     )
     start=$(grep -m1 'ucast_mgr_route: building routing with' "$outdir/osm.log" | stamp)
@@ -99,7 +105,7 @@ if [ "${OPENSM:-1}" != 0 ]; then
 fi
 
 if [ "${IBSM:-1}" != 0 ]; then
-    (cd "$repo" && ROUTE_VL_FAULT=${FAULT:-} cargo bench --quiet -p sm --bench route_vl -- "$engine" "$spec") >"$outdir/bench.txt" 2>&1
+    (cd "$repo" && ROUTE_VL_FAULT=${FAULT:-} ROUTE_VL_LMC=$lmc cargo bench --quiet -p sm --bench route_vl -- "$engine" "$spec") >"$outdir/bench.txt" 2>&1
     grep -v -e '^ *Finished' -e '^ *Running' -e '^ *Compiling' "$outdir/bench.txt" | sed "s/^/ibsm: /"
 fi
 echo "kept in $outdir"

@@ -16,7 +16,8 @@
 //! `ROUTE_VL_FAULT=switch:NAME` removes that switch (and the CAs cabled only to it) before
 //! routing (empty: none; `fabric_sim::topo::Fault`, as `ibsm topo --fault`), e.g.
 //! `ROUTE_VL_FAULT=switch:sw-2-2-2` on torus:8,8,8 — the failed-link and failed-switch fabrics
-//! torus-2QoS routes around.
+//! torus-2QoS routes around. `ROUTE_VL_LMC=N` gives every end port 2^N LIDs (as `-l N`;
+//! default 0).
 
 use fabric_sim::topo::gen::Grid;
 use fabric_sim::topo::Topology;
@@ -66,14 +67,33 @@ fn main() {
             i.set_vl_cap(vl_cap);
         }
     }
-    if let Err(e) = assign_lids(&mut s, &LidConfig::default(), &Guid2Lid::new()) {
+    let lmc = match std::env::var("ROUTE_VL_LMC") {
+        Ok(l) if !l.is_empty() => match l.parse::<u8>() {
+            Ok(l) if l <= 7 => l,
+            _ => {
+                eprintln!("ROUTE_VL_LMC={l}: not an LMC (0..=7)");
+                return;
+            }
+        },
+        _ => 0,
+    };
+    let lids = LidConfig {
+        lmc,
+        ..LidConfig::default()
+    };
+    if let Err(e) = assign_lids(&mut s, &lids, &Guid2Lid::new()) {
         eprintln!("LID assignment failed: {e}");
         return;
     }
     println!(
-        "topology        {spec}: {} switches, {} CAs, VLCap {vl_cap}",
+        "topology        {spec}: {} switches, {} CAs, VLCap {vl_cap}{}",
         t.num_switches(),
-        t.num_cas()
+        t.num_cas(),
+        if lmc > 0 {
+            format!(", LMC {lmc}")
+        } else {
+            String::new()
+        }
     );
     let mut opts = EngineOptions {
         qos: true,
