@@ -220,9 +220,22 @@ fn sssp_refuses_a_detached_switch() {
 /// layer empties: 2 VLs where the cycle breaking alone ended on 3, and where OpenSM 3.3.23's
 /// dfsssp needs 2 (`tests/vl-count-vs-opensm.sh`, seeds 68, 82, 97 and 131). The tables stay
 /// free of credit loops.
+#[test]
+fn dfsssp_empties_a_top_layer_whose_routes_fit_lower() {
+    for spec in [
+        "random:22,22,6,68,ports=13",
+        "random:21,21,18,82,ports=9",
+        "random:27,27,21,97,ports=15",
+        "random:34,34,5,131,ports=13",
+    ] {
+        dfsssp_in_two_lanes_after_emptying_the_third(spec, 0);
+    }
+}
+
 /// With LMC 1 these graphs end with a handful of routes (1 to 16) on a third lane that fit
-/// neither lower lane as it is; OpenSM's dfsssp needs 2 VLs on each. Moving the routes of one
-/// dependency on the cycle a straggler closes to the other lower lane makes room for it.
+/// neither lower lane as it is; OpenSM's dfsssp needs 2 VLs on each
+/// (`LMC=1 tests/vl-count-vs-opensm.sh`). Moving the routes of one dependency on the cycle a
+/// straggler closes to the other lower lane makes room for it.
 #[test]
 fn dfsssp_makes_room_for_the_last_routes_of_a_top_layer() {
     for spec in [
@@ -231,18 +244,7 @@ fn dfsssp_makes_room_for_the_last_routes_of_a_top_layer() {
         "random:31,31,34,74,ports=10",
         "random:17,17,12,6,ports=14",
     ] {
-        let s = subnet(spec, 1, 4);
-        let out = route_chain_with(&["dfsssp".to_string()], true, &s, 0, &opts(true)).unwrap();
-        assert_eq!(out.engine, "dfsssp", "{spec}: {:?}", out.log);
-        let has = |end: &str| out.log.iter().any(|l| l.ends_with(end));
-        assert!(has("Virtual Lanes needed: 2"), "{spec}: {:?}", out.log);
-        assert!(
-            has("of lane 2 moved to lower lanes"),
-            "{spec}: {:?}",
-            out.log
-        );
-        let rep = vl_check(&s, &out.routes, 5);
-        assert!(rep.ok(), "{spec}: {rep:?}");
+        let (s, out) = dfsssp_in_two_lanes_after_emptying_the_third(spec, 1);
         let reach = check_all_pairs(&s, &out.routes.lfts);
         assert_eq!(
             (reach.unreachable_count, reach.non_shortest),
@@ -252,24 +254,23 @@ fn dfsssp_makes_room_for_the_last_routes_of_a_top_layer() {
     }
 }
 
-#[test]
-fn dfsssp_empties_a_top_layer_whose_routes_fit_lower() {
-    for spec in [
-        "random:22,22,6,68,ports=13",
-        "random:21,21,18,82,ports=9",
-        "random:27,27,21,97,ports=15",
-        "random:34,34,5,131,ports=13",
-    ] {
-        let (s, out) = run(spec, "dfsssp", true, 4);
-        assert_eq!(out.engine, "dfsssp", "{spec}: {:?}", out.log);
-        let has = |end: &str| out.log.iter().any(|l| l.ends_with(end));
-        assert!(has("Virtual Lanes needed: 2"), "{spec}: {:?}", out.log);
-        assert!(
-            has("of lane 2 moved to lower lanes"),
-            "{spec}: {:?}",
-            out.log
-        );
-        let rep = vl_check(&s, &out.routes, 5);
-        assert!(rep.ok(), "{spec}: {rep:?}");
-    }
+/// dfsssp on `spec` with `lmc`: routed, in 2 VLs after lane 2 was emptied, and free of
+/// credit loops under the VL-aware check.
+fn dfsssp_in_two_lanes_after_emptying_the_third(
+    spec: &str,
+    lmc: u8,
+) -> (sm::Subnet, sm::routing::RouteOutcome) {
+    let s = subnet(spec, lmc, 4);
+    let out = route_chain_with(&["dfsssp".to_string()], true, &s, 0, &opts(true)).unwrap();
+    assert_eq!(out.engine, "dfsssp", "{spec}: {:?}", out.log);
+    let has = |end: &str| out.log.iter().any(|l| l.ends_with(end));
+    assert!(has("Virtual Lanes needed: 2"), "{spec}: {:?}", out.log);
+    assert!(
+        has("of lane 2 moved to lower lanes"),
+        "{spec}: {:?}",
+        out.log
+    );
+    let rep = vl_check(&s, &out.routes, 5);
+    assert!(rep.ok(), "{spec} lmc {lmc}: {rep:?}");
+    (s, out)
 }
