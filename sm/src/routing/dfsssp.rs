@@ -1245,6 +1245,11 @@ impl RoutingEngine for Sssp {
                 break;
             };
             needed -= 1;
+            // The searches from the new dependencies alone answered for the whole layers.
+            debug_assert!(
+                (0..needed).all(|l| !lay.has_cycle(l)),
+                "a layer has a cycle after emptying lane {needed}"
+            );
             log.push(format!(
                 "dfsssp_remove_deadlocks: {routes} route{} of lane {needed} moved to lower lanes",
                 if routes == 1 { "" } else { "s" }
