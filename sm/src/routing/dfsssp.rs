@@ -999,16 +999,19 @@ impl<'a> Layering<'a> {
             self.via_start[a as usize] as usize,
             self.via_start[a as usize + 1] as usize,
         );
-        self.via[vs..ve]
-            .iter()
-            .map(|&di| di as usize)
-            .filter(|&di| self.cols[di * n + u] == pb && self.cols[di * n + v] == pa)
-            .filter_map(|di| {
-                // NONE: v's route loops and reaches no destination (not for shortest paths).
-                let t = self.tin[di * n + v];
-                (t != NONE).then(|| (di, di * n + t as usize, self.size[di * n + v] as usize))
-            })
-            .collect()
+        let mut out = Vec::with_capacity(ve - vs);
+        for &di in &self.via[vs..ve] {
+            let di = di as usize;
+            if self.cols[di * n + u] != pb || self.cols[di * n + v] != pa {
+                continue;
+            }
+            let t = self.tin[di * n + v];
+            if t == NONE {
+                continue; // v's route loops: it reaches no destination (not for shortest paths)
+            }
+            out.push((di, di * n + t as usize, self.size[di * n + v] as usize));
+        }
+        out
     }
 
     /// The routes of layer `l` through dependency `dep`.
