@@ -28,6 +28,10 @@ set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 2
 engines=${ENGINES:-lash dfsssp}
+case ${LMC:-0} in
+[0-7]) ;;
+*) echo "vl-count-vs-opensm: LMC=$LMC: not an LMC (0..7)" >&2; exit 2 ;;
+esac
 specs=("$@")
 if [ ${#specs[@]} -eq 0 ]; then
     first=${FIRST:-1}
