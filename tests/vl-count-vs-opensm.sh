@@ -86,7 +86,13 @@ for item in "${specs[@]}"; do
                 verdict=MORE more[$engine]=$((${more[$engine]:-0} + 1)) status=1
             fi
         fi
-        echo "$item $engine: OpenSM ${o:-?}${oe:+ ($oe)}, ibsm ${m:-?}${me:+ ($me)}: $verdict"
+        why=
+        if [ "$verdict" = "?" ]; then
+            # No count from one SM: the first complaint (a bad spec or fault, a refused LMC).
+            why=$( { grep -m1 -i -e 'bad' -e 'error' -e 'not an' "$work/route-time.txt"; \
+                grep -m1 -v -e '^topology' -e '^fault' <<<"$ours"; } 2>/dev/null | head -1)
+        fi
+        echo "$item $engine: OpenSM ${o:-?}${oe:+ ($oe)}, ibsm ${m:-?}${me:+ ($me)}: $verdict${why:+ ($why)}"
     done
 done
 for engine in $engines; do
