@@ -108,6 +108,18 @@ impl Port {
     pub fn state(&self) -> PortState {
         self.info.map_or(PortState::DOWN, |i| i.port_state())
     }
+
+    /// Every LID the port answers to: `2^lmc` from its base LID (none while unassigned; LIDs
+    /// past the unicast range are left out).
+    pub fn lids(&self) -> impl Iterator<Item = u16> {
+        let count = if self.lid == Lid::UNASSIGNED {
+            0
+        } else {
+            1u16 << self.lmc.min(7)
+        };
+        let base = self.lid.0;
+        (0..count).map_while(move |o| base.checked_add(o).filter(|&l| l <= Lid::UNICAST_MAX.0))
+    }
 }
 
 /// The whole discovered subnet.

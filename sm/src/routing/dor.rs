@@ -70,7 +70,7 @@ impl RoutingEngine for Dor {
                 if let Some(rport) = subnet.port(rn, rp) {
                     if rport.lid != Lid::UNASSIGNED {
                         is_src[a] = 1;
-                        lids.extend((0..1u16 << rport.lmc.min(7)).map(|o| rport.lid.0 + o));
+                        lids.extend(rport.lids());
                     }
                 }
             }
