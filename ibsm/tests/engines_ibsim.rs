@@ -593,6 +593,8 @@ cases! {
     // Switches without CAs, where layering every pair (as OpenSM) needs a lane fewer than
     // layering the pairs of switches with CAs: 2 lanes, as OpenSM.
     lash_random_every_pair: "lash" on "random:29,29,17,135,ports=8" Fault::None;
+    // OpenSM 3.3.23's lash routes every LID with LMC > 0 (its documentation says otherwise).
+    lash_torus_lmc: "lash" on "torus:5,5" Fault::None, lmc 1;
     dfsssp_torus_failed_link: "dfsssp" on "torus:5,5" Fault::Link("sw-2-1", 1);
     dfsssp_random: "dfsssp" on "random:12,12,10,7,ports=8" Fault::None;
     // Each end port 2 LIDs: a handful of routes left on a third lane fit a lower one only

@@ -4,6 +4,7 @@
 
 mod vl_util;
 
+use ibmad::Lid;
 use sm::check::check_all_pairs;
 use sm::routing::{route_chain_with, EngineOptions, RouteError};
 use vl_util::{subnet, vl_check};
@@ -84,21 +85,56 @@ fn lash_start_vl_shifts_the_sls() {
 }
 
 #[test]
-fn lash_fails_without_lanes_and_with_lmc() {
+fn lash_fails_without_lanes() {
     let s = subnet("torus:5,5", 0, 4);
     let err = route_chain_with(&["lash".to_string()], true, &s, 0, &opts(false)).unwrap_err();
     let RouteError::AllEnginesFailed { log, .. } = err else {
         panic!()
     };
     assert!(log.iter().any(|l| l.contains("ERR 4D02")), "{log:?}");
-    let s = subnet("torus:4,4", 1, 4);
-    let out = route_chain_with(&["lash".to_string()], false, &s, 0, &opts(true)).unwrap();
-    assert_eq!(out.engine, "minhop");
-    assert!(
-        out.log.iter().any(|l| l.contains("LMC > 0")),
-        "{:?}",
-        out.log
-    );
+}
+
+/// With LMC > 0 OpenSM 3.3.23's lash routes every LID of a port (its documentation says it
+/// falls back; its code does not): each LID takes its switch's path and SL, so every LID is
+/// reached, on the same SL as the port's base LID, without a credit loop.
+#[test]
+fn lash_routes_every_lid_with_lmc() {
+    for lmc in [1, 2] {
+        let s = subnet("torus:4,4", lmc, 4);
+        let out = route_chain_with(&["lash".to_string()], true, &s, 0, &opts(true)).unwrap();
+        assert_eq!(out.engine, "lash", "lmc {lmc}: {:?}", out.log);
+        let reach = check_all_pairs(&s, &out.routes.lfts);
+        assert_eq!(
+            (reach.unreachable_count, reach.non_shortest, reach.loops),
+            (0, 0, 0),
+            "lmc {lmc}: {reach:?}"
+        );
+        let rep = vl_check(&s, &out.routes, 5);
+        assert!(rep.ok(), "lmc {lmc}: {rep:?}");
+        let ends: Vec<(u16, u8)> = s
+            .end_ports()
+            .filter_map(|(n, p)| s.port(n, p))
+            .filter(|p| p.lid != Lid::UNASSIGNED)
+            .map(|p| (p.lid.0, p.lmc))
+            .collect();
+        assert!(
+            ends.iter().any(|&(_, l)| l == lmc),
+            "lmc {lmc}: no port with it"
+        );
+        for &(a, _) in &ends {
+            for &(b, bl) in &ends {
+                let base = out.routes.sl(Lid(a), Lid(b));
+                for o in 1..1u16 << bl {
+                    assert_eq!(
+                        out.routes.sl(Lid(a), Lid(b + o)),
+                        base,
+                        "lmc {lmc}: SL {a} -> {} against its base LID {b}",
+                        b + o
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// On this random graph first fit over the pairs of switches with CAs ends on 3 lanes, and

@@ -566,8 +566,8 @@ impl Options {
     ///   more often than the lease expires; with `sweep_interval 0` sweeping is re-enabled at
     ///   lease − 1 s, and a sweep interval ≥ the lease raises the lease to sweep + 1 s.
     /// * `master_sm_priority` set but not above `sm_priority`: it has no effect.
-    /// * `lmc > 0` with `ftree` or `lash`: those engines refuse LMC > 0, so the next engine
-    ///   in the chain (or Min Hop) routes.
+    /// * `lmc > 0` with `ftree`: it refuses LMC > 0 (as OpenSM's), so the next engine in the
+    ///   chain (or Min Hop) routes.
     pub fn reconcile(&mut self) -> Vec<super::ConfigWarning> {
         use super::ConfigWarning::Inconsistent;
         let mut w = Vec::new();
@@ -607,18 +607,20 @@ impl Options {
                 ),
             });
         }
-        if self.lmc > 0 {
-            for e in [RoutingEngineId::Ftree, RoutingEngineId::Lash] {
-                if self.routing_engine.engines.contains(&e) {
-                    w.push(Inconsistent {
-                        message: format!(
-                            "routing engine {e} does not support lmc {} > 0; it will fail and \
-                             the next engine in the chain routes",
-                            self.lmc
-                        ),
-                    });
-                }
-            }
+        if self.lmc > 0
+            && self
+                .routing_engine
+                .engines
+                .contains(&RoutingEngineId::Ftree)
+        {
+            w.push(Inconsistent {
+                message: format!(
+                    "routing engine {} does not support lmc {} > 0; it will fail and the next \
+                     engine in the chain routes",
+                    RoutingEngineId::Ftree,
+                    self.lmc
+                ),
+            });
         }
         w
     }

@@ -29,8 +29,10 @@
 //! it fits. The SL of a path is its layer plus `lash_start_vl`; paths within one switch, and
 //! paths to or from switches without CAs, get `lash_start_vl` (their own pair's layer where
 //! the every-pair layering was kept). SL-to-VL is left to the QoS configuration (OpenSM's
-//! lash has no `update_sl2vl`); with `qos` off only one layer is usable. LMC > 0 is refused,
-//! as in OpenSM.
+//! lash has no `update_sl2vl`); with `qos` off only one layer is usable. With LMC > 0 every
+//! LID of a port takes its switch's path and SL, as OpenSM 3.3.23's lash routes them
+//! (`populate_fwd_tbls` looks each LID up; the LMC check its documentation mentions, "LMC > 0
+//! is not supported by the LASH routing", is not in the code).
 
 // Loop indices here are node, switch or channel ids that index several parallel arrays at
 // once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
@@ -124,12 +126,6 @@ impl RoutingEngine for Lash {
         rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
-        if subnet
-            .end_ports()
-            .any(|(n, p)| subnet.port(n, p).is_some_and(|x| x.lmc > 0))
-        {
-            return Err(fail("LMC > 0 is not supported by LASH routing".to_string()));
-        }
         let g = SwitchGraph::build(subnet);
         let n = g.switch_count();
         let budget = self.opts.vl_budget(subnet);
@@ -172,7 +168,7 @@ impl RoutingEngine for Lash {
                 if let Some(rport) = subnet.port(rn, rp) {
                     if rport.lid != Lid::UNASSIGNED {
                         has_ca[a] = true;
-                        cas[a].push((rport.lid.0, p));
+                        cas[a].extend(rport.lids().map(|l| (l, p)));
                     }
                 }
             }
@@ -236,12 +232,13 @@ impl RoutingEngine for Lash {
         let mut lfts = Lfts::with_slots(g.slots().clone(), top);
         let chans = g.channels();
         let mesh = self.opts.do_mesh_analysis;
-        let own_lid: Vec<Option<u16>> = (0..n)
+        // Each switch's own LIDs (more than one only on an enhanced port 0 with LMC > 0).
+        let own_lids: Vec<Vec<u16>> = (0..n)
             .map(|b| {
                 g.switch_at(b)
                     .and_then(|s| subnet.port(s, PortNum(0)))
                     .filter(|p| p.lid != Lid::UNASSIGNED)
-                    .map(|p| p.lid.0)
+                    .map_or_else(Vec::new, |p| p.lids().collect())
             })
             .collect();
         let mut par: Vec<Vec<usize>> = Vec::new();
@@ -271,7 +268,7 @@ impl RoutingEngine for Lash {
                     for &(l, p) in &cas[a] {
                         set(l, p);
                     }
-                    if let Some(l) = own_lid[a] {
+                    for &l in &own_lids[a] {
                         set(l, 0);
                     }
                     continue;
@@ -296,7 +293,7 @@ impl RoutingEngine for Lash {
                     let p = port(&mut rr);
                     set(l, p);
                 }
-                if let Some(l) = own_lid[b] {
+                for &l in &own_lids[b] {
                     let p = port(&mut rr);
                     set(l, p);
                 }
@@ -306,13 +303,12 @@ impl RoutingEngine for Lash {
         let mut sls = PathSls::per_source_switch(subnet, g.slots(), top);
         let mut dst_slot = vec![u32::MAX; usize::from(top.0) + 1];
         for b in 0..n {
-            for &(l, _) in &cas[b] {
+            for l in cas[b]
+                .iter()
+                .map(|&(l, _)| l)
+                .chain(own_lids[b].iter().copied())
+            {
                 if let Some(e) = dst_slot.get_mut(usize::from(l)) {
-                    *e = b as u32;
-                }
-            }
-            if let Some(p0) = g.switch_at(b).and_then(|s| subnet.port(s, PortNum(0))) {
-                if let Some(e) = dst_slot.get_mut(usize::from(p0.lid.0)) {
                     *e = b as u32;
                 }
             }
