@@ -18,8 +18,7 @@
 #   "Virtual Lanes needed: N" (dfsssp);
 # - ibsm: the route_vl bench, one run of the engine on the same generated fabric (VLCap VL0-7,
 #   -Q, max_op_vls 5, as OpenSM sees ibsim's ports); the same log line.
-# LMC=N gives every end port 2^N LIDs in both (OpenSM's -l N, the bench's ROUTE_VL_LMC); lash
-# refuses LMC > 0 in both.
+# LMC=N gives every end port 2^N LIDs in both (OpenSM's -l N, the bench's ROUTE_VL_LMC).
 # Prints one line per (fabric, engine): both counts, each with the ERR code if that SM's engine
 # refused the fabric, and "fewer", "same" or "MORE"; then the totals. Exits 1 if ibsm needed
 # more on any pair, 2 if a tool is missing.
