@@ -237,7 +237,6 @@ impl RoutingEngine for Lash {
             .map(|b| {
                 g.switch_at(b)
                     .and_then(|s| subnet.port(s, PortNum(0)))
-                    .filter(|p| p.lid != Lid::UNASSIGNED)
                     .map_or_else(Vec::new, |p| p.lids().collect())
             })
             .collect();
