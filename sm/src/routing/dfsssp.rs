@@ -736,34 +736,20 @@ impl<'a> Layering<'a> {
             .filter(|&&x| usize::from(x) == top)
             .count()
             <= MAKE_ROOM_ROUTES;
-        let mut emptied = true;
-        'routes: for di in 0..self.dests.len() {
+        for di in 0..self.dests.len() {
             for s in 0..ns {
                 let r = di * ns + s;
                 if usize::from(self.layer[r]) != top {
                     continue;
                 }
                 let deps = self.route_deps(r);
-                let mut to = None;
-                for l in 0..top {
-                    match self.try_place(l, &deps, budget) {
-                        Some(true) => {
-                            to = Some(l);
-                            break;
-                        }
-                        Some(false) => {}
-                        None => {
-                            emptied = false;
-                            break 'routes;
-                        }
-                    }
-                }
+                let mut to = self.lowest_fit(0..top, &deps, budget);
                 if to.is_none() && few {
                     to = (0..top).find(|&l| self.make_room(l, top, &deps, budget, &mut moves));
                 }
                 let Some(l) = to else {
-                    emptied = false;
-                    break 'routes;
+                    self.undo(&mut moves, 0);
+                    return None;
                 };
                 // `deps` are counted in layer l now.
                 for &d in &deps {
@@ -779,11 +765,7 @@ impl<'a> Layering<'a> {
                 out += 1;
             }
         }
-        if emptied {
-            return Some(out);
-        }
-        self.undo(&mut moves, 0);
-        None
+        Some(out)
     }
 
     /// A route's dependencies, from its source switch up its destination's tree.
@@ -799,22 +781,28 @@ impl<'a> Layering<'a> {
         deps
     }
 
-    /// Counts `deps` in layer `l` if it stays acyclic with them: `Some(true)` (they stay
-    /// counted), `Some(false)` (not acyclic: layer `l` is as it was), `None` when the budget
-    /// is spent (as it was too). Layer `l` must be acyclic.
-    fn try_place(&mut self, l: usize, deps: &[usize], budget: &mut u64) -> Option<bool> {
-        for &d in deps {
-            self.counts[l][d] += 1;
-        }
-        match self.cycle_through(l, deps, budget) {
-            Some(None) => Some(true),
-            found => {
-                for &d in deps {
-                    self.counts[l][d] -= 1;
-                }
-                found.map(|_| false)
+    /// Counts `deps` in the first of `layers` (each acyclic) that stays acyclic with them, and
+    /// returns it; `None`, with no layer changed, if none does or `budget` runs out.
+    fn lowest_fit(
+        &mut self,
+        layers: impl Iterator<Item = usize>,
+        deps: &[usize],
+        budget: &mut u64,
+    ) -> Option<usize> {
+        for l in layers {
+            for &d in deps {
+                self.counts[l][d] += 1;
             }
+            let found = self.cycle_through(l, deps, budget);
+            if found == Some(None) {
+                return Some(l);
+            }
+            for &d in deps {
+                self.counts[l][d] -= 1;
+            }
+            found.as_ref()?;
         }
+        None
     }
 
     /// Layer `l` was acyclic, then a route's `deps` were counted in it: a cycle it has now
@@ -956,18 +944,7 @@ impl<'a> Layering<'a> {
             for &e in &qdeps {
                 self.counts[l][e] -= 1;
             }
-            let mut to = None;
-            for m in (0..top).filter(|&m| m != l) {
-                match self.try_place(m, &qdeps, budget) {
-                    Some(true) => {
-                        to = Some(m);
-                        break;
-                    }
-                    Some(false) => {}
-                    None => break,
-                }
-            }
-            let Some(m) = to else {
+            let Some(m) = self.lowest_fit((0..top).filter(|&m| m != l), &qdeps, budget) else {
                 for &e in &qdeps {
                     self.counts[l][e] += 1;
                 }
