@@ -711,6 +711,43 @@ fn dot_renders_a_k8_fat_tree() {
     assert!(bytes.len() > 10_000, "PNG of {} bytes", bytes.len());
 }
 
+/// torus:4,4,4 has 128 LIDs, so every switch's LinearFDBTop is 0x80, the one LID of LFT block
+/// 2. `route` must read that block (infiniband-diags' ibroute stops a block short there and
+/// drops the LID), and its entry must agree with `dump-fts`.
+#[test]
+fn route_reads_the_block_of_a_top_lid_that_is_a_multiple_of_64() {
+    let spec = "sim:torus:4,4,4";
+    let mut c = Command::new(IBSM);
+    c.args(["route", "1", "--transport", spec]);
+    let out = run(c);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "route 1: {out:?}");
+    assert!(
+        text.starts_with("Unicast lids [0x0-0x80] of switch Lid 1 "),
+        "{text}"
+    );
+    assert!(text.ends_with("128 valid lids dumped \n"), "{text}");
+    let top = text
+        .lines()
+        .find(|l| l.starts_with("0x0080 "))
+        .unwrap_or_else(|| panic!("no entry for LID 0x80\n{text}"));
+    assert!(top.ends_with("'ca-3-3-3-0')"), "{top}");
+    // The same switch in dump-fts: its table is the one whose LID 1 leaves on port 0.
+    let mut c = Command::new(IBSM);
+    c.args(["dump-fts", "--transport", spec]);
+    let out = run(c);
+    let fts = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "dump-fts: {out:?}");
+    let table = fts
+        .split("Unicast lids ")
+        .find(|t| t.contains("\n0x0001 000 "))
+        .unwrap_or_else(|| panic!("no switch with LID 1 in dump-fts\n{fts}"));
+    assert!(
+        table.lines().any(|l| l == top),
+        "route's '{top}' is not in dump-fts' table of that switch\n{table}"
+    );
+}
+
 #[test]
 fn bad_transport_and_arguments_are_named() {
     for (args, code, needle) in [

@@ -913,9 +913,11 @@ fn route(a: &RouteArgs) -> R<()> {
     }
     end = end.min(0xbfff);
     let mut text = lft_header(&addr.describe(), start, end, n.node_guid().0, &desc);
-    // The table.
+    // The table: every block up to the one holding the top LID. (LinearFDBTop is the highest
+    // LID the switch forwards, so where it is a multiple of 64 it opens a block of its own;
+    // infiniband-diags' ibroute and dump_fts stop a block short there and miss it.)
     let mut reqs = Vec::new();
-    for b in start / 64..end.div_ceil(64).max(start / 64 + 1) {
+    for b in start / 64..=end / 64 {
         reqs.push((Req::get(addr, SmpAttrId::LINEAR_FT, b), b));
     }
     let mut lft = vec![0xffu8; (end as usize / 64 + 1) * 64];
