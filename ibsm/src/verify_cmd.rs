@@ -221,8 +221,10 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
     let mut log = Vec::new();
     let mut routes = None;
     let mut engine = a.engine.clone().unwrap_or_else(|| "dump".to_string());
+    let mut unread_tops = Vec::new();
     let lfts = if let Some(path) = &a.lfts {
         let dump = parse_lft_dump(&read(path)?).map_err(|e| format!("{path}: {e}"))?;
+        unread_tops = dump.unread_top_lids();
         let n = dump
             .apply_lids(&mut s)
             .map_err(|e| format!("{path}: {e}"))?;
@@ -281,6 +283,17 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
             allow_no_pairs: a.allow_no_pairs,
         },
     );
+    let notes: Vec<String> = unread_tops
+        .iter()
+        .map(|top| {
+            format!(
+                "no table lists LID {0} (0x{0:x}), the top of the tables: dump_fts and ibroute \
+                 (infiniband-diags) do not read the LFT block of a top LID that is a multiple of \
+                 64, so routes to it look missing; `ibsm dump-fts` reads it",
+                top.0
+            )
+        })
+        .collect();
     let text = if a.json {
         let esc = |t: &str| t.replace('\\', "\\\\").replace('"', "\\\"");
         let failures: Vec<String> = verdict
@@ -288,16 +301,21 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
             .iter()
             .map(|f| format!("\"{}\"", esc(&f.to_string())))
             .collect();
+        let notes: Vec<String> = notes.iter().map(|n| format!("\"{}\"", esc(n))).collect();
         let body = report.to_json(&s);
         format!(
-            "{{\"passed\":{},\"engine\":\"{}\",\"failures\":[{}],{}\n",
+            "{{\"passed\":{},\"engine\":\"{}\",\"failures\":[{}],\"notes\":[{}],{}\n",
             verdict.passed(),
             esc(&engine),
             failures.join(","),
+            notes.join(","),
             body.strip_prefix('{').unwrap_or(&body)
         )
     } else {
         let mut t = format!("verify: {verdict}\n");
+        for n in &notes {
+            let _ = writeln!(t, "note: {n}");
+        }
         for l in &log {
             let level = sm::routing::log_line_level(l);
             let _ = writeln!(t, "{level:<5} {l}");
@@ -490,7 +508,9 @@ mod tests {
         j.json = true;
         let (text, _) = run(&j).unwrap();
         assert!(
-            text.starts_with("{\"passed\":true,\"engine\":\"updn\",\"failures\":[],\"ok\":true,"),
+            text.starts_with(
+                "{\"passed\":true,\"engine\":\"updn\",\"failures\":[],\"notes\":[],\"ok\":true,"
+            ),
             "{text}"
         );
     }
@@ -586,6 +606,44 @@ mod tests {
         .unwrap();
         let e = run(&a).unwrap_err();
         assert!(e.contains("line 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A dump that lacks the top LID (128) of every table, as dump_fts writes it, fails with a
+    /// note naming the cause; with the LID listed there is no note.
+    #[test]
+    fn notes_a_top_lid_left_out_of_every_table() {
+        let t = Topology::generate("torus:4,4,4").unwrap();
+        let mut s = subnet_from_topology(&t);
+        fresh_lids(&mut s).unwrap();
+        let out = sm::routing::route_chain(&["minhop".into()], false, &s, 0).unwrap();
+        let dir = std::env::temp_dir().join(format!("ibsm-verify-top-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("opensm-lfts.dump");
+        let full = sm::dump::lfts_dump(&s, &out.routes.lfts);
+        let a = VerifyArgs {
+            topology: "torus:4,4,4".into(),
+            lfts: Some(p.to_string_lossy().into_owned()),
+            allow_credit_loops: true,
+            ..VerifyArgs::default()
+        };
+        std::fs::write(&p, &full).unwrap();
+        let (text, ok) = run(&a).unwrap();
+        assert!(ok && !text.contains("note:"), "{text}");
+        let cut: String = full
+            .lines()
+            .filter(|l| !l.starts_with("0x0080 "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&p, cut).unwrap();
+        let (text, ok) = run(&a).unwrap();
+        assert!(!ok, "{text}");
+        assert!(
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("note: no table lists LID 128 (0x80)")),
+            "{text}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

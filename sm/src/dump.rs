@@ -569,7 +569,8 @@ pub fn write_path_sl_dump<W: std::io::Write>(
     Ok(())
 }
 
-fn parse_lid(t: &str) -> Option<u16> {
+/// A LID written in hex (`0x80`) or decimal (`128`).
+pub(crate) fn parse_lid(t: &str) -> Option<u16> {
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(h) => u16::from_str_radix(h, 16).ok(),
         None => t.parse().ok(),

@@ -169,6 +169,42 @@ Unicast lids [0x1-0x4] of switch Lid 1 guid 0x000000000000000a (A):
     assert_eq!(d.top(), Lid(2));
 }
 
+/// dump_fts and ibroute stop a block short where LinearFDBTop is a multiple of 64, so a
+/// 128-LID fabric's dump ends at 0x7f under headers that say 0x80.
+#[test]
+fn a_top_lid_alone_in_its_block_is_noticed_when_no_table_lists_it() {
+    let table = |guid: u8, top: &str, last: &[&str]| {
+        let mut t = format!(
+            "Unicast lids [0x0-{top}] of switch DR path slid 0; dlid 0; 0,1 guid 0x{guid:016x} (s{guid}):\n  Lid  Out   Destination\n       Port     Info \n0x0001 001 : (Channel Adapter portguid 0x0000000000000101: 'h1')\n"
+        );
+        for l in last {
+            t.push_str(&format!(
+                "{l} 002 : (Channel Adapter portguid 0x0000000000000102: 'h2')\n"
+            ));
+        }
+        t
+    };
+    let d = parse_lft_dump(&(table(0xa, "0x80", &["0x007f"]) + &table(0xb, "0x80", &["0x007f"])))
+        .unwrap();
+    assert_eq!(d.switches[0].top, Some(Lid(128)));
+    assert_eq!(d.unread_top_lids(), vec![Lid(128)]);
+    // One table lists it: the block was read.
+    let d = parse_lft_dump(
+        &(table(0xa, "0x80", &["0x007f"]) + &table(0xb, "0x80", &["0x007f", "0x0080"])),
+    )
+    .unwrap();
+    assert!(d.unread_top_lids().is_empty());
+    // A top inside a block, and OpenSM's decimal header with the top listed.
+    let d = parse_lft_dump(&table(0xa, "0x7f", &["0x007f"])).unwrap();
+    assert!(d.unread_top_lids().is_empty());
+    let d = parse_lft_dump(
+        "Unicast lids [0-128] of switch Lid 3 guid 0x000000000000000a ('s'):\n0x0080 001 # Channel Adapter portguid 0x0000000000000101: 'h1'\n1 lids dumped\n",
+    )
+    .unwrap();
+    assert_eq!(d.switches[0].top, Some(Lid(128)));
+    assert!(d.unread_top_lids().is_empty());
+}
+
 #[test]
 fn dump_errors_name_the_line() {
     let e = parse_lft_dump("0x0001 001 # x\n").unwrap_err();

@@ -66,6 +66,9 @@ pub struct DumpSwitch {
     pub desc: String,
     /// 1-based line of the header.
     pub line: usize,
+    /// The last LID of the header's range (`[0x0-0x80]`, `[0-128]`): the switch's
+    /// LinearFDBTop where the tool dumped the whole table.
+    pub top: Option<Lid>,
     /// Entries in file order.
     pub entries: Vec<DumpEntry>,
 }
@@ -120,11 +123,18 @@ pub fn parse_lft_dump(text: &str) -> Result<LftDump, DumpError> {
                         .to_string()
                 })
                 .unwrap_or_default();
+            let top = s
+                .strip_prefix("Unicast lids [")
+                .and_then(|r| r.split_once(']'))
+                .and_then(|(range, _)| range.split_once('-'))
+                .and_then(|(_, end)| crate::dump::parse_lid(end.trim()))
+                .map(Lid);
             out.switches.push(DumpSwitch {
                 guid: Guid(guid),
                 lid,
                 desc,
                 line,
+                top,
                 entries: Vec::new(),
             });
             continue;
@@ -168,6 +178,28 @@ pub fn parse_lft_dump(text: &str) -> Result<LftDump, DumpError> {
 }
 
 impl LftDump {
+    /// Top LIDs that are a multiple of 64 and that no table of the dump has an entry for,
+    /// ascending. `dump_fts` and `ibroute` (infiniband-diags) read LFT blocks only below
+    /// `ALIGN(top, 64) / 64`, so a top LID alone in its block is never read: every route to
+    /// it looks missing though the switches may forward it.
+    #[must_use]
+    pub fn unread_top_lids(&self) -> Vec<Lid> {
+        let mut tops: Vec<Lid> = self
+            .switches
+            .iter()
+            .filter_map(|sw| sw.top)
+            .filter(|t| t.0 > 0 && t.0 % 64 == 0)
+            .collect();
+        tops.sort_unstable();
+        tops.dedup();
+        tops.retain(|&t| {
+            self.switches
+                .iter()
+                .all(|sw| sw.entries.iter().all(|e| e.lid != t))
+        });
+        tops
+    }
+
     /// Highest LID in any entry.
     #[must_use]
     pub fn top(&self) -> Lid {
