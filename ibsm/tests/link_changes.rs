@@ -6,10 +6,11 @@
 //! fabric and its tables back, the topology has the links it must have, and `ibsm verify`
 //! judges the tables: every CA reaches every CA, no loop, no credit loop.
 //!
-//! The same with torus-2QoS (issue 14) on a 5×4×4 torus: a link and a switch lost and restored.
-//! After each re-route every path SL the SA grants (`saquery -p`, under our shim for RMPP) must
-//! be the one it granted at bring-up, and the tables the fabric holds must pass
-//! `ibsm verify --vl` with those SLs and the daemon's `opensm-sl2vl.dump`.
+//! The same with the VL engines (issue 14) on a torus: torus-2QoS, lash, dfsssp and nue, each
+//! with a link and a switch lost and restored. After each re-route the tables the fabric holds
+//! must pass `ibsm verify --vl` with the path SLs the SA then grants (`saquery -p`, under our
+//! shim for RMPP) and the daemon's `opensm-sl2vl.dump`; torus-2QoS must also grant every path
+//! the SL it granted at bring-up.
 //!
 //! Skipped loudly without ibsim / infiniband-diags, unless `IBSM_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -186,9 +187,9 @@ fn granted_sls(sim: &IbsimGuard, dir: &Path, host: &str, out: &str) -> HashMap<(
 
 /// `ibsm verify --vl` of the running SM's tables as the fabric holds them after `step`: the
 /// topology from `ibnetdiscover`, the LFTs from `dump_fts`, the SL2VL tables from the daemon's
-/// `opensm-sl2vl.dump` and the path SLs from `saquery -p` (`pr`). Must pass torus-2QoS's
+/// `opensm-sl2vl.dump` and the path SLs from `saquery -p` (`pr`). Must pass `engine`'s
 /// promise and be acyclic on (link, VL) channels.
-fn verify_vl(sim: &IbsimGuard, dir: &Path, dumps: &Path, host: &str, pr: &str, step: &str) {
+fn verify_vl(sim: &IbsimGuard, dir: &Path, engine: &str, host: &str, pr: &str, step: &str) {
     for (prog, out) in [("ibnetdiscover", "disc.txt"), ("dump_fts", "fts.txt")] {
         let o = sim
             .client(prog, dir)
@@ -205,8 +206,8 @@ fn verify_vl(sim: &IbsimGuard, dir: &Path, dumps: &Path, host: &str, pr: &str, s
         .arg(dir.join("disc.txt"))
         .arg("--lfts")
         .arg(dir.join("fts.txt"))
-        .args(["--vl", "--engine", "torus-2QoS", "--sl2vl"])
-        .arg(dumps.join("opensm-sl2vl.dump"))
+        .args(["--vl", "--engine", engine, "--sl2vl"])
+        .arg(dir.join("dumps/opensm-sl2vl.dump"))
         .arg("--saquery")
         .arg(dir.join(pr))
         .output()
@@ -216,53 +217,53 @@ fn verify_vl(sim: &IbsimGuard, dir: &Path, dumps: &Path, host: &str, pr: &str, s
         v.status.success()
             && report.starts_with("verify: PASSED")
             && report.contains("acyclic (deadlock-free)"),
-        "tables after {step}:\n{report}{}",
+        "{engine}: tables after {step}:\n{report}{}",
         String::from_utf8_lossy(&v.stderr)
     );
 }
 
-/// torus-2QoS in a running SM (issue 14): a torus link cut and restored, then a switch lost
-/// and restored, on stock ibsim. After each change the re-route must keep every path SL the SA
-/// granted at bring-up (an SL is a QoS contract with applications that hold it), and the
-/// tables the fabric then holds must pass the VL-aware check with the SLs the SA now grants.
-/// Runs under our shim: `saquery -p`'s multi-record answer needs RMPP.
-#[test]
-fn torus_2qos_keeps_granted_sls_through_link_changes() {
-    let test = "torus_2qos_keeps_granted_sls_through_link_changes";
+/// A VL engine in a running SM (issue 14) on a generated torus on stock ibsim: a link cut and
+/// restored, then a switch (and its CA) lost and restored. After each change and its re-route
+/// the SA answers for exactly the end ports left, a route has moved off the cut link, and the
+/// tables the fabric holds pass the VL-aware check with the SLs the SA now grants and the
+/// daemon's SL2VL dump. With `keep_sls` (torus-2QoS's promise) every path SL the SA grants
+/// must also be the one it granted at bring-up: an SL is a QoS contract with applications
+/// that hold it. Runs under our shim: `saquery -p`'s multi-record answer needs RMPP.
+fn vl_engine_through_link_changes(test: &str, engine: &str, spec: &str, keep_sls: bool) {
     set_current_shim(Shim::Ibsm);
     if !peers_or_skip(test) {
         return;
     }
-    // 160 LIDs: a top LID that is a multiple of 64 would be alone in its LFT block, which
-    // stock dump_fts does not read (see `ibsm verify`'s note).
-    let spec = "torus:5,4,4";
     let topo = Topology::generate(spec).unwrap();
-    let dir = TempDir::new("links-t2q").unwrap();
-    let dumps = dir.path().join("dumps");
-    std::fs::create_dir_all(&dumps).unwrap();
+    // A top LID that is a multiple of 64 would be alone in its LFT block, which stock
+    // dump_fts does not read (see `ibsm verify`'s note).
+    let ends = topo.num_cas() + topo.num_switches();
+    assert_ne!(
+        ends % 64,
+        0,
+        "{spec}: pick a fabric whose top LID dump_fts reads"
+    );
+    let dir = TempDir::new("links-vl").unwrap();
+    std::fs::create_dir_all(dir.path().join("dumps")).unwrap();
     let net = dir.path().join("fabric.net");
     std::fs::write(&net, topo.to_net()).unwrap();
-    let tconf = dir.path().join("torus-2QoS.conf");
-    std::fs::write(
-        &tconf,
-        fabric_sim::topo::subnet::torus_conf(&Grid::of_spec(spec).unwrap().unwrap()),
-    )
-    .unwrap();
     let mut sim = IbsimGuard::start_with_console(&net).unwrap();
     let (log, conf) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.conf"));
     std::fs::write(&conf, "sweep_interval 1\nforce_log_flush TRUE\n").unwrap();
-    let child = sim
-        .client(IBSM, dir.path())
-        .env("SIM_HOST", "ca-0-0-0-0")
+    let mut cmd = sim.client(IBSM, dir.path());
+    cmd.env("SIM_HOST", "ca-0-0-0-0")
         .env("OSM_CACHE_DIR", dir.path())
-        .args(["run", "-Q", "-R", "torus-2QoS,no_fallback", "-F"])
+        .args(["run", "-Q", "-R", &format!("{engine},no_fallback"), "-F"])
         .arg(&conf)
-        .arg("--torus_config")
-        .arg(&tconf)
-        .arg("--dump_files_dir")
-        .arg(&dumps)
-        .arg("-f")
-        .arg(&log)
+        .args(["--dump_files_dir", "dumps", "-f"])
+        .arg(&log);
+    if engine == "torus-2QoS" {
+        let tconf = dir.path().join("torus-2QoS.conf");
+        let grid = Grid::of_spec(spec).unwrap().unwrap();
+        std::fs::write(&tconf, fabric_sim::topo::subnet::torus_conf(&grid)).unwrap();
+        cmd.arg("--torus_config").arg(&tconf);
+    }
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -272,17 +273,18 @@ fn torus_2qos_keeps_granted_sls_through_link_changes() {
     wait_for("SUBNET UP", Duration::from_secs(60), || {
         (heavy_sweeps(&log) > 0).then_some(String::new())
     });
-    // Queries from the far corner of the torus. The SA answers for every ordered pair of end
+    // Queries from the far side of the torus. The SA answers for every ordered pair of end
     // ports, switch port 0 included.
     let host = "ca-2-2-2-0";
-    let ends = topo.num_cas() + topo.num_switches();
     let granted = granted_sls(&sim, dir.path(), host, "pr-up.txt");
     assert_eq!(granted.len(), ends * ends, "saquery -p at bring-up");
-    assert!(
-        granted.values().any(|&sl| sl != 0),
-        "torus-2QoS granted SL 0 to every path"
-    );
-    verify_vl(&sim, dir.path(), &dumps, host, "pr-up.txt", "bring-up");
+    if keep_sls {
+        assert!(
+            granted.values().any(|&sl| sl != 0),
+            "{engine} granted SL 0 to every path"
+        );
+    }
+    verify_vl(&sim, dir.path(), engine, host, "pr-up.txt", "bring-up");
     let tables_up = std::fs::read_to_string(dir.path().join("fts.txt")).unwrap();
 
     // A link in x, then a whole switch with its CA (two end ports fewer), each restored.
@@ -299,7 +301,7 @@ fn torus_2qos_keeps_granted_sls_through_link_changes() {
         let pr = format!("pr-{i}.txt");
         let now = granted_sls(&sim, dir.path(), host, &pr);
         assert_eq!(now.len(), now_ends * now_ends, "saquery -p after {cmd}");
-        for (pair, sl) in &now {
+        for (pair, sl) in now.iter().filter(|_| keep_sls) {
             let was = granted.get(pair).copied();
             assert_eq!(
                 Some(*sl),
@@ -308,10 +310,53 @@ fn torus_2qos_keeps_granted_sls_through_link_changes() {
                 was.map_or("none".to_string(), |w| w.to_string())
             );
         }
-        verify_vl(&sim, dir.path(), &dumps, host, &pr, cmd);
+        verify_vl(&sim, dir.path(), engine, host, &pr, cmd);
         if i == 0 {
             let tables = std::fs::read_to_string(dir.path().join("fts.txt")).unwrap();
-            assert_ne!(tables, tables_up, "no route moved off the cut link");
+            assert_ne!(
+                tables, tables_up,
+                "{engine}: no route moved off the cut link"
+            );
         }
     }
+}
+
+#[test]
+fn torus_2qos_keeps_granted_sls_through_link_changes() {
+    vl_engine_through_link_changes(
+        "torus_2qos_keeps_granted_sls_through_link_changes",
+        "torus-2QoS",
+        "torus:5,4,4",
+        true,
+    );
+}
+
+#[test]
+fn lash_stays_deadlock_free_through_link_changes() {
+    vl_engine_through_link_changes(
+        "lash_stays_deadlock_free_through_link_changes",
+        "lash",
+        "torus:4,4,3",
+        false,
+    );
+}
+
+#[test]
+fn dfsssp_stays_deadlock_free_through_link_changes() {
+    vl_engine_through_link_changes(
+        "dfsssp_stays_deadlock_free_through_link_changes",
+        "dfsssp",
+        "torus:4,4,3",
+        false,
+    );
+}
+
+#[test]
+fn nue_stays_deadlock_free_through_link_changes() {
+    vl_engine_through_link_changes(
+        "nue_stays_deadlock_free_through_link_changes",
+        "nue",
+        "torus:4,4,3",
+        false,
+    );
 }
