@@ -767,3 +767,132 @@ both_shims! {
         );
     }
 }
+
+/// Stock OpenSM's VL engines (`-Q -R ENGINE`) manage our simulated 4×4×3 torus (issue 14):
+/// OpenSM routes with the engine (no fallback) and reaches SUBNET UP; its SA grants a path SL
+/// for every ordered pair of end ports (`saquery -p`, under our shim for RMPP); every SL2VL
+/// table OpenSM says it set (its `opensm-sl2vl.dump`) is the one our SMAs hold; and the tables
+/// our SMAs hold — LFTs, SL2VL and the SA's path SLs — are deadlock-free under the VL-aware
+/// check and reach every CA from every CA.
+fn opensm_vl_engine_on_our_torus(test: &str, engine: &str) {
+    use sm::routing::vl::Sl2VlTables;
+    use sm::verify::vl::{VlInputs, VlLimit};
+
+    umad::testutil::set_current_shim(umad::testutil::Shim::Ibsm);
+    if !peers(test) {
+        return;
+    }
+    let spec = "torus:4,4,3";
+    let topo = Topology::generate(spec).unwrap();
+    let dir = TempDir::new(test).unwrap();
+    let mut served = Served::start(&topo);
+    served.host = Some("ca-0-0-0-0".into());
+    let tconf = dir.path().join("torus-2QoS.conf");
+    let grid = fabric_sim::topo::gen::Grid::of_spec(spec).unwrap().unwrap();
+    std::fs::write(&tconf, fabric_sim::topo::subnet::torus_conf(&grid)).unwrap();
+    let mut extra = vec!["-Q", "-D", "0x43"];
+    if engine == "torus-2QoS" {
+        extra.extend(["--torus_config", tconf.to_str().unwrap()]);
+    }
+    let (osm, log) = opensm_up_with(&served, dir.path(), engine, &extra);
+    assert!(
+        log.contains(&format!("{engine} tables configured on all switches")),
+        "OpenSM did not route with {engine} (fell back?):\n{log}"
+    );
+    let pr = served.diag(dir.path(), "saquery", &["-p"]);
+    let sls = sm::dump::parse_saquery_paths(&pr).unwrap();
+    let ends = topo.num_cas() + topo.num_switches();
+    assert_eq!(sls.pairs.len(), ends * ends, "saquery -p");
+    let dump = std::fs::read_to_string(dir.path().join("cache/opensm-sl2vl.dump")).unwrap();
+    drop(osm);
+    let server = served.finish();
+    let fabric = server.fabric();
+    let (subnet, lfts) = programmed(fabric);
+
+    // The SL-to-VL tables as our SMAs hold them.
+    let table = |a: &fabric_sim::sim::SimAgent, i: u8, o: u8| {
+        let mut t = ibmad::attr::SlToVl::default();
+        for sl in 0..16 {
+            t.set_vl(sl, a.sl_to_vl(PortNum(i), PortNum(o), sl).unwrap());
+        }
+        t
+    };
+    let mut held = Sl2VlTables::new(&subnet);
+    for (id, n) in topo.nodes() {
+        let a = fabric.agent(id).unwrap();
+        let sid = NodeId(id.0);
+        let np = n.num_ports();
+        if n.is_switch() {
+            for i in 0..=np {
+                for o in 0..=np {
+                    held.set(&subnet, sid, PortNum(i), PortNum(o), table(a, i, o));
+                }
+            }
+        } else {
+            for p in 1..=np {
+                held.set(&subnet, sid, PortNum(p), PortNum(p), table(a, p, p));
+            }
+        }
+    }
+    // What OpenSM set is what they hold.
+    let (want, unknown) = sm::dump::parse_sl2vl_dump(&subnet, &dump).unwrap();
+    assert_eq!(unknown, 0, "opensm-sl2vl.dump names GUIDs the fabric lacks");
+    let mut compared = 0;
+    for (id, n) in topo.nodes() {
+        let sid = NodeId(id.0);
+        for i in 0..=n.num_ports() {
+            for o in 0..=n.num_ports() {
+                if let Some(w) = want.get(sid, PortNum(i), PortNum(o)) {
+                    assert_eq!(
+                        held.get(sid, PortNum(i), PortNum(o)),
+                        Some(w),
+                        "{engine}: node {id} SL2VL {i}->{o}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 0, "{engine}: opensm-sl2vl.dump held no table");
+    let rep = sm::verify::verify_with_vls(
+        &subnet,
+        &lfts,
+        &VlInputs {
+            sl2vl: &held,
+            path_sl: &sls,
+            limit: VlLimit::OperVls,
+        },
+    );
+    let vl = rep.vl.as_ref().expect("judged with VLs");
+    assert!(vl.routes > 0, "{engine}: {}", rep.summary(&subnet));
+    assert!(
+        vl.credit_loop.is_none(),
+        "{engine}: {}",
+        rep.summary(&subnet)
+    );
+    let r = check_all_pairs(&subnet, &lfts);
+    assert!(
+        r.pairs > 0 && r.unreachable_count == 0 && r.loops == 0,
+        "{engine}: {r:?}"
+    );
+}
+
+#[test]
+fn opensm_lash_manages_our_torus() {
+    opensm_vl_engine_on_our_torus("opensm_lash_manages_our_torus", "lash");
+}
+
+#[test]
+fn opensm_dfsssp_manages_our_torus() {
+    opensm_vl_engine_on_our_torus("opensm_dfsssp_manages_our_torus", "dfsssp");
+}
+
+#[test]
+fn opensm_torus_2qos_manages_our_torus() {
+    opensm_vl_engine_on_our_torus("opensm_torus_2qos_manages_our_torus", "torus-2QoS");
+}
+
+#[test]
+fn opensm_nue_manages_our_torus() {
+    opensm_vl_engine_on_our_torus("opensm_nue_manages_our_torus", "nue");
+}
