@@ -10,13 +10,19 @@
 # and the exit status is 1 if any record type differs. With --keep the work directory (both
 # dumps, logs) is kept and its path printed.
 #
-# usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] TOPOLOGY.net
+# usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos]
+#                        [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] TOPOLOGY.net
 #
 #   --partitions FILE   both SMs read this partitions.conf (-P FILE): P_Key tables, the groups
 #                       the partitions pre-create (MCG, MCMR: mtu=, rate=, sl=, scope=, Q_Key=
 #                       of `ipoib` partitions) and PathRecords between partitions (PR)
 #   --qos               both SMs with QoS on (-Q): a partition's sl= then counts (OpenSM
 #                       overrides it to 0 without QoS), in its groups and its PathRecords
+#   --qos-policy FILE   both SMs with QoS on and this qos-policy.conf (-Q -Y FILE): the QoS
+#                       levels' SL, MTU, rate and packet lifetime in the PathRecords
+#   --routing ENGINE    both SMs route with ENGINE (-R ENGINE): with lash, dfsssp or
+#                       torus-2QoS the PathRecords carry the engine's path SLs
+#   --torus-config FILE the torus-2QoS.conf both SMs read (--torus_config FILE)
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #
@@ -66,24 +72,34 @@ keep=0
 net=
 parts=
 qos=0
+policy=
+engine=
+tconf=
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
         --keep) keep=1; shift ;;
         --partitions) parts=${2:-}; shift 2 ;;
         --qos) qos=1; shift ;;
+        --qos-policy) policy=${2:-}; qos=1; shift 2 ;;
+        --routing) engine=${2:-}; shift 2 ;;
+        --torus-config) tconf=${2:-}; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) net=$1; shift ;;
     esac
 done
-[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] TOPOLOGY.net" >&2; exit 2; }
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] TOPOLOGY.net" >&2; exit 2; }
+absolute() { # option file: the file's absolute path, or exit 2 if it cannot be read
+    [ -r "$2" ] || { echo "$1: cannot read $2" >&2; exit 2; }
+    echo "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+}
 sm_args=()
-if [ -n "$parts" ]; then
-    [ -r "$parts" ] || { echo "--partitions: cannot read $parts" >&2; exit 2; }
-    sm_args+=(-P "$(cd "$(dirname "$parts")" && pwd)/$(basename "$parts")")
-fi
+[ -z "$parts" ] || sm_args+=(-P "$(absolute --partitions "$parts")") || exit 2
 [ $qos = 0 ] || sm_args+=(-Q)
+[ -z "$policy" ] || sm_args+=(-Y "$(absolute --qos-policy "$policy")") || exit 2
+[ -z "$engine" ] || sm_args+=(-R "$engine")
+[ -z "$tconf" ] || sm_args+=(--torus_config "$(absolute --torus-config "$tconf")") || exit 2
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
 for prog in opensm saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }

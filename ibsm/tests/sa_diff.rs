@@ -4,7 +4,9 @@
 //! `libibsm_umad.so` from both, and compares them as record sets after the normalisations its
 //! header documents (PathRecords included: `saquery -p`, every ordered pair). Every record
 //! type must compare equal, and the record types every subnet has (NodeRecord … GUIDInfoRecord,
-//! PathRecord) must be non-empty on both sides.
+//! PathRecord) must be non-empty on both sides. Further cases: partitions.conf's IPoIB options,
+//! a qos-policy.conf's QoS levels in the PathRecords, and torus-2QoS on a generated torus (its
+//! LFTs and path SLs are OpenSM's).
 //!
 //! Skipped loudly without ibsim / opensm / infiniband-diags, unless `IBSM_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -35,9 +37,20 @@ fn run(server: &str) {
     run_with(server, &[]);
 }
 
-/// Runs tests/sa-diff.sh on `server` with `extra` options; checks every record type PASSes
-/// (non-empty where every fabric has records) and returns its standard output.
+/// Runs tests/sa-diff.sh on `server` with `extra` options on net.2sw2path; see [`run_on`].
 fn run_with(server: &str, extra: &[&str]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    run_on(
+        server,
+        &root.join("fabric-sim/testdata/ibsim-net-examples/net.2sw2path"),
+        extra,
+    )
+}
+
+/// Runs tests/sa-diff.sh on `server` and the fabric `net` with `extra` options; checks every
+/// record type PASSes (non-empty where every fabric has records) and returns its standard
+/// output (empty when skipped).
+fn run_on(server: &str, net: &Path, extra: &[&str]) -> String {
     let test = format!("sa_diff on {server} {extra:?}");
     set_current_shim(Shim::Ibsm);
     if !peers_or_skip(&test) {
@@ -52,12 +65,11 @@ fn run_with(server: &str, extra: &[&str]) -> String {
         }
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let net = root.join("fabric-sim/testdata/ibsim-net-examples/net.2sw2path");
     let child = Command::new("bash")
         .arg(root.join("tests/sa-diff.sh"))
         .args(["--server", server])
         .args(extra)
-        .arg(&net)
+        .arg(net)
         .env("IBSM_UMAD_SHIM", Shim::Ibsm.path().unwrap())
         .env("IBSM_BIN", env!("CARGO_BIN_EXE_ibsm"))
         .env_remove("IBSIM_SOCKNAME")
@@ -137,14 +149,10 @@ fn partitions(server: &str) {
             out.lines().any(|l| l.contains(" MCG opensm=4 ibsm=4 PASS")),
             "{out}"
         );
-        let work = out
-            .lines()
-            .find_map(|l| l.strip_prefix("work directory: "))
-            .expect("the kept work directory");
-        let work = Path::new(work);
+        let work = kept_dir(&out);
         let mcg = std::fs::read_to_string(work.join("ibsm/MCG.out")).unwrap();
         let pr = std::fs::read_to_string(work.join("ibsm/PR.out")).unwrap();
-        std::fs::remove_dir_all(work).unwrap();
+        std::fs::remove_dir_all(&work).unwrap();
         // The default partition's broadcast group as the options say (and OpenSM built it).
         let bcast = mcg
             .split("MCMemberRecord group dump:")
@@ -179,4 +187,119 @@ fn partitions(server: &str) {
 #[test]
 fn partitions_conf_ipoib_options_match_opensm_on_ibsm_sim_serve() {
     partitions("ibsm");
+}
+
+/// The work directory a `--keep` run names in its output.
+fn kept_dir(out: &str) -> std::path::PathBuf {
+    out.lines()
+        .find_map(|l| l.strip_prefix("work directory: "))
+        .expect("the kept work directory")
+        .into()
+}
+
+/// The `saquery -p` output of each SM (OpenSM's, ibsm's) in the work directory a `--keep` run
+/// names; the directory is removed.
+fn kept_paths(out: &str) -> (String, String) {
+    let work = kept_dir(out);
+    let read = |sm: &str| std::fs::read_to_string(work.join(sm).join("PR.out")).unwrap();
+    let both = (read("opensm"), read("ibsm"));
+    std::fs::remove_dir_all(&work).unwrap();
+    both
+}
+
+/// How many PathRecords of a `saquery -p` dump carry `field` (e.g. `sl......................0x3`).
+fn count_records(pr: &str, field: &str) -> usize {
+    pr.split("PathRecord dump:")
+        .filter(|r| r.contains(field))
+        .count()
+}
+
+/// qos-policy.conf (`-Q -Y`, issue 14) end to end, against OpenSM on the same file: port
+/// groups by port name, QoS levels with SL, MTU limit, rate limit and packet lifetime, and
+/// match rules by source and destination group. Every PathRecord must equal OpenSM's, and the
+/// levels must really apply: Compute→Storage paths (2) take SL 3, MTU 512, packet lifetime 14,
+/// Compute→Compute paths (4, both directions and each port to itself) SL 5.
+#[test]
+fn qos_policy_levels_match_opensm_on_ibsim() {
+    let dir = umad::testutil::TempDir::new("sa-diff-qos-policy").unwrap();
+    let policy = dir.path().join("qos-policy.conf");
+    std::fs::write(
+        &policy,
+        "port-groups\n\
+         \tport-group\n\t\tname: Storage\n\t\tport-name: Hca1/P1\n\tend-port-group\n\
+         \tport-group\n\t\tname: Compute\n\t\tport-name: Hca2/P1, Hca3/P1\n\tend-port-group\n\
+         end-port-groups\n\n\
+         qos-levels\n\
+         \tqos-level\n\t\tname: DEFAULT\n\t\tsl: 0\n\tend-qos-level\n\
+         \tqos-level\n\t\tname: StorageQoS\n\t\tsl: 3\n\t\tmtu-limit: 2\n\t\trate-limit: 3\n\
+         \t\tpacket-life: 14\n\tend-qos-level\n\
+         \tqos-level\n\t\tname: ComputeQoS\n\t\tsl: 5\n\tend-qos-level\n\
+         end-qos-levels\n\n\
+         qos-match-rules\n\
+         \tqos-match-rule\n\t\tsource: Compute\n\t\tdestination: Storage\n\
+         \t\tqos-level-name: StorageQoS\n\tend-qos-match-rule\n\
+         \tqos-match-rule\n\t\tsource: Compute\n\t\tdestination: Compute\n\
+         \t\tqos-level-name: ComputeQoS\n\tend-qos-match-rule\n\
+         end-qos-match-rules\n",
+    )
+    .unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let net = root.join("fabric-sim/testdata/ibsim-net-examples/net.2sw2path4hca");
+    let out = run_on(
+        "ibsim",
+        &net,
+        &["--qos-policy", policy.to_str().unwrap(), "--keep"],
+    );
+    if out.is_empty() {
+        return; // skipped
+    }
+    let (osm, ours) = kept_paths(&out);
+    for (sm, pr) in [("opensm", &osm), ("ibsm", &ours)] {
+        let n = |f: &str| count_records(pr, f);
+        assert_eq!(n("sl......................0x3"), 2, "{sm}:\n{pr}");
+        assert_eq!(n("sl......................0x5"), 4, "{sm}:\n{pr}");
+        assert_eq!(n("pkt_life................0x8E"), 2, "{sm}:\n{pr}");
+        assert_eq!(n("mtu.....................0x82"), 2, "{sm}:\n{pr}");
+    }
+}
+
+/// torus-2QoS (issue 14) against OpenSM's on the same 4×4×3 ibsim torus and torus-2QoS.conf:
+/// every record type equal, so the LFTs (LinearForwardingTableRecords) are OpenSM's block for
+/// block and every PathRecord (9,216, each ordered pair of end ports) carries OpenSM's path SL.
+#[test]
+fn torus_2qos_tables_and_path_sls_match_opensm_on_ibsim() {
+    let dir = umad::testutil::TempDir::new("sa-diff-torus").unwrap();
+    let spec = "torus:4,4,3";
+    let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
+    let net = dir.path().join("torus.net");
+    std::fs::write(&net, topo.to_net()).unwrap();
+    let conf = dir.path().join("torus-2QoS.conf");
+    let grid = fabric_sim::topo::gen::Grid::of_spec(spec).unwrap().unwrap();
+    std::fs::write(&conf, fabric_sim::topo::subnet::torus_conf(&grid)).unwrap();
+    let out = run_on(
+        "ibsim",
+        &net,
+        &[
+            "--qos",
+            "--routing",
+            "torus-2QoS",
+            "--torus-config",
+            conf.to_str().unwrap(),
+            "--keep",
+        ],
+    );
+    if out.is_empty() {
+        return; // skipped
+    }
+    assert!(
+        out.contains(" LFTR opensm=96 ibsm=96 PASS")
+            && out.contains(" PR opensm=9216 ibsm=9216 PASS"),
+        "{out}"
+    );
+    let (_, ours) = kept_paths(&out);
+    // Paths that cross a ring's dateline take its SL bit (x 1, y 2, z 4).
+    for sl in 0..8 {
+        let n = count_records(&ours, &format!("sl......................0x{sl}"));
+        assert!(n > 0 && n < 9216, "{n} paths on SL {sl}");
+    }
 }
