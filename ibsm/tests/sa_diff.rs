@@ -218,7 +218,8 @@ fn count_records(pr: &str, field: &str) -> usize {
 /// groups by port name, QoS levels with SL, MTU limit, rate limit and packet lifetime, and
 /// match rules by source and destination group. Every PathRecord must equal OpenSM's, and the
 /// levels must really apply: Compute→Storage paths (2) take SL 3, MTU 512, packet lifetime 14,
-/// Compute→Compute paths (4, both directions and each port to itself) SL 5.
+/// Compute→Compute paths (4, both directions and each port to itself) SL 5. Then the same with
+/// a simplified qos-ulps section.
 #[test]
 fn qos_policy_levels_match_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-qos-policy").unwrap();
@@ -260,6 +261,34 @@ fn qos_policy_levels_match_opensm_on_ibsim() {
         assert_eq!(n("sl......................0x5"), 4, "{sm}:\n{pr}");
         assert_eq!(n("pkt_life................0x8E"), 2, "{sm}:\n{pr}");
         assert_eq!(n("mtu.....................0x82"), 2, "{sm}:\n{pr}");
+    }
+
+    // The simplified qos-ulps section, with OpenSM's precedence (the first matching line
+    // wins): to Hca1 SL 2 (6 paths), from Hca2 SL 6 (5 more), to Hca4 SL 7 (the srp line
+    // matches without a service ID, 5 more), the rest the default SL 1.
+    std::fs::write(
+        &policy,
+        "qos-ulps\n\
+         \tdefault : 1\n\
+         \tipoib : 4\n\
+         \tany, target-port-guid 0x0000000000100001 : 2\n\
+         \tany, source-port-guid 0x0000000000100004 : 6\n\
+         \tsdp, port-num 1 : 3\n\
+         \tsrp, target-port-guid 0x000000000010000a : 7\n\
+         end-qos-ulps\n",
+    )
+    .unwrap();
+    let out = run_on(
+        "ibsim",
+        &net,
+        &["--qos-policy", policy.to_str().unwrap(), "--keep"],
+    );
+    let (osm, ours) = kept_paths(&out);
+    for (sm, pr) in [("opensm", &osm), ("ibsm", &ours)] {
+        for (sl, want) in [(1, 20), (2, 6), (6, 5), (7, 5)] {
+            let got = count_records(pr, &format!("sl......................0x{sl}"));
+            assert_eq!(got, want, "{sm}: SL {sl}:\n{pr}");
+        }
     }
 }
 
