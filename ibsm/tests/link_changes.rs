@@ -10,7 +10,8 @@
 //! with a link and a switch lost and restored. After each re-route the tables the fabric holds
 //! must pass `ibsm verify --vl` with the path SLs the SA then grants (`saquery -p`, under our
 //! shim for RMPP) and the daemon's `opensm-sl2vl.dump`; torus-2QoS must also grant every path
-//! the SL it granted at bring-up.
+//! the SL it granted at bring-up. And a lost master: a standby running lash takes over and
+//! grants every path the SL the old master granted.
 //!
 //! Skipped loudly without ibsim / infiniband-diags, unless `IBSM_REQUIRE_PEERS=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -358,5 +359,101 @@ fn nue_stays_deadlock_free_through_link_changes() {
         "nue",
         "torus:4,4,3",
         false,
+    );
+}
+
+/// A standby ibsm takes over from a lost master (issue 14 with issue 12): both run lash with
+/// `-Q` on a 4×4×3 ibsim torus. The lash lanes come from a seeded generator, so the new
+/// master must grant every path the SL the old one granted, and the tables the fabric then
+/// holds must pass the VL-aware check with those SLs and the new master's SL2VL dump.
+#[test]
+fn lash_path_sls_survive_a_failover() {
+    let test = "lash_path_sls_survive_a_failover";
+    set_current_shim(Shim::Ibsm);
+    if !peers_or_skip(test) {
+        return;
+    }
+    let topo = Topology::generate("torus:4,4,3").unwrap();
+    let dir = TempDir::new("links-failover").unwrap();
+    let net = dir.path().join("fabric.net");
+    std::fs::write(&net, topo.to_net()).unwrap();
+    let sim = IbsimGuard::start(&net).unwrap();
+    let conf = dir.path().join("ibsm.conf");
+    // A lost master is noticed after 2 polls 0.5 s apart.
+    std::fs::write(
+        &conf,
+        "sweep_interval 1\nforce_log_flush TRUE\nsminfo_polling_timeout 500\npolling_retry_number 2\n",
+    )
+    .unwrap();
+    let start = |name: &str, host: &str, priority: &str| {
+        let d = dir.path().join(name);
+        std::fs::create_dir_all(d.join("dumps")).unwrap();
+        let child = sim
+            .client(IBSM, &d)
+            .env("SIM_HOST", host)
+            .env("OSM_CACHE_DIR", &d)
+            .args(["run", "-Q", "-R", "lash,no_fallback", "-p", priority, "-F"])
+            .arg(&conf)
+            .arg("--ctl-socket")
+            .arg(d.join("ctl.sock"))
+            .args(["--dump_files_dir", "dumps", "-f", "ibsm.log"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        (Daemon(Some(child)), d.join("ibsm.log"))
+    };
+    let (master, master_log) = start("master", "ca-0-0-0-0", "5");
+    wait_for("the master's SUBNET UP", Duration::from_secs(60), || {
+        (heavy_sweeps(&master_log) > 0).then_some(String::new())
+    });
+    let (_standby, standby_log) = start("standby", "ca-3-3-2-0", "1");
+    wait_for("the standby", Duration::from_secs(60), || {
+        std::fs::read_to_string(&standby_log)
+            .unwrap_or_default()
+            .contains("Entering STANDBY state")
+            .then_some(String::new())
+    });
+    let host = "ca-2-2-2-0";
+    let ends = topo.num_cas() + topo.num_switches();
+    let granted = granted_sls(&sim, dir.path(), host, "pr-master.txt");
+    assert_eq!(granted.len(), ends * ends, "saquery -p from the master");
+    assert!(granted.values().any(|&sl| sl != 0), "lash used one lane");
+
+    drop(master); // killed by PID, and reaped
+    wait_for("the standby's takeover", Duration::from_secs(60), || {
+        (heavy_sweeps(&standby_log) > 0).then_some(String::new())
+    });
+    let log = std::fs::read_to_string(&standby_log).unwrap();
+    assert!(log.contains("Entering MASTER state"), "{log}");
+    let now = granted_sls(&sim, dir.path(), host, "pr-standby.txt");
+    assert_eq!(now.len(), granted.len(), "saquery -p from the new master");
+    let changed: Vec<_> = granted
+        .iter()
+        .filter(|(pair, sl)| now.get(pair) != Some(sl))
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the new master grants {} of {} paths another SL, e.g. {:?} (was {}, now {:?})",
+        changed.len(),
+        granted.len(),
+        changed[0].0,
+        changed[0].1,
+        now.get(changed[0].0)
+    );
+    std::fs::create_dir_all(dir.path().join("dumps")).unwrap();
+    std::fs::copy(
+        dir.path().join("standby/dumps/opensm-sl2vl.dump"),
+        dir.path().join("dumps/opensm-sl2vl.dump"),
+    )
+    .unwrap();
+    verify_vl(
+        &sim,
+        dir.path(),
+        "lash",
+        host,
+        "pr-standby.txt",
+        "the takeover",
     );
 }
