@@ -254,6 +254,7 @@ fn file_engine_loads_a_dump_and_falls_back_on_errors() {
         out.log.last().unwrap(),
         "osm_ucast_mgr_process: file tables configured on all switches"
     );
+    assert!(!out.log.iter().any(|l| l.contains("WRN")), "{:?}", out.log);
     let bad = EngineOptions {
         lfts_file: Some(OptionFile::from_text("lfts.dump", "garbage\n")),
         ..EngineOptions::default()
@@ -266,4 +267,27 @@ fn file_engine_loads_a_dump_and_falls_back_on_errors() {
         out.log
     );
     assert!(route_chain_with(&["file".into()], true, &s, 0, &EngineOptions::default()).is_err());
+    // Headers that claim a top of 64, which no table lists (as dump_fts leaves it out).
+    let top64 = text
+        .lines()
+        .map(|l| match l.strip_prefix("Unicast lids [0-") {
+            Some(r) => format!("Unicast lids [0-64{}", &r[r.find(']').unwrap()..]),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let opts = EngineOptions {
+        lfts_file: Some(OptionFile::from_text("fts.txt", &top64)),
+        ..EngineOptions::default()
+    };
+    let out = route_chain_with(&["file".into()], false, &s, 0, &opts).unwrap();
+    assert_eq!(out.engine, "file");
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l
+                .starts_with("do_ucast_file_load: WRN: no table in 'fts.txt' lists LID 64 (0x40)")),
+        "{:?}",
+        out.log
+    );
 }

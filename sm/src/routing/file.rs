@@ -338,6 +338,14 @@ impl FileEngine {
             dump.switches.len(),
             f.path
         ));
+        for top in dump.unread_top_lids() {
+            log.push(format!(
+                "do_ucast_file_load: WRN: no table in '{}' lists LID {1} (0x{1:x}), the top of \
+                 its tables, so no switch will forward it: dump_fts and ibroute do not read the \
+                 LFT block of a top LID that is a multiple of 64 (`ibsm dump-fts` does)",
+                f.path, top.0
+            ));
+        }
         Ok(lfts)
     }
 }
