@@ -1651,7 +1651,8 @@ impl Sweep {
     /// what differs ([`crate::mcast::program`]).
     fn mcast_pass(&mut self, cx: &mut Ctx<'_>) {
         self.mcast.dirty = false;
-        let mfts = crate::mcast::compute(&self.disc.subnet, &self.mcast.groups);
+        let master = self.routes.as_deref().and_then(|r| r.mcast_tree.as_ref());
+        let mfts = crate::mcast::compute_on(&self.disc.subnet, &self.mcast.groups, master);
         self.mcast.prog.begin_pass();
         let reqs = self.mcast.prog.plan(&self.disc.subnet, &mfts);
         if mfts.over_cap > 0 || mfts.unknown_members > 0 {
@@ -1660,6 +1661,15 @@ impl Sweep {
                 format!(
                     "multicast: {} member ports not on the subnet, {} switch entries beyond MulticastFDBCap",
                     mfts.unknown_members, mfts.over_cap
+                ),
+            );
+        }
+        if mfts.off_master_tree > 0 {
+            cx.events.log(
+                Level::Error,
+                format!(
+                    "multicast: {} groups have member switches the routing engine's master spanning tree does not reach: routed on trees of their own",
+                    mfts.off_master_tree
                 ),
             );
         }

@@ -26,6 +26,11 @@ struct Bed {
 
 impl Bed {
     fn new(spec: &str) -> Bed {
+        Bed::with(spec, SmConfig::default())
+    }
+
+    /// The SM with `cfg` (its port and sweeping set here) on the generated fabric `spec`.
+    fn with(spec: &str, cfg: SmConfig) -> Bed {
         let topo = Topology::generate(spec).unwrap();
         let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
         let cas: Vec<NodeId> = topo.nodes_of_type(NodeType::CA).collect();
@@ -33,7 +38,7 @@ impl Bed {
         let cfg = SmConfig {
             port: PortNum(1),
             sweep_interval: std::time::Duration::ZERO,
-            ..SmConfig::default()
+            ..cfg
         };
         let mut sm = Sm::new(cfg).unwrap();
         drive(&mut f, h, &mut sm, Time::from_millis(60_000));
@@ -164,4 +169,59 @@ fn every_receiving_member_gets_one_copy_and_nobody_else_any() {
     assert_eq!(heavy.last_sets, 0, "{heavy:?}");
     let got = b.copies(b.cas[3], mlid_a);
     assert_eq!(got[0], 1);
+}
+
+/// torus-2QoS gives a master spanning tree (OpenSM `torus_master_stree`), and the running SM
+/// routes groups on it: the MFTs it programs are the master tree's subtrees, not the group's
+/// own min-hop tree (which crosses datelines: `torus_mcast` shows the credit loops that
+/// makes), and every receiving member still gets exactly one copy.
+#[test]
+fn groups_follow_the_torus_2qos_master_tree() {
+    let spec = "torus:6,6";
+    let grid = fabric_sim::topo::gen::Grid::of_spec(spec).unwrap().unwrap();
+    let conf = fabric_sim::topo::subnet::torus_conf(&grid);
+    let mut cfg = SmConfig {
+        routing_engine: vec!["torus-2QoS".into(), "no_fallback".into()],
+        ..SmConfig::default()
+    };
+    cfg.qos.enabled = true;
+    cfg.engine_options.qos = true;
+    cfg.engine_options.torus_config =
+        Some(sm::routing::OptionFile::from_text("torus-2QoS.conf", &conf));
+    let mut b = Bed::with(spec, cfg);
+    let all = McastGroup {
+        mlid: Lid(0xC000),
+        members: b.cas.iter().map(|&c| member(b.guid(c), true)).collect(),
+    };
+    let pair = McastGroup {
+        mlid: Lid(0xC001),
+        members: vec![
+            member(b.guid(b.cas[0]), true),
+            member(b.guid(b.cas[b.cas.len() - 1]), true),
+        ],
+    };
+    let groups = vec![all, pair];
+    b.groups(groups.clone());
+    let tree =
+        b.sm.routes()
+            .and_then(|r| r.mcast_tree.clone())
+            .expect("torus-2QoS routed and gave a master tree");
+    let s = b.sm.subnet();
+    let want = sm::mcast::compute_on(s, &groups, Some(&tree));
+    let own = sm::mcast::compute(s, &groups);
+    assert_eq!((want.routed, want.off_master_tree), (2, 0));
+    let got = b.sm.mfts().expect("a multicast pass ran");
+    assert_eq!(**got, want, "the SM's MFTs are not the master tree's");
+    assert_ne!(**got, own, "the master tree is the groups' own trees here");
+    let n = b.cas.len();
+    for sender in [0, n / 2, n - 1] {
+        let copies = b.copies(b.cas[sender], Lid(0xC000));
+        for (i, &c) in copies.iter().enumerate() {
+            assert_eq!(c, usize::from(i != sender), "from CA {sender}: CA {i}");
+        }
+    }
+    let copies = b.copies(b.cas[0], Lid(0xC001));
+    for (i, &c) in copies.iter().enumerate() {
+        assert_eq!(c, usize::from(i == n - 1), "pair group: CA {i}");
+    }
 }

@@ -22,6 +22,13 @@
 //!
 //! Groups with fewer than two member ports get no tree (nothing to forward), as in OpenSM;
 //! MLIDs beyond a switch's MulticastFDBCap are left out of that switch's table (and counted).
+//!
+//! A routing engine may give a **master spanning tree** ([`MasterTree`], OpenSM's
+//! `mcast_build_stree`; torus-2QoS does): then every group's tree is the part of it that
+//! reaches the group's member switches, rooted at its root, so multicast keeps the engine's
+//! guarantee (torus-2QoS: no branch crosses a dateline, so multicast cannot close a credit loop
+//! with unicast on the VLs they share). A group whose member switches the master tree does not
+//! all reach gets the tree above instead, and is counted ([`Mfts::off_master_tree`]).
 
 pub mod program;
 
@@ -94,6 +101,68 @@ pub struct Mfts {
     /// (switch, MLID) entries left out because the MLID is beyond the switch's
     /// MulticastFDBCap.
     pub over_cap: usize,
+    /// Groups routed on the tree of their own because the engine's master tree does not reach
+    /// all their member switches.
+    pub off_master_tree: usize,
+}
+
+/// A switch's place on a [`MasterTree`]: its parent, and the links to it as (port on the
+/// parent, port on this switch) in the parent's port order.
+pub type TreeParent = (NodeId, Vec<(PortNum, PortNum)>);
+
+/// A routing engine's master spanning tree for multicast (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MasterTree {
+    /// The root switch.
+    pub root: NodeId,
+    /// Per node (by [`NodeId`] index): its parent switch and the links to it. A group takes
+    /// link `MLID % count` (OpenSM spreads groups over parallel links by MLID). `None` for
+    /// the root and for nodes off the tree.
+    pub parent: Vec<Option<TreeParent>>,
+}
+
+impl MasterTree {
+    /// The tree edge from `v` up to its parent for `mlid`: (parent, port on the parent, port
+    /// on `v`).
+    fn up(&self, v: NodeId, mlid: Lid) -> Option<(NodeId, PortNum, PortNum)> {
+        let (u, links) = self.parent.get(v.idx())?.as_ref()?;
+        let &(up, back) = links.get(usize::from(mlid.0) % links.len().max(1))?;
+        Some((*u, up, back))
+    }
+
+    /// Whether `v` is the root or reaches it through its parents.
+    #[must_use]
+    pub fn reaches_root(&self, v: NodeId) -> bool {
+        let mut x = v;
+        for _ in 0..=self.parent.len() {
+            if x == self.root {
+                return true;
+            }
+            match self.parent.get(x.idx()).and_then(Option::as_ref) {
+                Some((u, _)) => x = *u,
+                None => return false,
+            }
+        }
+        false
+    }
+}
+
+/// The tree one group is routed on.
+enum GroupTree<'a> {
+    /// The group's own: the min-hop tree of the root [`choose_root`] picks.
+    Own(Parents),
+    /// The engine's master tree.
+    Master(&'a MasterTree),
+}
+
+impl GroupTree<'_> {
+    /// (parent, port on the parent, port on `v`).
+    fn up(&self, v: NodeId, mlid: Lid) -> Option<(NodeId, PortNum, PortNum)> {
+        match self {
+            GroupTree::Own(parent) => parent.get(v.idx()).copied().flatten(),
+            GroupTree::Master(t) => t.up(v, mlid),
+        }
+    }
 }
 
 impl Mfts {
@@ -228,6 +297,12 @@ impl SwitchGraph {
 /// Computes the spanning tree and port masks of every group (see the module docs).
 #[must_use]
 pub fn compute(s: &Subnet, groups: &[McastGroup]) -> Mfts {
+    compute_on(s, groups, None)
+}
+
+/// [`compute`] on an engine's master spanning tree, where it gives one.
+#[must_use]
+pub fn compute_on(s: &Subnet, groups: &[McastGroup], master: Option<&MasterTree>) -> Mfts {
     let mut out = Mfts {
         tables: vec![BTreeMap::new(); s.nodes.len()],
         ..Mfts::default()
@@ -267,16 +342,28 @@ pub fn compute(s: &Subnet, groups: &[McastGroup]) -> Mfts {
         }
         let mut member_sws: Vec<NodeId> = attach.iter().map(|a| a.0).collect();
         member_sws.dedup();
-        let Some((root, _, parent)) = choose_root(&g, &member_sws) else {
-            out.untreed += 1;
-            continue;
+        let on_master = master.filter(|t| member_sws.iter().all(|&m| t.reaches_root(m)));
+        if master.is_some() && on_master.is_none() {
+            out.off_master_tree += 1;
+        }
+        let (root, tree) = match on_master {
+            Some(t) => (t.root, GroupTree::Master(t)),
+            None => {
+                let Some((root, _, parent)) = choose_root(&g, &member_sws) else {
+                    out.untreed += 1;
+                    continue;
+                };
+                (root, GroupTree::Own(parent))
+            }
         };
         let mut masks: HashMap<NodeId, PortMask> = HashMap::new();
-        masks.entry(root).or_default();
+        if !matches!(tree, GroupTree::Master(_)) {
+            masks.entry(root).or_default();
+        }
         for &m in &member_sws {
             let mut v = m;
             while v != root {
-                let Some((u, up, back)) = parent[v.idx()] else {
+                let Some((u, up, back)) = tree.up(v, grp.mlid) else {
                     break;
                 };
                 let child = masks.entry(v).or_default();

@@ -304,6 +304,9 @@ pub struct Routes {
     /// Adaptive-routing groups (dfp, dfp2); `None`: static routing only. Not programmed yet
     /// (no vendor attribute is defined, see [`ar`]).
     pub ar: Option<ar::ArTables>,
+    /// The master spanning tree multicast groups are routed on (torus-2QoS); `None`: each
+    /// group gets a tree of its own ([`crate::mcast`]).
+    pub mcast_tree: Option<crate::mcast::MasterTree>,
 }
 
 impl Routes {
@@ -316,6 +319,7 @@ impl Routes {
             sl2vl: None,
             vlarb: None,
             ar: None,
+            mcast_tree: None,
         }
     }
 
@@ -344,6 +348,13 @@ impl Routes {
     #[must_use]
     pub fn with_ar(mut self, t: ar::ArTables) -> Routes {
         self.ar = Some(t);
+        self
+    }
+
+    /// These routes with a master spanning tree for multicast.
+    #[must_use]
+    pub fn with_mcast_tree(mut self, t: crate::mcast::MasterTree) -> Routes {
+        self.mcast_tree = Some(t);
         self
     }
 

@@ -50,6 +50,19 @@
 //! facing an end port the configured (`qos_swe_*`) VL arbitration is folded onto VLs 0 and 1
 //! as OpenSM does ([`VlArbFold::TorusEndport`]: VL 0 entries kept, VL 4 entries become VL 1,
 //! the rest dropped); every other port gets its configured VL arbitration.
+//!
+//! # Multicast
+//! As OpenSM's `torus_master_stree`, the engine gives one master spanning tree, and every
+//! multicast group is routed on the part of it that reaches the group's member switches
+//! ([`crate::mcast::MasterTree`]). The root is the middle of the whole x-y plane nearest the
+//! middle in z (`find_stree_root`). The tree grows along x from the root, then along y from
+//! each switch of that x line, then along z from each switch of that plane. Each branch grows
+//! both ways from its switch up to the ring's dateline without crossing it; only when a
+//! missing switch or link stops one side may both sides go on round the ring. Multicast
+//! packets keep their SL, so a branch across a dateline would put them on the VL that
+//! unicast uses on the rest of the ring and close a credit loop; `sm/tests/torus_mcast.rs`
+//! finds such loops with a group's own min-hop tree on most tori and none on the master tree.
+//! A switch the tree does not reach makes the engine fail (OpenSM's ERR 4E43).
 
 // Loop indices here are node, switch or channel ids that index several parallel arrays at
 // once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
@@ -1389,6 +1402,7 @@ impl RoutingEngine for Torus2QoS {
                 }
             }
         }
+        let stree = t.master_stree(subnet, &g).map_err(fail)?;
         log.push(format!(
             "torus_build_lfts: Built {} x {} x {} torus w/ {n} switches",
             cfg.size[0], cfg.size[1], cfg.size[2]
@@ -1396,7 +1410,167 @@ impl RoutingEngine for Torus2QoS {
         Ok(Routes::new(lfts)
             .with_path_sl(sls)
             .with_sl2vl(tables)
-            .with_vlarb(arb))
+            .with_vlarb(arb)
+            .with_mcast_tree(stree))
+    }
+}
+
+impl Torus {
+    /// OpenSM's `good_xy_ring`: the x ring and the y ring through (x, y, z) have no switch
+    /// missing.
+    fn good_xy_ring(&self, x: usize, y: usize, z: usize) -> bool {
+        (0..self.size[0]).all(|i| self.at([i, y, z]).is_some())
+            && (0..self.size[1]).all(|j| self.at([x, j, z]).is_some())
+    }
+
+    /// OpenSM's `find_plane_mid`: the switch of plane `z` nearest the middle (stepping both x
+    /// and y down, then up) whose x and y rings are whole.
+    fn plane_mid(&self, z: usize) -> Option<usize> {
+        let [sx, sy, _] = self.size;
+        let (xm, ym) = (sx / 2, sy / 2);
+        if self.good_xy_ring(xm, ym, z) {
+            return self.at([xm, ym, z]);
+        }
+        let mut d = 1;
+        while d <= xm && d <= ym {
+            for (x, y) in [(xm - d, ym - d), ((xm + d) % sx, (ym + d) % sy)] {
+                if self.good_xy_ring(x, y, z) {
+                    return self.at([x, y, z]);
+                }
+            }
+            d += 1;
+        }
+        None
+    }
+
+    /// OpenSM's `find_stree_root`: the middle of the whole x-y plane nearest the middle in z,
+    /// else the middle of the middle plane.
+    fn stree_root(&self) -> Option<usize> {
+        let [sx, sy, sz] = self.size;
+        let zm = sz / 2;
+        let whole = |z: usize| (0..sy).all(|y| (0..sx).all(|x| self.at([x, y, z]).is_some()));
+        for dz in 0..=zm {
+            for z in [zm - dz, (zm + dz) % sz] {
+                if whole(z) {
+                    if let Some(r) = self.plane_mid(z) {
+                        return Some(r);
+                    }
+                }
+                if dz == 0 {
+                    break;
+                }
+            }
+        }
+        self.plane_mid(zm)
+    }
+
+    /// The multicast master spanning tree (OpenSM's `torus_master_stree` and
+    /// `build_master_stree_branch`): from the root along x, then from each switch of that x
+    /// line along y, then from each switch of that x-y plane along z. A branch grows each way
+    /// from its switch to the ring's dateline (between coordinates radix − 1 and 0) and does
+    /// not cross it, unless a missing switch or link stops one side first; then both sides
+    /// may go on round the ring. With no dateline crossed, multicast on a group's subtree
+    /// cannot close a credit loop with unicast on the VLs they share. Every switch must be on
+    /// the tree (OpenSM's ERR 4E43 otherwise).
+    fn master_stree(
+        &self,
+        subnet: &Subnet,
+        g: &SwitchGraph,
+    ) -> Result<crate::mcast::MasterTree, String> {
+        let next = self.ring_next(g);
+        let n = self.pos.len();
+        // Per slot: (parent slot, the parent's port group toward it).
+        let mut parent: Vec<Option<(usize, usize)>> = vec![None; n];
+        let root = self.stree_root().ok_or_else(|| {
+            "ERR 4E43: no root for the torus multicast master spanning tree".to_string()
+        })?;
+        let branch = |parent: &mut Vec<Option<(usize, usize)>>, b: usize, cdir: usize| {
+            let Some(pb) = self.pos[b] else { return };
+            let (idx, cnt) = (pb[cdir], self.size[cdir]);
+            let (ng, pg) = (2 * cdir, 2 * cdir + 1);
+            // One step from `tip` along group `gi`: the switch reached, now on the tree.
+            let grow = |parent: &mut Vec<Option<(usize, usize)>>, tip: Option<usize>, gi: usize| {
+                let x = tip?;
+                let sw = next[x][gi];
+                let sw = (sw != NONE).then_some(sw as usize)?;
+                if sw == root || parent[sw].is_some() {
+                    return None;
+                }
+                parent[sw] = Some((x, gi));
+                Some(sw)
+            };
+            let (mut lo, mut hi) = (Some(b), Some(b));
+            for _ in 0..idx {
+                lo = grow(parent, lo, ng);
+            }
+            for _ in idx..cnt.saturating_sub(1) {
+                hi = grow(parent, hi, pg);
+            }
+            if lo.is_some() && hi.is_some() {
+                return;
+            }
+            // A side stopped short of the dateline: both may now cross it.
+            for _ in 0..cnt {
+                lo = grow(parent, lo, ng);
+                hi = grow(parent, hi, pg);
+                if lo.is_none() && hi.is_none() {
+                    break;
+                }
+            }
+        };
+        branch(&mut parent, root, 0);
+        if let Some([_, rj, rk]) = self.pos[root] {
+            for i in 0..self.size[0] {
+                if let Some(s) = self.at([i, rj, rk]) {
+                    branch(&mut parent, s, 1);
+                }
+                for j in 0..self.size[1] {
+                    if let Some(s) = self.at([i, j, rk]) {
+                        branch(&mut parent, s, 2);
+                    }
+                }
+            }
+        }
+        let off: Vec<usize> = (0..n)
+            .filter(|&a| a != root && self.pos[a].is_some() && parent[a].is_none())
+            .collect();
+        if let Some(&a) = off.first() {
+            let p = self.pos[a].unwrap_or_default();
+            let guid = g.switch_at(a).map_or(0, |sw| subnet.node(sw).guid.0);
+            return Err(format!(
+                "ERR 4E43: sw 0x{guid:04x} ({},{},{}) not in torus multicast master spanning tree ({} switches off it)",
+                p[0],
+                p[1],
+                p[2],
+                off.len()
+            ));
+        }
+        let mut tree = crate::mcast::MasterTree {
+            root: g
+                .switch_at(root)
+                .ok_or("ERR 4E43: the root is not a switch")?,
+            parent: vec![None; subnet.nodes.len()],
+        };
+        for (a, up) in parent.iter().enumerate() {
+            let Some((u, gi)) = *up else { continue };
+            let (Some(sw), Some(usw)) = (g.switch_at(a), g.switch_at(u)) else {
+                continue;
+            };
+            let links: Vec<(PortNum, PortNum)> = self
+                .group(u, gi)
+                .iter()
+                .filter_map(|&p| {
+                    g.neighbors(u)
+                        .iter()
+                        .find(|e| e.port == p && e.to as usize == a)
+                })
+                .map(|e| (PortNum(e.port), PortNum(e.remote_port)))
+                .collect();
+            if let Some(slot) = tree.parent.get_mut(sw.idx()) {
+                *slot = (!links.is_empty()).then_some((usw, links));
+            }
+        }
+        Ok(tree)
     }
 }
 
