@@ -510,6 +510,10 @@ impl Sm {
                 self.sweep.set_guid2lid(map);
             }
             Command::McastGroups(groups) => self.sweep.set_mcast_groups(groups),
+            Command::EngineOptions(eo) => {
+                self.cfg.engine_options = *eo;
+                self.sweep.request_reroute();
+            }
         }
         self.step(now);
     }

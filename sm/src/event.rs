@@ -616,6 +616,11 @@ pub enum Command {
     /// The multicast groups the SA holds (all of them, after any change): the SM recomputes
     /// the spanning trees and programs the MFT blocks that changed ([`crate::mcast`]).
     McastGroups(Vec<crate::mcast::McastGroup>),
+    /// New routing-engine options, typically the files they name read again (OpenSM reads
+    /// torus-2QoS.conf, the root/compute/I-O GUID files and the LFT file each time it routes):
+    /// they replace [`crate::SmConfig::engine_options`] and the next heavy sweep routes
+    /// afresh with them, as [`Command::Reroute`].
+    EngineOptions(Box<crate::routing::EngineOptions>),
 }
 
 /// The SM's queue of events for its owner ([`crate::Sm::poll_event`]).

@@ -503,6 +503,35 @@ impl Default for EngineOptions {
 }
 
 impl EngineOptions {
+    /// The files these options name, by OpenSM option name.
+    fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 5] {
+        [
+            ("root_guid_file", &mut self.root_guid_file),
+            ("lfts_file", &mut self.lfts_file),
+            ("cn_guid_file", &mut self.cn_guid_file),
+            ("io_guid_file", &mut self.io_guid_file),
+            ("torus_config", &mut self.torus_config),
+        ]
+    }
+
+    /// These options with the files `fresh` names (as read again by the front end), and the
+    /// names of the options whose file changed (path, text, or whether it could be read).
+    /// OpenSM reads these files each time it routes, so a changed file takes effect at the
+    /// next routing; every other option keeps its value.
+    #[must_use]
+    pub fn with_files_of(&self, fresh: &EngineOptions) -> (EngineOptions, Vec<&'static str>) {
+        let mut out = self.clone();
+        let mut fresh = fresh.clone();
+        let mut changed = Vec::new();
+        for ((name, mine), (_, theirs)) in out.files_mut().into_iter().zip(fresh.files_mut()) {
+            if *mine != *theirs {
+                changed.push(name);
+                *mine = theirs.take();
+            }
+        }
+        (out, changed)
+    }
+
     /// The VLs this subnet lets an engine use under [`EngineOptions::max_op_vls`].
     #[must_use]
     pub fn vl_budget(&self, subnet: &Subnet) -> vl::VlBudget {
@@ -737,6 +766,36 @@ mod tests {
 
     /// `set_lid_major` is the plain transpose, on sizes that are and are not multiples of 8
     /// and of its 64-LID tiles.
+    #[test]
+    fn with_files_of_takes_the_files_and_keeps_the_rest() {
+        let old = EngineOptions {
+            lash_start_vl: 2,
+            torus_config: Some(OptionFile::from_text("t.conf", "torus 4 4 4\n")),
+            root_guid_file: Some(OptionFile::from_text("roots", "0x1\n")),
+            ..EngineOptions::default()
+        };
+        let fresh = EngineOptions {
+            lash_start_vl: 0,
+            torus_config: Some(OptionFile::from_text(
+                "t.conf",
+                "torus 4 4 4\nx_dateline 1\n",
+            )),
+            root_guid_file: Some(OptionFile::from_text("roots", "0x1\n")),
+            lfts_file: Some(OptionFile {
+                path: "lfts".into(),
+                contents: Err("No such file".into()),
+            }),
+            ..EngineOptions::default()
+        };
+        let (new, changed) = old.with_files_of(&fresh);
+        assert_eq!(changed, ["lfts_file", "torus_config"]);
+        assert_eq!(new.torus_config, fresh.torus_config);
+        assert_eq!(new.lfts_file, fresh.lfts_file);
+        assert_eq!(new.lash_start_vl, 2, "not a file: kept");
+        let (same, none) = new.with_files_of(&fresh);
+        assert_eq!((same, none.len()), (new, 0));
+    }
+
     #[test]
     fn set_lid_major_transposes() {
         for (n, top) in [
