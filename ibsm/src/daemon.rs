@@ -311,6 +311,8 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     // not read (and no Gets are left in flight at exit, which ibsim's libumad2sim.so does not
     // survive: it crashes or hangs in its exit path).
     cfg.qos.read_tables = cfg.qos.read_tables && !opts.once;
+    // The engine options as the SM has them: SIGHUP hands it the files they name, read again.
+    let mut engine_opts = cfg.engine_options.clone();
     let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {
@@ -375,7 +377,24 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 Ok(new) => {
                     log.set_flags(new.options.log_flags);
                     log.set_limit(new.options.log_max_size);
-                    let restart = new.options.to_sm_config() != opts.to_sm_config();
+                    // The files the engines read (torus-2QoS.conf, GUID files, lfts_file) are
+                    // taken again, as OpenSM reads them at each routing; other option
+                    // changes wait for a restart.
+                    let fresh = new.options.engine_options();
+                    let (files, changed) = engine_opts.with_files_of(&fresh);
+                    let restart = new.options.to_sm_config() != opts.to_sm_config()
+                        || fresh.with_files_of(&engine_opts).0 != engine_opts;
+                    if !changed.is_empty() {
+                        log.line(
+                            Level::Info,
+                            &format!(
+                                "SIGHUP: {} changed: routing afresh with the new contents",
+                                changed.join(", ")
+                            ),
+                        );
+                        engine_opts = files.clone();
+                        sm.handle_command(t, Command::EngineOptions(Box::new(files)));
+                    }
                     log.line(
                         Level::Info,
                         &format!(

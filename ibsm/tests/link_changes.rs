@@ -457,3 +457,90 @@ fn lash_path_sls_survive_a_failover() {
         "the takeover",
     );
 }
+
+/// OpenSM reads torus-2QoS.conf each time it routes; ibsm reads the files its engines name
+/// again on SIGHUP. Moving the first seed's x dateline must change the SLs the SA grants
+/// (the path SL says which datelines a path crosses), and the fabric's tables must then pass
+/// the VL-aware check with the new SLs. A second SIGHUP with nothing changed says nothing of
+/// the file.
+#[test]
+fn torus_2qos_conf_is_read_again_on_sighup() {
+    let test = "torus_2qos_conf_is_read_again_on_sighup";
+    set_current_shim(Shim::Ibsm);
+    if !peers_or_skip(test) {
+        return;
+    }
+    let spec = "torus:4,4,3";
+    let topo = Topology::generate(spec).unwrap();
+    let dir = TempDir::new("links-sighup").unwrap();
+    std::fs::create_dir_all(dir.path().join("dumps")).unwrap();
+    let net = dir.path().join("fabric.net");
+    std::fs::write(&net, topo.to_net()).unwrap();
+    let tconf = dir.path().join("torus-2QoS.conf");
+    let grid = Grid::of_spec(spec).unwrap().unwrap();
+    let text = fabric_sim::topo::subnet::torus_conf(&grid);
+    std::fs::write(&tconf, &text).unwrap();
+    let sim = IbsimGuard::start(&net).unwrap();
+    let (log, conf) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.conf"));
+    std::fs::write(&conf, "sweep_interval 1\nforce_log_flush TRUE\n").unwrap();
+    let child = sim
+        .client(IBSM, dir.path())
+        .env("SIM_HOST", "ca-0-0-0-0")
+        .env("OSM_CACHE_DIR", dir.path())
+        .args(["run", "-Q", "-R", "torus-2QoS,no_fallback", "-F"])
+        .arg(&conf)
+        .arg("--torus_config")
+        .arg(&tconf)
+        .arg("--ctl-socket")
+        .arg(dir.path().join("ctl.sock"))
+        .args(["--dump_files_dir", "dumps", "-f"])
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let _daemon = Daemon(Some(child));
+    wait_for("SUBNET UP", Duration::from_secs(60), || {
+        (heavy_sweeps(&log) > 0).then_some(String::new())
+    });
+    let host = "ca-2-2-2-0";
+    let before = granted_sls(&sim, dir.path(), host, "pr-before.txt");
+    let hup = |what: &str| {
+        let sweeps = heavy_sweeps(&log);
+        let o = Command::new("kill").args(["-HUP", &pid]).output().unwrap();
+        assert!(o.status.success(), "kill -HUP: {o:?}");
+        settled_after(&log, sweeps, what);
+        std::fs::read_to_string(&log).unwrap()
+    };
+
+    // The first seed's x dateline one step on.
+    let moved = text.replacen("next_seed", "x_dateline 1\nnext_seed", 1);
+    assert_ne!(moved, text, "the conf has a second seed");
+    std::fs::write(&tconf, &moved).unwrap();
+    let text_log = hup("SIGHUP with a new dateline");
+    assert!(
+        text_log.contains("SIGHUP: torus_config changed: routing afresh with the new contents"),
+        "{text_log}"
+    );
+    let after = granted_sls(&sim, dir.path(), host, "pr-after.txt");
+    assert_eq!(after.len(), before.len());
+    let moved_sls = after
+        .iter()
+        .filter(|(k, v)| before.get(k) != Some(v))
+        .count();
+    assert!(moved_sls > 0, "no path SL changed with the dateline");
+    verify_vl(
+        &sim,
+        dir.path(),
+        "torus-2QoS",
+        host,
+        "pr-after.txt",
+        "the new dateline",
+    );
+
+    let n = text_log.matches("torus_config changed").count();
+    let again = hup("SIGHUP with nothing changed");
+    assert_eq!(again.matches("torus_config changed").count(), n, "{again}");
+}
