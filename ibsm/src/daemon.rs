@@ -201,6 +201,31 @@ struct Counts {
     received: u64,
 }
 
+/// Hands the SM the files `fresh` names (torus-2QoS.conf, GUID files, lfts_file) if any
+/// changed from what it routes with (`engine_opts`, updated), and logs which, after `why`.
+fn take_engine_files(
+    sm: &mut Sm,
+    t: Time,
+    log: &mut Log,
+    engine_opts: &mut sm::routing::EngineOptions,
+    fresh: &sm::routing::EngineOptions,
+    why: &str,
+) {
+    let (files, changed) = engine_opts.with_files_of(fresh);
+    if changed.is_empty() {
+        return;
+    }
+    log.line(
+        Level::Info,
+        &format!(
+            "{why}: {} changed: routing afresh with the new contents",
+            changed.join(", ")
+        ),
+    );
+    *engine_opts = files.clone();
+    sm.handle_command(t, Command::EngineOptions(Box::new(files)));
+}
+
 fn status_text(sm: &Sm, opts: &Options, c: Counts) -> String {
     let subnet = sm.subnet();
     let switches = subnet.switches().count();
@@ -381,20 +406,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     // taken again, as OpenSM reads them at each routing; other option
                     // changes wait for a restart.
                     let fresh = new.options.engine_options();
-                    let (files, changed) = engine_opts.with_files_of(&fresh);
                     let restart = new.options.to_sm_config() != opts.to_sm_config()
                         || fresh.with_files_of(&engine_opts).0 != engine_opts;
-                    if !changed.is_empty() {
-                        log.line(
-                            Level::Info,
-                            &format!(
-                                "SIGHUP: {} changed: routing afresh with the new contents",
-                                changed.join(", ")
-                            ),
-                        );
-                        engine_opts = files.clone();
-                        sm.handle_command(t, Command::EngineOptions(Box::new(files)));
-                    }
+                    take_engine_files(&mut sm, t, &mut log, &mut engine_opts, &fresh, "SIGHUP");
                     log.line(
                         Level::Info,
                         &format!(
@@ -453,6 +467,15 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     Ok(String::new())
                 }
                 Request::Reroute => {
+                    // As OpenSM's reroute, which routes with the files as they are now.
+                    let mut fresh = engine_opts.clone();
+                    for (_, f) in fresh.files_mut() {
+                        if let Some(f) = f {
+                            f.contents =
+                                std::fs::read_to_string(&f.path).map_err(|e| e.to_string());
+                        }
+                    }
+                    take_engine_files(&mut sm, t, &mut log, &mut engine_opts, &fresh, "reroute");
                     sm.handle_command(t, Command::Reroute);
                     log.line(Level::Info, "reroute requested on the control socket");
                     Ok("rerouting (heavy sweep)".into())

@@ -459,10 +459,11 @@ fn lash_path_sls_survive_a_failover() {
 }
 
 /// OpenSM reads torus-2QoS.conf each time it routes; ibsm reads the files its engines name
-/// again on SIGHUP. Moving the first seed's x dateline must change the SLs the SA grants
-/// (the path SL says which datelines a path crosses), and the fabric's tables must then pass
-/// the VL-aware check with the new SLs. A second SIGHUP with nothing changed says nothing of
-/// the file.
+/// again on SIGHUP and on `ibsm ctl reroute`. Moving the first seed's x dateline must change
+/// the SLs the SA grants (the path SL says which datelines a path crosses), and the fabric's
+/// tables must then pass the VL-aware check with the new SLs. A second SIGHUP with nothing
+/// changed says nothing of the file; the dateline moved back and a reroute give the first
+/// SLs back.
 #[test]
 fn torus_2qos_conf_is_read_again_on_sighup() {
     let test = "torus_2qos_conf_is_read_again_on_sighup";
@@ -543,4 +544,23 @@ fn torus_2qos_conf_is_read_again_on_sighup() {
     let n = text_log.matches("torus_config changed").count();
     let again = hup("SIGHUP with nothing changed");
     assert_eq!(again.matches("torus_config changed").count(), n, "{again}");
+
+    // `ibsm ctl reroute` routes with the file as it is now too: the dateline back.
+    std::fs::write(&tconf, &text).unwrap();
+    let sweeps = heavy_sweeps(&log);
+    let o = Command::new(IBSM)
+        .args(["ctl", "--socket"])
+        .arg(dir.path().join("ctl.sock"))
+        .arg("reroute")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "ibsm ctl reroute: {o:?}");
+    settled_after(&log, sweeps, "ibsm ctl reroute");
+    let text_log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text_log.contains("reroute: torus_config changed: routing afresh with the new contents"),
+        "{text_log}"
+    );
+    let back = granted_sls(&sim, dir.path(), host, "pr-back.txt");
+    assert_eq!(back, before, "the old dateline's SLs are not back");
 }

@@ -504,7 +504,7 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The files these options name, by OpenSM option name.
-    fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 5] {
+    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 5] {
         [
             ("root_guid_file", &mut self.root_guid_file),
             ("lfts_file", &mut self.lfts_file),
