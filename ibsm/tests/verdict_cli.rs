@@ -541,10 +541,21 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         text.lines().any(|l| l == "# babbling_port_policy FALSE"),
         "{text}"
     );
-    let sweep_on_trap = text.find("sweep_on_trap TRUE").unwrap();
-    assert!(text[..sweep_on_trap].ends_with(
-        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: TRUE\n"
+    let lease = text.find("\nm_key_lease_period 0").unwrap();
+    assert!(text[..=lease].ends_with(
+        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: 0\n"
     ));
+    // Implemented keys are not marked.
+    for key in [
+        "sweep_on_trap TRUE",
+        "qos_policy_file ",
+        "sminfo_polling_timeout ",
+    ] {
+        let at = text.find(&format!("\n{key}")).unwrap();
+        let doc = &text[..at];
+        let doc = &doc[doc.rfind("\n\n").unwrap_or(0)..];
+        assert!(!doc.contains("NOT IMPLEMENTED"), "{key}:{doc}");
+    }
     // Every OpenSM key is either a key line or listed.
     let opensm = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/opensm-default.conf"),
@@ -578,20 +589,29 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("babbling_port_policy TRUE\nsweep_on_trap FALSE\n");
+    let err = warnings_for("babbling_port_policy TRUE\nm_key_lease_period 60\n");
     assert!(
         err.contains("babbling_port_policy TRUE is not implemented"),
         "{err}"
     );
     assert!(
-        err.contains("sweep_on_trap FALSE: not implemented by ibsm yet"),
+        err.contains("m_key_lease_period 60: not implemented by ibsm yet"),
         "{err}"
     );
     // Implemented: no warning whatever its value.
-    let err = warnings_for("use_ucast_cache TRUE\n");
-    assert!(!err.contains("use_ucast_cache"), "{err}");
-    let err = warnings_for("babbling_port_policy FALSE\nsweep_on_trap TRUE\n");
-    assert!(!err.contains("sweep_on_trap"), "{err}");
+    for implemented in [
+        "use_ucast_cache TRUE\n",
+        "sweep_on_trap FALSE\n",
+        "qos TRUE\nqos_policy_file /dev/null\n",
+        "sminfo_polling_timeout 500\npolling_retry_number 2\n",
+        "master_sm_priority 14\nignore_other_sm TRUE\n",
+        "force_heavy_sweep TRUE\nhonor_guid2lid_file TRUE\n",
+    ] {
+        let err = warnings_for(implemented);
+        assert!(!err.contains("not implemented"), "{implemented}: {err}");
+    }
+    let err = warnings_for("babbling_port_policy FALSE\nm_key_lease_period 0\n");
+    assert!(!err.contains("m_key_lease_period"), "{err}");
     assert!(!err.contains("babbling_port_policy"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1246,22 +1246,14 @@ pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
 ///
 /// [`Options::not_implemented_warnings`]: super::Options::not_implemented_warnings
 pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
+    // `ibsm run` binds by --ca/--port; only `ibsm sim` reads -g (where the SM attaches).
     "guid",
-    // Read and checked with -Q (a file that does not parse stops a one-shot run), but only
-    // the SA applies a QoS policy, and ibsm has no SA yet.
-    "qos_policy_file",
     "m_key_lease_period",
     "m_key_protection_level",
-    "force_heavy_sweep",
-    "sweep_on_trap",
     "connect_roots",
     "max_reverse_hops",
+    // Read and checked (a file that cannot be read stops a one-shot run); no engine uses it.
     "guid_routing_order_file",
-    "master_sm_priority",
-    "ignore_other_sm",
-    "sminfo_polling_timeout",
-    "polling_retry_number",
-    "honor_guid2lid_file",
     "daemon",
 ];
 
