@@ -258,6 +258,13 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         }
     }
     let mut log = Log::open(opts)?;
+    if let Err(e) = opts.qos_policy() {
+        // As OpenSM (ERR AC04): the subnet runs with the default QoS, and the log says why.
+        log.line(
+            Level::Error,
+            &format!("ERR: {e}; running without a QoS policy"),
+        );
+    }
     if let Err(e) = opts.partition_config() {
         // As OpenSM: "Partition configuration in error; retrying with default config".
         log.line(
@@ -338,6 +345,8 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     cfg.qos.read_tables = cfg.qos.read_tables && !opts.once;
     // The engine options as the SM has them: SIGHUP hands it the files they name, read again.
     let mut engine_opts = cfg.engine_options.clone();
+    // Likewise the QoS configuration, which SIGHUP replaces (OpenSM's qos options can_update).
+    let mut qos_cfg = cfg.qos.clone();
     let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {
@@ -406,9 +415,35 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                     // taken again, as OpenSM reads them at each routing; other option
                     // changes wait for a restart.
                     let fresh = new.options.engine_options();
-                    let restart = new.options.to_sm_config() != opts.to_sm_config()
-                        || fresh.with_files_of(&engine_opts).0 != engine_opts;
+                    // QoS is taken below; the engines' `qos` follows it.
+                    let without_qos = |mut c: sm::SmConfig| {
+                        c.qos = sm::qos::QosConfig::default();
+                        c
+                    };
+                    let mut others = fresh.with_files_of(&engine_opts).0;
+                    others.qos = engine_opts.qos;
+                    let restart = without_qos(new.options.to_sm_config())
+                        != without_qos(opts.to_sm_config())
+                        || others != engine_opts;
                     take_engine_files(&mut sm, t, &mut log, &mut engine_opts, &fresh, "SIGHUP");
+                    let mut new_qos = new.options.qos_config();
+                    if let Err(e) = new.options.qos_policy() {
+                        // A policy that no longer parses does not drop the one in use.
+                        log.line(
+                            Level::Error,
+                            &format!("SIGHUP: {e}; the policy in use is kept"),
+                        );
+                        new_qos.policy = qos_cfg.policy.clone();
+                    }
+                    if new_qos != qos_cfg {
+                        log.line(
+                            Level::Info,
+                            "SIGHUP: QoS configuration changed (qos, qos_* or the policy file): programming it",
+                        );
+                        engine_opts.qos = new_qos.enabled;
+                        qos_cfg = new_qos.clone();
+                        sm.handle_command(t, Command::Qos(Box::new(new_qos)));
+                    }
                     log.line(
                         Level::Info,
                         &format!(

@@ -564,3 +564,115 @@ fn torus_2qos_conf_is_read_again_on_sighup() {
     let back = granted_sls(&sim, dir.path(), host, "pr-back.txt");
     assert_eq!(back, before, "the old dateline's SLs are not back");
 }
+
+/// QoS on SIGHUP, as OpenSM (its `qos` and `qos_*` options can be updated, and it reads the
+/// policy file at each heavy sweep): a QoS level's SL changed in qos-policy.conf reaches the
+/// PathRecords; a policy that no longer parses is named in the log and the one in use is kept;
+/// a changed `qos_vlarb_high` is programmed (VLArbitration Sets) by the sweep that follows.
+/// First, a daemon started with a policy that does not parse logs why and runs without it.
+#[test]
+fn qos_policy_and_options_are_taken_on_sighup() {
+    let test = "qos_policy_and_options_are_taken_on_sighup";
+    set_current_shim(Shim::Ibsm);
+    if !peers_or_skip(test) {
+        return;
+    }
+    let dir = TempDir::new("links-qos-hup").unwrap();
+    let net = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fabric-sim/testdata/ibsim-net-examples/net.2sw2path4hca");
+    let policy = dir.path().join("qos-policy.conf");
+    let level = |sl: u8| {
+        format!(
+            "port-groups\n  port-group\n    name: Storage\n    port-name: Hca1/P1\n  end-port-group\n\
+             end-port-groups\nqos-levels\n  qos-level\n    name: DEFAULT\n    sl: 0\n\
+             end-qos-level\n  qos-level\n    name: StorageQoS\n    sl: {sl}\n  end-qos-level\n\
+             end-qos-levels\nqos-match-rules\n  qos-match-rule\n    destination: Storage\n\
+             qos-level-name: StorageQoS\n  end-qos-match-rule\nend-qos-match-rules\n"
+        )
+    };
+    let sim = IbsimGuard::start(&net).unwrap();
+    let (log, conf) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.conf"));
+    let base = "sweep_interval 1\nforce_log_flush TRUE\n";
+    std::fs::write(&conf, base).unwrap();
+    let start = || {
+        let _ = std::fs::remove_file(&log);
+        let child = sim
+            .client(IBSM, dir.path())
+            .env("SIM_HOST", "Hca2")
+            .env("OSM_CACHE_DIR", dir.path())
+            .args(["run", "-Q", "-F"])
+            .arg(&conf)
+            .arg("-Y")
+            .arg(&policy)
+            .arg("--ctl-socket")
+            .arg(dir.path().join("ctl.sock"))
+            .arg("-f")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id().to_string();
+        let daemon = Daemon(Some(child));
+        wait_for("SUBNET UP", Duration::from_secs(60), || {
+            (heavy_sweeps(&log) > 0).then_some(String::new())
+        });
+        (pid, daemon)
+    };
+    // Without a DEFAULT level the policy is refused (OpenSM ERR AC10), and the log says so.
+    std::fs::write(&policy, level(3).replace("name: DEFAULT", "name: Other")).unwrap();
+    let (pid, mut daemon) = start();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("ERR AC10") && text.contains("running without a QoS policy"),
+        "{text}"
+    );
+    // SIGTERM, so the shim detaches from ibsim before the next daemon takes the same node
+    // (after a SIGKILL the next one got no SA requests there).
+    let o = Command::new("kill").arg(&pid).output().unwrap();
+    assert!(o.status.success(), "kill: {o:?}");
+    daemon.0.take().unwrap().wait().unwrap();
+
+    std::fs::write(&policy, level(3)).unwrap();
+    let (pid, _daemon) = start();
+    // Paths to Hca1's port: 6 end ports (4 CAs, 2 switches) ask for it.
+    let to_storage = |name: &str, sl: u8| {
+        let sls = granted_sls(&sim, dir.path(), "Hca4", name);
+        sls.values().filter(|&&s| s == sl).count()
+    };
+    assert_eq!(to_storage("pr-0.txt", 3), 6);
+    let hup = |what: &str| {
+        let sweeps = heavy_sweeps(&log);
+        let o = Command::new("kill").args(["-HUP", &pid]).output().unwrap();
+        assert!(o.status.success(), "kill -HUP: {o:?}");
+        settled_after(&log, sweeps, what);
+        std::fs::read_to_string(&log).unwrap()
+    };
+
+    std::fs::write(&policy, level(4)).unwrap();
+    let text = hup("the level's SL changed");
+    assert!(text.contains("SIGHUP: QoS configuration changed"), "{text}");
+    assert_eq!(to_storage("pr-1.txt", 4), 6);
+
+    std::fs::write(&policy, level(5) + "garbage {\n").unwrap();
+    let text = hup("a broken policy");
+    assert!(text.contains("the policy in use is kept"), "{text}");
+    assert_eq!(
+        to_storage("pr-2.txt", 4),
+        6,
+        "the policy in use was dropped"
+    );
+
+    std::fs::write(&policy, level(4)).unwrap();
+    std::fs::write(&conf, format!("{base}qos_vlarb_high 0:64,1:64\n")).unwrap();
+    let text = hup("qos_vlarb_high changed");
+    let last = text
+        .lines()
+        .filter(|l| l.contains("-> heavy sweep ") && l.contains(" done in "))
+        .find(|l| l.contains("VLArb"));
+    assert!(
+        last.is_some(),
+        "no VLArbitration Set after the change:\n{text}"
+    );
+}

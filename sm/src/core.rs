@@ -514,6 +514,16 @@ impl Sm {
                 self.cfg.engine_options = *eo;
                 self.sweep.request_reroute();
             }
+            Command::Qos(q) => {
+                let toggled = self.cfg.qos.enabled != q.enabled;
+                self.cfg.engine_options.qos = q.enabled;
+                self.cfg.qos = *q;
+                if toggled {
+                    self.sweep.request_reroute();
+                } else {
+                    self.sweep.request_full("QoS configuration changed");
+                }
+            }
         }
         self.step(now);
     }

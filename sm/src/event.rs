@@ -621,6 +621,11 @@ pub enum Command {
     /// they replace [`crate::SmConfig::engine_options`] and the next heavy sweep routes
     /// afresh with them, as [`Command::Reroute`].
     EngineOptions(Box<crate::routing::EngineOptions>),
+    /// A new QoS configuration (`qos`, the `qos_*` options, the parsed policy file), as
+    /// OpenSM takes them on SIGHUP: it replaces [`crate::SmConfig::qos`] and the next heavy
+    /// sweep programs it. Turning `qos` on or off also routes afresh (the VL engines use more
+    /// than VL0 only with it).
+    Qos(Box<crate::qos::QosConfig>),
 }
 
 /// The SM's queue of events for its owner ([`crate::Sm::poll_event`]).
