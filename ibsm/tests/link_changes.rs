@@ -17,7 +17,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,9 +57,82 @@ fn settled_after(log: &Path, before: usize, what: &str) {
     }
 }
 
-/// The fabric as `ibnetdiscover` sees it and its tables as `dump_fts` reads them, from `host`;
-/// `ibsm verify` must pass on them. Returns the number of links found.
-fn check(sim: &IbsimGuard, dir: &Path, host: &str, step: &str) -> usize {
+/// A test under our shim (`saquery -p`'s multi-record answers need RMPP) on the generated
+/// fabric `spec`: the topology, a temp dir named after `tag` with a `dumps` folder, and a
+/// fresh ibsim of it (with a console when `console`). `None` when the peers are missing and
+/// the test is skipped.
+fn shim_fabric(
+    test: &str,
+    spec: &str,
+    tag: &str,
+    console: bool,
+) -> Option<(Topology, TempDir, IbsimGuard)> {
+    set_current_shim(Shim::Ibsm);
+    if !peers_or_skip(test) {
+        return None;
+    }
+    let topo = Topology::generate(spec).unwrap();
+    let dir = TempDir::new(tag).unwrap();
+    std::fs::create_dir_all(dir.path().join("dumps")).unwrap();
+    let net = dir.path().join("fabric.net");
+    std::fs::write(&net, topo.to_net()).unwrap();
+    let sim = if console {
+        IbsimGuard::start_with_console(&net)
+    } else {
+        IbsimGuard::start(&net)
+    };
+    Some((topo, dir, sim.unwrap()))
+}
+
+/// `ibsm run -F CONF -f LOG --ctl-socket CWD/ctl.sock ARGS` as a shim client of `sim` on
+/// node `host`, in `cwd` (its cache too), its output discarded; the daemon (killed by PID
+/// when dropped) and its PID.
+fn spawn_ibsm(
+    sim: &IbsimGuard,
+    (cwd, host): (&Path, &str),
+    (conf, log): (&Path, &Path),
+    args: &[&OsStr],
+) -> (Daemon, String) {
+    let child = sim
+        .client(IBSM, cwd)
+        .env("SIM_HOST", host)
+        .env("OSM_CACHE_DIR", cwd)
+        .args([OsStr::new("run"), OsStr::new("-F"), conf.as_os_str()])
+        .args([
+            OsStr::new("-f"),
+            log.as_os_str(),
+            OsStr::new("--ctl-socket"),
+        ])
+        .arg(cwd.join("ctl.sock"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    (Daemon(Some(child)), pid)
+}
+
+/// SIGHUP to the daemon `pid`, then [`settled_after`] (`what` names the change); its log.
+fn sighup(pid: &str, log: &Path, what: &str) -> String {
+    let sweeps = heavy_sweeps(log);
+    let o = Command::new("kill").args(["-HUP", pid]).output().unwrap();
+    assert!(o.status.success(), "kill -HUP: {o:?}");
+    settled_after(log, sweeps, what);
+    std::fs::read_to_string(log).unwrap()
+}
+
+/// Waits (60 s) until the daemon logging to `log` has finished a heavy sweep.
+fn wait_up(log: &Path) {
+    wait_for("SUBNET UP", Duration::from_secs(60), || {
+        (heavy_sweeps(log) > 0).then_some(String::new())
+    });
+}
+
+/// The fabric as stock `ibnetdiscover` sees it and its tables as `dump_fts` reads them, from
+/// `host` after `step`, written to `dir`/disc.txt and `dir`/fts.txt (returned).
+fn scan(sim: &IbsimGuard, dir: &Path, host: &str, step: &str) -> (PathBuf, PathBuf) {
     let run = |prog: &str, out: &str| {
         let o = sim
             .client(prog, dir)
@@ -71,8 +145,12 @@ fn check(sim: &IbsimGuard, dir: &Path, host: &str, step: &str) -> usize {
         std::fs::write(&p, &o.stdout).unwrap();
         p
     };
-    let disc = run("ibnetdiscover", "disc.txt");
-    let fts = run("dump_fts", "fts.txt");
+    (run("ibnetdiscover", "disc.txt"), run("dump_fts", "fts.txt"))
+}
+
+/// [`scan`]; `ibsm verify` must pass on what it read. Returns the number of links found.
+fn check(sim: &IbsimGuard, dir: &Path, host: &str, step: &str) -> usize {
+    let (disc, fts) = scan(sim, dir, host, step);
     let v = Command::new(IBSM)
         .args(["verify", "--topology"])
         .arg(&disc)
@@ -107,23 +185,8 @@ fn tables_are_right_again_after_every_link_change() {
     let (log, conf) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.conf"));
     // A light sweep every second, so a port disabled without a trap is found quickly.
     std::fs::write(&conf, "sweep_interval 1\nforce_log_flush TRUE\n").unwrap();
-    let child = sim
-        .client(IBSM, dir.path())
-        .env("SIM_HOST", "h-0-0-0")
-        .env("OSM_CACHE_DIR", dir.path())
-        .args(["run", "-F"])
-        .arg(&conf)
-        .arg("-f")
-        .arg(&log)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _daemon = Daemon(Some(child));
-    wait_for("SUBNET UP", Duration::from_secs(60), || {
-        (heavy_sweeps(&log) > 0).then_some(String::new())
-    });
+    let (_daemon, _) = spawn_ibsm(&sim, (dir.path(), "h-0-0-0"), (&conf, &log), &[]);
+    wait_up(&log);
     // The scans run from the last CA, far from the SM (on the first one).
     let host = "h-3-1-1";
     assert_eq!(check(&sim, dir.path(), host, "bring-up"), links);
@@ -191,22 +254,13 @@ fn granted_sls(sim: &IbsimGuard, dir: &Path, host: &str, out: &str) -> HashMap<(
 /// `opensm-sl2vl.dump` and the path SLs from `saquery -p` (`pr`). Must pass `engine`'s
 /// promise and be acyclic on (link, VL) channels.
 fn verify_vl(sim: &IbsimGuard, dir: &Path, engine: &str, host: &str, pr: &str, step: &str) {
-    for (prog, out) in [("ibnetdiscover", "disc.txt"), ("dump_fts", "fts.txt")] {
-        let o = sim
-            .client(prog, dir)
-            .env("SIM_HOST", host)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{prog} after {step}: {o:?}");
-        std::fs::write(dir.join(out), &o.stdout).unwrap();
-    }
+    let (disc, fts) = scan(sim, dir, host, step);
     let v = Command::new(IBSM)
         .arg("verify")
         .arg("--topology")
-        .arg(dir.join("disc.txt"))
+        .arg(disc)
         .arg("--lfts")
-        .arg(dir.join("fts.txt"))
+        .arg(fts)
         .args(["--vl", "--engine", engine, "--sl2vl"])
         .arg(dir.join("dumps/opensm-sl2vl.dump"))
         .arg("--saquery")
@@ -231,11 +285,9 @@ fn verify_vl(sim: &IbsimGuard, dir: &Path, engine: &str, host: &str, pr: &str, s
 /// must also be the one it granted at bring-up: an SL is a QoS contract with applications
 /// that hold it. Runs under our shim: `saquery -p`'s multi-record answer needs RMPP.
 fn vl_engine_through_link_changes(test: &str, engine: &str, spec: &str, keep_sls: bool) {
-    set_current_shim(Shim::Ibsm);
-    if !peers_or_skip(test) {
+    let Some((topo, dir, mut sim)) = shim_fabric(test, spec, "links-vl", true) else {
         return;
-    }
-    let topo = Topology::generate(spec).unwrap();
+    };
     // A top LID that is a multiple of 64 would be alone in its LFT block, which stock
     // dump_fts does not read (see `ibsm verify`'s note).
     let ends = topo.num_cas() + topo.num_switches();
@@ -244,36 +296,20 @@ fn vl_engine_through_link_changes(test: &str, engine: &str, spec: &str, keep_sls
         0,
         "{spec}: pick a fabric whose top LID dump_fts reads"
     );
-    let dir = TempDir::new("links-vl").unwrap();
-    std::fs::create_dir_all(dir.path().join("dumps")).unwrap();
-    let net = dir.path().join("fabric.net");
-    std::fs::write(&net, topo.to_net()).unwrap();
-    let mut sim = IbsimGuard::start_with_console(&net).unwrap();
     let (log, conf) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.conf"));
     std::fs::write(&conf, "sweep_interval 1\nforce_log_flush TRUE\n").unwrap();
-    let mut cmd = sim.client(IBSM, dir.path());
-    cmd.env("SIM_HOST", "ca-0-0-0-0")
-        .env("OSM_CACHE_DIR", dir.path())
-        .args(["run", "-Q", "-R", &format!("{engine},no_fallback"), "-F"])
-        .arg(&conf)
-        .args(["--dump_files_dir", "dumps", "-f"])
-        .arg(&log);
+    let routing = format!("{engine},no_fallback");
+    let mut args: Vec<&OsStr> = ["-Q", "-R", &routing, "--dump_files_dir", "dumps"]
+        .map(OsStr::new)
+        .to_vec();
+    let tconf = dir.path().join("torus-2QoS.conf");
     if engine == "torus-2QoS" {
-        let tconf = dir.path().join("torus-2QoS.conf");
         let grid = Grid::of_spec(spec).unwrap().unwrap();
         std::fs::write(&tconf, fabric_sim::topo::subnet::torus_conf(&grid)).unwrap();
-        cmd.arg("--torus_config").arg(&tconf);
+        args.extend([OsStr::new("--torus_config"), tconf.as_os_str()]);
     }
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _daemon = Daemon(Some(child));
-    wait_for("SUBNET UP", Duration::from_secs(60), || {
-        (heavy_sweeps(&log) > 0).then_some(String::new())
-    });
+    let (_daemon, _) = spawn_ibsm(&sim, (dir.path(), "ca-0-0-0-0"), (&conf, &log), &args);
+    wait_up(&log);
     // Queries from the far side of the torus. The SA answers for every ordered pair of end
     // ports, switch port 0 included.
     let host = "ca-2-2-2-0";
@@ -369,15 +405,9 @@ fn nue_stays_deadlock_free_through_link_changes() {
 #[test]
 fn lash_path_sls_survive_a_failover() {
     let test = "lash_path_sls_survive_a_failover";
-    set_current_shim(Shim::Ibsm);
-    if !peers_or_skip(test) {
+    let Some((topo, dir, sim)) = shim_fabric(test, "torus:4,4,3", "links-failover", false) else {
         return;
-    }
-    let topo = Topology::generate("torus:4,4,3").unwrap();
-    let dir = TempDir::new("links-failover").unwrap();
-    let net = dir.path().join("fabric.net");
-    std::fs::write(&net, topo.to_net()).unwrap();
-    let sim = IbsimGuard::start(&net).unwrap();
+    };
     let conf = dir.path().join("ibsm.conf");
     // A lost master is noticed after 2 polls 0.5 s apart.
     std::fs::write(
@@ -388,26 +418,21 @@ fn lash_path_sls_survive_a_failover() {
     let start = |name: &str, host: &str, priority: &str| {
         let d = dir.path().join(name);
         std::fs::create_dir_all(d.join("dumps")).unwrap();
-        let child = sim
-            .client(IBSM, &d)
-            .env("SIM_HOST", host)
-            .env("OSM_CACHE_DIR", &d)
-            .args(["run", "-Q", "-R", "lash,no_fallback", "-p", priority, "-F"])
-            .arg(&conf)
-            .arg("--ctl-socket")
-            .arg(d.join("ctl.sock"))
-            .args(["--dump_files_dir", "dumps", "-f", "ibsm.log"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        (Daemon(Some(child)), d.join("ibsm.log"))
+        let log = d.join("ibsm.log");
+        let args = [
+            "-Q",
+            "-R",
+            "lash,no_fallback",
+            "-p",
+            priority,
+            "--dump_files_dir",
+            "dumps",
+        ];
+        let (daemon, _) = spawn_ibsm(&sim, (&d, host), (&conf, &log), &args.map(OsStr::new));
+        (daemon, log)
     };
     let (master, master_log) = start("master", "ca-0-0-0-0", "5");
-    wait_for("the master's SUBNET UP", Duration::from_secs(60), || {
-        (heavy_sweeps(&master_log) > 0).then_some(String::new())
-    });
+    wait_up(&master_log);
     let (_standby, standby_log) = start("standby", "ca-3-3-2-0", "1");
     wait_for("the standby", Duration::from_secs(60), || {
         std::fs::read_to_string(&standby_log)
@@ -467,54 +492,31 @@ fn lash_path_sls_survive_a_failover() {
 #[test]
 fn torus_2qos_conf_is_read_again_on_sighup() {
     let test = "torus_2qos_conf_is_read_again_on_sighup";
-    set_current_shim(Shim::Ibsm);
-    if !peers_or_skip(test) {
-        return;
-    }
     let spec = "torus:4,4,3";
-    let topo = Topology::generate(spec).unwrap();
-    let dir = TempDir::new("links-sighup").unwrap();
-    std::fs::create_dir_all(dir.path().join("dumps")).unwrap();
-    let net = dir.path().join("fabric.net");
-    std::fs::write(&net, topo.to_net()).unwrap();
+    let Some((_, dir, sim)) = shim_fabric(test, spec, "links-sighup", false) else {
+        return;
+    };
     let tconf = dir.path().join("torus-2QoS.conf");
     let grid = Grid::of_spec(spec).unwrap().unwrap();
     let text = fabric_sim::topo::subnet::torus_conf(&grid);
     std::fs::write(&tconf, &text).unwrap();
-    let sim = IbsimGuard::start(&net).unwrap();
     let (log, conf) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.conf"));
     std::fs::write(&conf, "sweep_interval 1\nforce_log_flush TRUE\n").unwrap();
-    let child = sim
-        .client(IBSM, dir.path())
-        .env("SIM_HOST", "ca-0-0-0-0")
-        .env("OSM_CACHE_DIR", dir.path())
-        .args(["run", "-Q", "-R", "torus-2QoS,no_fallback", "-F"])
-        .arg(&conf)
-        .arg("--torus_config")
-        .arg(&tconf)
-        .arg("--ctl-socket")
-        .arg(dir.path().join("ctl.sock"))
-        .args(["--dump_files_dir", "dumps", "-f"])
-        .arg(&log)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    let _daemon = Daemon(Some(child));
-    wait_for("SUBNET UP", Duration::from_secs(60), || {
-        (heavy_sweeps(&log) > 0).then_some(String::new())
-    });
+    let mut args = [
+        "-Q",
+        "-R",
+        "torus-2QoS,no_fallback",
+        "--dump_files_dir",
+        "dumps",
+    ]
+    .map(OsStr::new)
+    .to_vec();
+    args.extend([OsStr::new("--torus_config"), tconf.as_os_str()]);
+    let (_daemon, pid) = spawn_ibsm(&sim, (dir.path(), "ca-0-0-0-0"), (&conf, &log), &args);
+    wait_up(&log);
     let host = "ca-2-2-2-0";
     let before = granted_sls(&sim, dir.path(), host, "pr-before.txt");
-    let hup = |what: &str| {
-        let sweeps = heavy_sweeps(&log);
-        let o = Command::new("kill").args(["-HUP", &pid]).output().unwrap();
-        assert!(o.status.success(), "kill -HUP: {o:?}");
-        settled_after(&log, sweeps, what);
-        std::fs::read_to_string(&log).unwrap()
-    };
+    let hup = |what: &str| sighup(&pid, &log, what);
 
     // The first seed's x dateline one step on.
     let moved = text.replacen("next_seed", "x_dateline 1\nnext_seed", 1);
@@ -596,28 +598,9 @@ fn qos_policy_and_options_are_taken_on_sighup() {
     std::fs::write(&conf, base).unwrap();
     let start = || {
         let _ = std::fs::remove_file(&log);
-        let child = sim
-            .client(IBSM, dir.path())
-            .env("SIM_HOST", "Hca2")
-            .env("OSM_CACHE_DIR", dir.path())
-            .args(["run", "-Q", "-F"])
-            .arg(&conf)
-            .arg("-Y")
-            .arg(&policy)
-            .arg("--ctl-socket")
-            .arg(dir.path().join("ctl.sock"))
-            .arg("-f")
-            .arg(&log)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pid = child.id().to_string();
-        let daemon = Daemon(Some(child));
-        wait_for("SUBNET UP", Duration::from_secs(60), || {
-            (heavy_sweeps(&log) > 0).then_some(String::new())
-        });
+        let args = [OsStr::new("-Q"), OsStr::new("-Y"), policy.as_os_str()];
+        let (daemon, pid) = spawn_ibsm(&sim, (dir.path(), "Hca2"), (&conf, &log), &args);
+        wait_up(&log);
         (pid, daemon)
     };
     // Without a DEFAULT level the policy is refused (OpenSM ERR AC10), and the log says so.
@@ -642,13 +625,7 @@ fn qos_policy_and_options_are_taken_on_sighup() {
         sls.values().filter(|&&s| s == sl).count()
     };
     assert_eq!(to_storage("pr-0.txt", 3), 6);
-    let hup = |what: &str| {
-        let sweeps = heavy_sweeps(&log);
-        let o = Command::new("kill").args(["-HUP", &pid]).output().unwrap();
-        assert!(o.status.success(), "kill -HUP: {o:?}");
-        settled_after(&log, sweeps, what);
-        std::fs::read_to_string(&log).unwrap()
-    };
+    let hup = |what: &str| sighup(&pid, &log, what);
 
     std::fs::write(&policy, level(4)).unwrap();
     let text = hup("the level's SL changed");
