@@ -764,8 +764,8 @@ pub fn route_chain_with(
 mod tests {
     use super::*;
 
-    /// `set_lid_major` is the plain transpose, on sizes that are and are not multiples of 8
-    /// and of its 64-LID tiles.
+    /// The files come from the fresh options, named when they differ; every other option
+    /// stays.
     #[test]
     fn with_files_of_takes_the_files_and_keeps_the_rest() {
         let old = EngineOptions {
@@ -796,6 +796,8 @@ mod tests {
         assert_eq!((same, none.len()), (new, 0));
     }
 
+    /// `set_lid_major` is the plain transpose, on sizes that are and are not multiples of 8
+    /// and of its 64-LID tiles.
     #[test]
     fn set_lid_major_transposes() {
         for (n, top) in [
