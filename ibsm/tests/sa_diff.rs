@@ -295,6 +295,8 @@ fn qos_policy_levels_match_opensm_on_ibsim() {
 /// torus-2QoS (issue 14) against OpenSM's on the same 4×4×3 ibsim torus and torus-2QoS.conf:
 /// every record type equal, so the LFTs (LinearForwardingTableRecords) are OpenSM's block for
 /// block and every PathRecord (9,216, each ordered pair of end ports) carries OpenSM's path SL.
+/// A qos-policy.conf puts the paths to two CAs on a QoS level with SL 8: the SA keeps that
+/// bit 3 beside the dateline bits, as OpenSM's `torus_path_sl`.
 #[test]
 fn torus_2qos_tables_and_path_sls_match_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-torus").unwrap();
@@ -305,11 +307,22 @@ fn torus_2qos_tables_and_path_sls_match_opensm_on_ibsim() {
     let conf = dir.path().join("torus-2QoS.conf");
     let grid = fabric_sim::topo::gen::Grid::of_spec(spec).unwrap().unwrap();
     std::fs::write(&conf, fabric_sim::topo::subnet::torus_conf(&grid)).unwrap();
+    let policy = dir.path().join("qos-policy.conf");
+    std::fs::write(
+        &policy,
+        "port-groups\n  port-group\n    name: High\n    port-name: ca-1-1-1-0/P1, ca-2-3-0-0/P1\n\
+         end-port-group\nend-port-groups\nqos-levels\n  qos-level\n    name: DEFAULT\n\
+         sl: 0\n  end-qos-level\n  qos-level\n    name: HighQoS\n    sl: 8\n  end-qos-level\n\
+         end-qos-levels\nqos-match-rules\n  qos-match-rule\n    destination: High\n\
+         qos-level-name: HighQoS\n  end-qos-match-rule\nend-qos-match-rules\n",
+    )
+    .unwrap();
     let out = run_on(
         "ibsim",
         &net,
         &[
-            "--qos",
+            "--qos-policy",
+            policy.to_str().unwrap(),
             "--routing",
             "torus-2QoS",
             "--torus-config",
@@ -326,9 +339,11 @@ fn torus_2qos_tables_and_path_sls_match_opensm_on_ibsim() {
         "{out}"
     );
     let (_, ours) = kept_paths(&out);
-    // Paths that cross a ring's dateline take its SL bit (x 1, y 2, z 4).
+    // Paths that cross a ring's dateline take its SL bit (x 1, y 2, z 4); the 192 paths to
+    // the two CAs (from each of the 96 end ports) also bit 3.
+    let on = |sl: u8| count_records(&ours, &format!("sl......................0x{sl:X}"));
     for sl in 0..8 {
-        let n = count_records(&ours, &format!("sl......................0x{sl}"));
-        assert!(n > 0 && n < 9216, "{n} paths on SL {sl}");
+        assert!(on(sl) > 0 && on(sl) < 9216, "{} paths on SL {sl}", on(sl));
     }
+    assert_eq!((8..16).map(on).sum::<usize>(), 192);
 }

@@ -42,7 +42,9 @@
 //! The path SL has bit *d* set when the path between the two switches' coordinates wraps in
 //! dimension *d* (the shorter way round crosses the dateline, between coordinate radix−1 and
 //! 0) — from coordinates alone, so failures never change it. SL bit 3 is the QoS level, which
-//! the engine leaves at 0: SL | 8 is the same path on the other QoS level. On an inter-switch
+//! the engine leaves at 0: SL | 8 is the same path on the other QoS level, and the SA keeps
+//! bit 3 of the SL it would give the path otherwise (a requested SL, a QoS level's), as
+//! OpenSM's `torus_path_sl` does. On an inter-switch
 //! output port pointing along dimension *d*, VL bit 0 = SL bit *d* (2 data VLs), VL bit 1 is
 //! set for a turn from a higher to a lower dimension, illegal under XYZ order (4 VLs), VL bit
 //! 2 is the QoS level (8 VLs); toward end ports VL = QoS level (2 VLs). The engine writes
@@ -1297,7 +1299,7 @@ impl RoutingEngine for Torus2QoS {
         // Path SLs per (source switch, destination switch): one bit per dimension whose
         // shorter way round wraps between the two switches' coordinates. Destination LIDs are
         // those of the end ports routed to above (any other is SL 0).
-        let mut sls = PathSls::per_switch_pair(subnet, g.slots(), top);
+        let mut sls = PathSls::per_switch_pair(subnet, g.slots(), top).with_hint_bits(8);
         let mut dst_of = vec![NONE; usize::from(top.0) + 1];
         for (b, e) in ends.iter().enumerate() {
             for &(lid, nl, _, _) in e {

@@ -173,6 +173,9 @@ pub struct PathSls {
     stride: usize,
     slots: Option<SwitchSlots>,
     data: Vec<u8>,
+    /// SL bits taken from the SL the SA would give the path without the engine (the
+    /// request's, the QoS level's, the partition's): [`PathSls::with_hint_bits`].
+    hint_bits: u8,
 }
 
 impl PathSls {
@@ -189,6 +192,7 @@ impl PathSls {
             stride: width,
             slots: None,
             data: vec![0; width],
+            hint_bits: 0,
         }
     }
 
@@ -207,6 +211,7 @@ impl PathSls {
             stride: width,
             data: vec![0; width * slots.len()],
             slots: Some(slots.clone()),
+            hint_bits: 0,
         }
     }
 
@@ -226,6 +231,7 @@ impl PathSls {
             stride: slots.len(),
             data: vec![0; slots.len() * slots.len()],
             slots: Some(slots.clone()),
+            hint_bits: 0,
         }
     }
 
@@ -274,6 +280,7 @@ impl PathSls {
             stride: width,
             slots: None,
             data: vec![0; width * width],
+            hint_bits: 0,
         }
     }
 
@@ -309,6 +316,23 @@ impl PathSls {
             }
         }
         self.data.get(row as usize * self.stride + d).copied()
+    }
+
+    /// These SLs with `bits` taken from the SL the SA would otherwise give a path (the
+    /// request's, the QoS level's, the partition's): torus-2QoS leaves bit 3, the QoS level,
+    /// to the request (OpenSM `torus_path_sl`: `sl_set_qos(sl_get_qos(path_sl_hint))`).
+    /// The engine's SLs must have those bits clear.
+    #[must_use]
+    pub fn with_hint_bits(mut self, bits: u8) -> PathSls {
+        self.hint_bits = bits & 0x0F;
+        self
+    }
+
+    /// The SL the SA grants the path from `slid` to `dlid` when it would otherwise give
+    /// `hint` ([`PathSls::get`] with the [`PathSls::with_hint_bits`] of `hint`).
+    #[must_use]
+    pub fn granted(&self, slid: Lid, dlid: Lid, hint: u8) -> Option<u8> {
+        self.get(slid, dlid).map(|sl| sl | (hint & self.hint_bits))
     }
 
     /// Makes destination LID `dlid` one of the switch in slot `slot` ([`SlSource::SwitchPair`]
@@ -662,6 +686,23 @@ mod tests {
     use super::*;
     use crate::subnet::{active_port_info, Node};
     use ibmad::{Guid, NodeType};
+
+    /// The SA's SL is the engine's, plus only the hint bits the engine leaves to it.
+    #[test]
+    fn granted_keeps_only_the_hint_bits() {
+        let mut t = PathSls::per_lid_pair(Lid(4));
+        assert!(t.set_pair(Lid(1), Lid(2), 5));
+        assert_eq!(
+            t.granted(Lid(1), Lid(2), 0xB),
+            Some(5),
+            "no hint bits by default"
+        );
+        let t = t.with_hint_bits(8);
+        assert_eq!(t.granted(Lid(1), Lid(2), 0xB), Some(0xD));
+        assert_eq!(t.granted(Lid(1), Lid(2), 3), Some(5));
+        assert_eq!(t.get(Lid(1), Lid(2)), Some(5));
+        assert_eq!(t.granted(Lid(9), Lid(2), 8), None);
+    }
 
     /// sw(1) port 1 — ca(2) port 1; sw port 2 — ca(3) port 1. LIDs: sw 1, ca2 2, ca3 3..=4
     /// (LMC 1).

@@ -43,7 +43,8 @@
 //!   `subnet_timeout`, the level's `packet-life`, or 0 for a loopback path; P_Key as OpenSM
 //!   picks it; SL from the request, the QoS level, the partition, else 0 — with QoS on, an SL
 //!   the SL-to-VL tables on the path map to VL15 is refused; a routing engine's path SL
-//!   ([`crate::routing::Routes::path_sl`]) overrides, and a requested SL it does not match is
+//!   ([`crate::routing::Routes::path_sl`]) overrides, keeping the bits the engine leaves to
+//!   that SL (torus-2QoS: bit 3, the QoS level), and a requested SL it does not match is
 //!   refused. Reversible when the reverse path also qualifies; a query asking for reversible
 //!   paths gets only those.
 //!
@@ -1172,7 +1173,7 @@ impl Query<'_, '_> {
         }
         if let Some(t) = ctx.path_sl {
             let hint = sl;
-            if let Some(e) = t.get(Lid(slid), Lid(dlid)) {
+            if let Some(e) = t.granted(Lid(slid), Lid(dlid), hint) {
                 sl = e.min(15);
             }
             if cm & comp::SL != 0 && sl != hint {
