@@ -913,9 +913,9 @@ fn route(a: &RouteArgs) -> R<()> {
     }
     end = end.min(0xbfff);
     let mut text = lft_header(&addr.describe(), start, end, n.node_guid().0, &desc);
-    // The table: every block up to the one holding the top LID. (LinearFDBTop is the highest
-    // LID the switch forwards, so where it is a multiple of 64 it opens a block of its own;
-    // infiniband-diags' ibroute and dump_fts stop a block short there and miss it.)
+    // The table: blocks 0 ..= top / 64 (IBA vol1 §14.2.5.10), since LinearFDBTop (§14.2.5.4)
+    // is the highest valid LID. Where it is a multiple of 64 it is alone in the last block,
+    // which infiniband-diags' ibroute and dump_fts do not read.
     let mut reqs = Vec::new();
     for b in start / 64..=end / 64 {
         reqs.push((Req::get(addr, SmpAttrId::LINEAR_FT, b), b));

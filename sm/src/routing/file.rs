@@ -179,7 +179,8 @@ pub fn parse_lft_dump(text: &str) -> Result<LftDump, DumpError> {
 
 impl LftDump {
     /// Top LIDs that are a multiple of 64 and that no table of the dump has an entry for,
-    /// ascending. `dump_fts` and `ibroute` (infiniband-diags) read LFT blocks only below
+    /// ascending. LinearFDBTop (IBA vol1 §14.2.5.4) is the highest valid LID, so the table
+    /// has blocks 0 ..= top / 64; `dump_fts` and `ibroute` (infiniband-diags) read blocks only below
     /// `ALIGN(top, 64) / 64`, so a top LID alone in its block is never read: every route to
     /// it looks missing though the switches may forward it.
     #[must_use]
