@@ -227,9 +227,9 @@ fn attach_point(s: &Subnet, id: NodeId, p: PortNum) -> Option<(NodeId, PortNum)>
 type Parents = Vec<Option<(NodeId, PortNum, PortNum)>>;
 
 /// The multicast-capable switch graph: per switch, its up links to multicast-capable
-/// switches as (local port, neighbour).
+/// switches as (local port, neighbour, the neighbour's port).
 struct SwitchGraph {
-    adj: Vec<Vec<(PortNum, NodeId)>>,
+    adj: Vec<Vec<(PortNum, NodeId, PortNum)>>,
     capable: Vec<bool>,
 }
 
@@ -252,9 +252,9 @@ impl SwitchGraph {
             }
             for p in 1..=s.node(id).num_ports {
                 let p = PortNum(p);
-                if let Some((nb, _)) = s.port(id, p).and_then(|x| x.remote) {
+                if let Some((nb, np)) = s.port(id, p).and_then(|x| x.remote) {
                     if capable[nb.idx()] && nb != id && s.is_link_up(id, p) {
-                        adj[id.idx()].push((p, nb));
+                        adj[id.idx()].push((p, nb, np));
                     }
                 }
             }
@@ -263,7 +263,8 @@ impl SwitchGraph {
     }
 
     /// Hop distances from `from` (u16::MAX: unreachable) and the BFS parent of each switch
-    /// as (parent, parent's port towards it, its port towards the parent).
+    /// as (parent, parent's port towards it, its port at the far end of that link): the
+    /// first neighbour found at one hop less, over its first link in port order.
     fn bfs(&self, from: NodeId) -> (Vec<u16>, Parents) {
         let n = self.adj.len();
         let mut dist = vec![u16::MAX; n];
@@ -272,22 +273,12 @@ impl SwitchGraph {
         dist[from.idx()] = 0;
         q.push_back(from);
         while let Some(u) = q.pop_front() {
-            for &(p, v) in &self.adj[u.idx()] {
+            for &(p, v, vp) in &self.adj[u.idx()] {
                 if dist[v.idx()] == u16::MAX {
                     dist[v.idx()] = dist[u.idx()] + 1;
-                    parent[v.idx()] = Some((u, p, PortNum(0)));
+                    parent[v.idx()] = Some((u, p, vp));
                     q.push_back(v);
                 }
-            }
-        }
-        // The child's port towards its parent: the first up link from the child to it.
-        for (links, par) in self.adj.iter().zip(parent.iter_mut()) {
-            if let Some((u, up, _)) = *par {
-                let back = links
-                    .iter()
-                    .find(|&&(_, nb)| nb == u)
-                    .map_or(PortNum(0), |&(p, _)| p);
-                *par = Some((u, up, back));
             }
         }
         (dist, parent)
@@ -454,6 +445,89 @@ mod tests {
         McastMember {
             port_guid: g,
             receives: true,
+        }
+    }
+
+    /// Floods a packet from CA port `from` by the MFTs: the copies every node receives on
+    /// an end port, or `None` if some link carries the packet more than once (a loop).
+    fn deliver(s: &Subnet, m: &Mfts, mlid: Lid, from: Guid) -> Option<HashMap<Guid, usize>> {
+        let (ca, cp) = s
+            .end_ports()
+            .find(|&(id, p)| s.port(id, p).is_some_and(|x| x.guid == from))?;
+        let mut got: HashMap<Guid, usize> = HashMap::new();
+        let mut used: std::collections::HashSet<(NodeId, PortNum)> = Default::default();
+        let mut q = VecDeque::from([s.port(ca, cp)?.remote?]);
+        while let Some((sw, inp)) = q.pop_front() {
+            let Some(mask) = m.mask(sw, mlid) else {
+                continue;
+            };
+            for p in 0..=s.node(sw).num_ports {
+                if p == inp.0 || !has_port(mask, p) {
+                    continue;
+                }
+                if p == 0 {
+                    *got.entry(s.port(sw, PortNum(0))?.guid).or_default() += 1;
+                    continue;
+                }
+                if !used.insert((sw, PortNum(p))) {
+                    return None;
+                }
+                let (nb, np) = s.port(sw, PortNum(p))?.remote?;
+                if s.node(nb).is_switch() {
+                    q.push_back((nb, np));
+                } else {
+                    *got.entry(s.port(nb, np)?.guid).or_default() += 1;
+                }
+            }
+        }
+        Some(got)
+    }
+
+    /// Two switches joined by two cables that cross (port 1 to port 2, port 2 to port 1),
+    /// each with one CA on port 3.
+    fn crossed() -> (Subnet, [NodeId; 2], [Guid; 2]) {
+        let mut s = Subnet::new();
+        let mut sws = [NodeId(0); 2];
+        let mut cas = [Guid(0); 2];
+        for i in 0..2u32 {
+            let mut node = Node::new(Guid(0x100 + u64::from(i)), NodeType::SWITCH, 3, "sw");
+            let mut si = SwitchInfo::new_zeroed();
+            si.multicast_fdb_cap.set(1024);
+            node.switch_info = Some(si);
+            sws[i as usize] = s.add_active_node(node);
+            let g = 0x1000 + u64::from(i) * 16;
+            let ca = s.add_active_node(Node::new(Guid(g), NodeType::CA, 1, "ca"));
+            s.connect_active((sws[i as usize], PortNum(3)), (ca, PortNum(1)));
+            cas[i as usize] = Guid(g + 1);
+        }
+        s.connect_active((sws[0], PortNum(1)), (sws[1], PortNum(2)));
+        s.connect_active((sws[0], PortNum(2)), (sws[1], PortNum(1)));
+        (s, sws, cas)
+    }
+
+    #[test]
+    fn a_tree_edge_is_both_ends_of_one_cable() {
+        let (s, sws, cas) = crossed();
+        let mlid = Lid(0xC000);
+        let grp = McastGroup {
+            mlid,
+            members: vec![member(cas[0]), member(cas[1])],
+        };
+        let m = compute(&s, &[grp]);
+        let (a, b) = (m.mask(sws[0], mlid).unwrap(), m.mask(sws[1], mlid).unwrap());
+        let down: Vec<u8> = (1..=2).filter(|&p| has_port(a, p)).collect();
+        let up: Vec<u8> = (1..=2).filter(|&p| has_port(b, p)).collect();
+        assert_eq!(down.len(), 1, "one link down: {a:?}");
+        let far = s.port(sws[0], PortNum(down[0])).unwrap().remote.unwrap().1;
+        assert_eq!(
+            up,
+            vec![far.0],
+            "the child's tree port is the far end of the parent's"
+        );
+        for (from, to) in [(cas[0], cas[1]), (cas[1], cas[0])] {
+            let got = deliver(&s, &m, mlid, from).expect("the MFTs loop");
+            assert_eq!(got.get(&to), Some(&1), "{got:?}");
+            assert_eq!(got.get(&from), None, "{got:?}");
         }
     }
 
