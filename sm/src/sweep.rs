@@ -1651,8 +1651,11 @@ impl Sweep {
     /// what differs ([`crate::mcast::program`]).
     fn mcast_pass(&mut self, cx: &mut Ctx<'_>) {
         self.mcast.dirty = false;
-        let master = self.routes.as_deref().and_then(|r| r.mcast_tree.as_ref());
-        let mfts = crate::mcast::compute_on(&self.disc.subnet, &self.mcast.groups, master);
+        let mfts = crate::mcast::compute_for(
+            &self.disc.subnet,
+            &self.mcast.groups,
+            self.routes.as_deref(),
+        );
         self.mcast.prog.begin_pass();
         let reqs = self.mcast.prog.plan(&self.disc.subnet, &mfts);
         if mfts.over_cap > 0 || mfts.unknown_members > 0 {

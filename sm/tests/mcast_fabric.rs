@@ -225,3 +225,58 @@ fn groups_follow_the_torus_2qos_master_tree() {
         assert_eq!(c, usize::from(i == n - 1), "pair group: CA {i}");
     }
 }
+
+/// sssp, dfsssp and nue hand multicast their unicast link loads, and the running SM grows
+/// each group's tree over them by Dijkstra (OpenSM `dfsssp_do_mcast_routing`,
+/// `nue_do_mcast_routing`): the MFTs it programs are those trees, not the min-hop ones, and
+/// every receiving member gets exactly one copy.
+#[test]
+fn groups_grow_over_the_engines_link_loads() {
+    for engine in ["sssp", "dfsssp", "nue"] {
+        let mut cfg = SmConfig {
+            routing_engine: vec![engine.into(), "no_fallback".into()],
+            ..SmConfig::default()
+        };
+        cfg.qos.enabled = true;
+        cfg.engine_options.qos = true;
+        let mut b = Bed::with("random:16,32,14,3,ports=8", cfg);
+        let n = b.cas.len();
+        let groups: Vec<McastGroup> = [1usize, 3, 5]
+            .iter()
+            .enumerate()
+            .map(|(k, &step)| McastGroup {
+                mlid: Lid(0xC000 + k as u16),
+                members: (k..n)
+                    .step_by(step)
+                    .map(|i| member(b.guid(b.cas[i]), true))
+                    .collect(),
+            })
+            .collect();
+        b.groups(groups.clone());
+        let routes = b.sm.routes().expect("routed");
+        assert!(routes.mcast_loads.is_some(), "{engine} gave no loads");
+        let s = b.sm.subnet();
+        let want = sm::mcast::compute_for(s, &groups, Some(routes));
+        let own = sm::mcast::compute(s, &groups);
+        assert_eq!(want.routed, 3);
+        let got = b.sm.mfts().expect("a multicast pass ran");
+        assert_eq!(
+            **got, want,
+            "{engine}: the SM's MFTs are not the loads' trees"
+        );
+        assert_ne!(
+            **got, own,
+            "{engine}: the loads' trees are the min-hop ones here"
+        );
+        for (k, g) in groups.iter().enumerate() {
+            let members: Vec<usize> = (k..n).step_by([1, 3, 5][k]).collect();
+            for &sender in members.iter().take(3) {
+                let copies = b.copies(b.cas[sender], g.mlid);
+                for (i, &c) in copies.iter().enumerate() {
+                    let want = usize::from(i != sender && members.contains(&i));
+                    assert_eq!(c, want, "{engine} group {k} from CA {sender}: CA {i}");
+                }
+            }
+        }
+    }
+}

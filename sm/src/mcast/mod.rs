@@ -20,6 +20,12 @@
 //!   modifier `block | position << 28`) and only the blocks that differ from what each switch
 //!   is known to hold are set.
 //!
+//! A routing engine that balances its unicast routes by link load (sssp, dfsssp and nue) gives
+//! those loads ([`ChannelLoads`]); then a group's tree from its root is grown by Dijkstra
+//! instead, each link weighing OpenSM's `D²` (`D` the destination LIDs) plus the unicast load
+//! of its channel towards the root, so groups take the less crowded links (OpenSM's
+//! `dfsssp_do_mcast_routing` and `nue_do_mcast_routing`; the root is chosen as above).
+//!
 //! Groups with fewer than two member ports get no tree (nothing to forward), as in OpenSM;
 //! MLIDs beyond a switch's MulticastFDBCap are left out of that switch's table (and counted).
 //!
@@ -147,9 +153,69 @@ impl MasterTree {
     }
 }
 
+/// A routing engine's unicast load on every switch-to-switch channel, as it left it after
+/// routing (OpenSM's dfsssp, sssp and nue link weights), for trees grown by Dijkstra (see the
+/// module docs).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChannelLoads {
+    /// Added to every channel's load: OpenSM's `D²`, `D` the destination LIDs, so that a
+    /// tree leaves a shortest path only where the loads outweigh whole hops.
+    pub base: u64,
+    /// Per node (by [`NodeId`] index): where its ports' entries start in `loads`.
+    start: Vec<u32>,
+    /// Per node and port (0 ..= its port count): the load of the channel leaving there.
+    loads: Vec<u32>,
+}
+
+impl ChannelLoads {
+    /// No loads yet on the ports of `s`, each channel weighing `base`.
+    #[must_use]
+    pub fn new(s: &Subnet, base: u64) -> ChannelLoads {
+        let mut start = Vec::with_capacity(s.nodes.len() + 1);
+        let mut at = 0u32;
+        for n in &s.nodes {
+            start.push(at);
+            at = at.saturating_add(u32::from(n.num_ports) + 1);
+        }
+        start.push(at);
+        ChannelLoads {
+            base,
+            start,
+            loads: vec![0; at as usize],
+        }
+    }
+
+    fn entry(&self, sw: NodeId, port: PortNum) -> Option<usize> {
+        let (a, b) = (*self.start.get(sw.idx())?, *self.start.get(sw.idx() + 1)?);
+        let e = a.checked_add(u32::from(port.0))?;
+        (e < b).then_some(e as usize)
+    }
+
+    /// Sets the load of the channel leaving switch `sw` on `port` (ignored for a port the
+    /// subnet did not have).
+    pub fn set(&mut self, sw: NodeId, port: PortNum, load: u32) {
+        if let Some(e) = self.entry(sw, port) {
+            self.loads[e] = load;
+        }
+    }
+
+    /// The load of the channel leaving `sw` on `port` (0 for one the engine did not load).
+    #[must_use]
+    pub fn load(&self, sw: NodeId, port: PortNum) -> u64 {
+        self.entry(sw, port).map_or(0, |e| u64::from(self.loads[e]))
+    }
+
+    /// The channel's weight in a tree's Dijkstra: `base` plus its load.
+    #[must_use]
+    pub fn weight(&self, sw: NodeId, port: PortNum) -> u64 {
+        self.base.saturating_add(self.load(sw, port))
+    }
+}
+
 /// The tree one group is routed on.
 enum GroupTree<'a> {
-    /// The group's own: the min-hop tree of the root [`choose_root`] picks.
+    /// The group's own: the min-hop (or, with [`ChannelLoads`], least-weight) tree of the
+    /// root [`choose_root`] picks.
     Own(Parents),
     /// The engine's master tree.
     Master(&'a MasterTree),
@@ -283,17 +349,73 @@ impl SwitchGraph {
         }
         (dist, parent)
     }
+
+    /// The least-weight tree from `root` (Dijkstra): the link from `u` down to `v` weighs
+    /// the channel `v → u`, towards the root ([`ChannelLoads::weight`]). Switches are
+    /// settled by (distance, id), and a parent is replaced only by a strictly lighter path,
+    /// so among equals the first found in port order stays.
+    fn lightest(&self, root: NodeId, loads: &ChannelLoads) -> Parents {
+        use std::cmp::Reverse;
+        let n = self.adj.len();
+        let mut dist = vec![u64::MAX; n];
+        let mut done = vec![false; n];
+        let mut parent = vec![None; n];
+        let mut heap = std::collections::BinaryHeap::new();
+        dist[root.idx()] = 0;
+        heap.push(Reverse((0u64, root.0)));
+        while let Some(Reverse((d, u))) = heap.pop() {
+            let u = NodeId(u);
+            if std::mem::replace(&mut done[u.idx()], true) {
+                continue;
+            }
+            for &(p, v, vp) in &self.adj[u.idx()] {
+                let dv = d.saturating_add(loads.weight(v, vp));
+                if !done[v.idx()] && dv < dist[v.idx()] {
+                    dist[v.idx()] = dv;
+                    parent[v.idx()] = Some((u, p, vp));
+                    heap.push(Reverse((dv, v.0)));
+                }
+            }
+        }
+        parent
+    }
 }
 
 /// Computes the spanning tree and port masks of every group (see the module docs).
 #[must_use]
 pub fn compute(s: &Subnet, groups: &[McastGroup]) -> Mfts {
-    compute_on(s, groups, None)
+    compute_with(s, groups, None, None)
 }
 
 /// [`compute`] on an engine's master spanning tree, where it gives one.
 #[must_use]
 pub fn compute_on(s: &Subnet, groups: &[McastGroup], master: Option<&MasterTree>) -> Mfts {
+    compute_with(s, groups, master, None)
+}
+
+/// [`compute`] with what the routing engine gives multicast, if anything: its master
+/// spanning tree ([`crate::routing::Routes::mcast_tree`]) or its channel loads
+/// ([`crate::routing::Routes::mcast_loads`]).
+#[must_use]
+pub fn compute_for(
+    s: &Subnet,
+    groups: &[McastGroup],
+    routes: Option<&crate::routing::Routes>,
+) -> Mfts {
+    compute_with(
+        s,
+        groups,
+        routes.and_then(|r| r.mcast_tree.as_ref()),
+        routes.and_then(|r| r.mcast_loads.as_ref()),
+    )
+}
+
+fn compute_with(
+    s: &Subnet,
+    groups: &[McastGroup],
+    master: Option<&MasterTree>,
+    loads: Option<&ChannelLoads>,
+) -> Mfts {
     let mut out = Mfts {
         tables: vec![BTreeMap::new(); s.nodes.len()],
         ..Mfts::default()
@@ -340,9 +462,13 @@ pub fn compute_on(s: &Subnet, groups: &[McastGroup], master: Option<&MasterTree>
         let (root, tree) = match on_master {
             Some(t) => (t.root, GroupTree::Master(t)),
             None => {
-                let Some((root, _, parent)) = choose_root(&g, &member_sws) else {
+                let Some(root) = choose_root(&g, &member_sws) else {
                     out.untreed += 1;
                     continue;
+                };
+                let parent = match loads {
+                    Some(l) => g.lightest(root, l),
+                    None => g.bfs(root).1,
                 };
                 (root, GroupTree::Own(parent))
             }
@@ -388,8 +514,8 @@ pub fn compute_on(s: &Subnet, groups: &[McastGroup], master: Option<&MasterTree>
     out
 }
 
-/// The root minimising the maximum hop distance to the member switches, and its BFS tree.
-fn choose_root(g: &SwitchGraph, members: &[NodeId]) -> Option<(NodeId, u16, Parents)> {
+/// The root minimising the maximum hop distance to the member switches.
+fn choose_root(g: &SwitchGraph, members: &[NodeId]) -> Option<NodeId> {
     let n = g.adj.len();
     let mut worst = vec![0u16; n];
     for &m in members {
@@ -401,9 +527,7 @@ fn choose_root(g: &SwitchGraph, members: &[NodeId]) -> Option<(NodeId, u16, Pare
     let root = (0..n)
         .filter(|&i| g.capable[i] && worst[i] != u16::MAX)
         .min_by_key(|&i| (worst[i], i))?;
-    let root = NodeId(root as u32);
-    let (_, parent) = g.bfs(root);
-    Some((root, worst[root.idx()], parent))
+    Some(NodeId(root as u32))
 }
 
 #[cfg(test)]
@@ -528,6 +652,173 @@ mod tests {
             let got = deliver(&s, &m, mlid, from).expect("the MFTs loop");
             assert_eq!(got.get(&to), Some(&1), "{got:?}");
             assert_eq!(got.get(&from), None, "{got:?}");
+        }
+    }
+
+    /// `n` switches of 48 ports, each with one CA on port 1 (its port GUID returned), and
+    /// `links` (a, b, crossed) cabled in order: a's lowest free port to b's lowest free port,
+    /// or to its highest where `crossed`, so parallel cables may cross.
+    fn fabric(n: usize, links: &[(usize, usize, bool)]) -> (Subnet, Vec<NodeId>, Vec<Guid>) {
+        let mut s = Subnet::new();
+        let mut sws = Vec::new();
+        let mut cas = Vec::new();
+        for i in 0..n as u64 {
+            let mut node = Node::new(Guid(0x100 + i), NodeType::SWITCH, 48, "sw");
+            let mut si = SwitchInfo::new_zeroed();
+            si.multicast_fdb_cap.set(1024);
+            node.switch_info = Some(si);
+            let sw = s.add_active_node(node);
+            let ca = s.add_active_node(Node::new(Guid(0x1000 + 16 * i), NodeType::CA, 1, "ca"));
+            s.connect_active((sw, PortNum(1)), (ca, PortNum(1)));
+            sws.push(sw);
+            cas.push(Guid(0x1001 + 16 * i));
+        }
+        let mut free: Vec<Vec<u8>> = vec![(2..=48).collect(); n];
+        for &(a, b, crossed) in links {
+            if a == b || free[a].is_empty() || free[b].is_empty() {
+                continue;
+            }
+            let pa = free[a].remove(0);
+            let pb = if crossed {
+                free[b].pop()
+            } else {
+                Some(free[b].remove(0))
+            };
+            if let Some(pb) = pb {
+                s.connect_active((sws[a], PortNum(pa)), (sws[b], PortNum(pb)));
+            }
+        }
+        (s, sws, cas)
+    }
+
+    proptest::proptest! {
+        /// Whatever the cabling (parallel cables, crossed or not) and loads: a packet sent by
+        /// any member reaches every other receiving member once, nobody else, and no link
+        /// twice.
+        #[test]
+        fn every_member_gets_one_copy_whatever_the_cabling(
+            n in 2usize..7,
+            extra in proptest::collection::vec((0usize..7, 0usize..7, proptest::bool::ANY), 0..16),
+            chain_crossed in proptest::collection::vec(proptest::bool::ANY, 6),
+            loads in proptest::collection::vec(0u32..40, 48 * 7),
+            base in 0u64..20,
+            weighted in proptest::bool::ANY,
+            picks in proptest::collection::vec((0usize..7, proptest::bool::ANY), 2..8),
+        ) {
+            let mut links: Vec<(usize, usize, bool)> =
+                (1..n).map(|i| (i - 1, i, chain_crossed[i - 1])).collect();
+            links.extend(extra.iter().filter(|l| l.0 < n && l.1 < n));
+            let (s, sws, cas) = fabric(n, &links);
+            let mut l = ChannelLoads::new(&s, base);
+            for (i, &sw) in sws.iter().enumerate() {
+                for p in 2..=48u8 {
+                    l.set(sw, PortNum(p), loads[i * 48 + usize::from(p) - 1]);
+                }
+            }
+            let mut chosen: BTreeMap<usize, bool> = BTreeMap::new();
+            for &(i, r) in &picks {
+                *chosen.entry(i % n).or_default() |= r;
+            }
+            let mlid = Lid(0xC005);
+            let grp = McastGroup {
+                mlid,
+                members: chosen.iter().map(|(&i, &r)| McastMember {
+                    port_guid: cas[i],
+                    receives: r,
+                }).collect(),
+            };
+            let m = compute_with(&s, &[grp], None, weighted.then_some(&l));
+            for &from in chosen.keys() {
+                let got = deliver(&s, &m, mlid, cas[from]);
+                proptest::prop_assert!(got.is_some(), "the MFTs loop: {links:?}");
+                let got = got.unwrap_or_default();
+                for (i, &g) in cas.iter().enumerate() {
+                    let want = usize::from(i != from && chosen.get(&i) == Some(&true));
+                    proptest::prop_assert_eq!(got.get(&g).copied().unwrap_or(0), want,
+                        "from CA {} to CA {} over {:?}", from, i, links);
+                }
+            }
+        }
+    }
+
+    /// A diamond sw0–{sw1, sw2}–sw3, and sw4 off sw0: with members on sw0, sw3 and sw4 the
+    /// root is sw0, which reaches sw3 over sw1 or sw2 in two hops.
+    #[test]
+    fn a_tree_grown_over_loads_takes_the_lighter_branch() {
+        let links = [
+            (0, 1, false),
+            (0, 2, false),
+            (1, 3, false),
+            (2, 3, false),
+            (0, 4, false),
+        ];
+        let (s, sws, cas) = fabric(5, &links);
+        let mlid = Lid(0xC000);
+        let grp = McastGroup {
+            mlid,
+            members: [0, 3, 4].iter().map(|&i| member(cas[i])).collect(),
+        };
+        let via = |m: &Mfts| -> Vec<usize> {
+            (1..=2)
+                .filter(|&i| m.mask(sws[i], mlid).is_some())
+                .collect()
+        };
+        // Min-hop: the first branch in port order.
+        assert_eq!(via(&compute(&s, std::slice::from_ref(&grp))), vec![1]);
+        // sw3's channel up to sw1 (its port 2) carries more unicast routes than the one to sw2.
+        let mut l = ChannelLoads::new(&s, 100);
+        l.set(sws[3], PortNum(2), 5);
+        let m = compute_with(&s, std::slice::from_ref(&grp), None, Some(&l));
+        assert_eq!(via(&m), vec![2]);
+        // Loads on the channels away from the root do not count.
+        let mut l = ChannelLoads::new(&s, 100);
+        l.set(sws[1], PortNum(3), 5);
+        let m = compute_with(&s, std::slice::from_ref(&grp), None, Some(&l));
+        assert_eq!(via(&m), vec![1]);
+    }
+
+    /// A detour of one hop more only where the loads outweigh the base (OpenSM's `D²`): root
+    /// sw0 (members on sw0, sw3 and sw6, which hangs off sw0) reaches sw3 over sw1 or sw2 in
+    /// two hops, or over sw4 and sw5 in three.
+    #[test]
+    fn a_tree_detours_only_where_the_loads_outweigh_the_base() {
+        let links = [
+            (0, 1, false),
+            (0, 2, false),
+            (1, 3, false),
+            (2, 3, false),
+            (0, 4, false),
+            (4, 5, false),
+            (5, 3, false),
+            (0, 6, false),
+        ];
+        let (s, sws, cas) = fabric(7, &links);
+        let mlid = Lid(0xC000);
+        let grp = McastGroup {
+            mlid,
+            members: [0, 3, 6].iter().map(|&i| member(cas[i])).collect(),
+        };
+        let on = |m: &Mfts| -> Vec<usize> {
+            (1..=5)
+                .filter(|&i| m.mask(sws[i], mlid).is_some())
+                .collect()
+        };
+        for (base, want) in [(1, vec![3, 4, 5]), (100, vec![1, 3])] {
+            let mut l = ChannelLoads::new(&s, base);
+            // sw3's channels up to sw1 and sw2 (its ports 2 and 3) carry 10 routes each.
+            l.set(sws[3], PortNum(2), 10);
+            l.set(sws[3], PortNum(3), 10);
+            let m = compute_with(&s, std::slice::from_ref(&grp), None, Some(&l));
+            assert_eq!(on(&m), want, "base {base}");
+            for from in [0, 3, 6] {
+                let got = deliver(&s, &m, mlid, cas[from]).unwrap();
+                assert_eq!(
+                    got.values().sum::<usize>(),
+                    2,
+                    "base {base}, from {from}: {got:?}"
+                );
+                assert!(!got.contains_key(&cas[from]));
+            }
         }
     }
 

@@ -46,6 +46,10 @@
 //!
 //! Routes to and from switch LIDs (management traffic) are not part of the layer analysis and
 //! get SL 0, as Nue does; OpenSM also layers them when the switch supports SL-to-VL mapping.
+//!
+//! Both engines hand multicast the channel loads the routing left ([`ChannelLoads`]: OpenSM's
+//! link weights, `D²` plus the LIDs routed over each channel), and groups' trees are grown
+//! over them by Dijkstra, as OpenSM's `dfsssp_do_mcast_routing` does ([`crate::mcast`]).
 
 use std::collections::HashSet;
 
@@ -55,6 +59,7 @@ use super::cdg::{lft_columns, lft_next as next_chan, route_dep_counts, ChannelGr
 use super::graph::{link_usable, HopMatrix, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
 use super::{max_lid, EngineOptions, Lfts, OptionFile, RouteError, Routes, RoutingEngine, NO_PATH};
+use crate::mcast::ChannelLoads;
 use crate::subnet::Subnet;
 
 /// The SSSP family: `sssp` (balanced shortest paths) or `dfsssp` (plus deadlock-free layers).
@@ -379,9 +384,36 @@ fn cheapest(cost: &[u64], weight: &[u32], cands: impl Iterator<Item = (u32, u32)
     (best, pick)
 }
 
-/// Balanced shortest-path LFTs (the routing phase of both engines, see the module docs).
-/// `plain`: see [`Sssp::plain`].
-pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain: bool) -> Lfts {
+/// The loads `weight` (per channel of `g`) for multicast trees: OpenSM's link weights, `D²`
+/// (`D` destination LIDs) plus the LIDs routed over the channel.
+pub(crate) fn channel_loads(
+    subnet: &Subnet,
+    g: &SwitchGraph,
+    weight: &[u32],
+    dests: usize,
+) -> ChannelLoads {
+    let d = dests as u64;
+    let mut l = ChannelLoads::new(subnet, d.saturating_mul(d));
+    for a in 0..g.switch_count() {
+        let Some(sw) = g.switch_at(a) else { continue };
+        for c in g.first_channel(a)..g.first_channel(a + 1) {
+            if let (Some(e), Some(&w)) = (g.channels().get(c), weight.get(c)) {
+                l.set(sw, PortNum(e.port), w);
+            }
+        }
+    }
+    l
+}
+
+/// Balanced shortest-path LFTs (the routing phase of both engines, see the module docs), and
+/// the load each channel of the switch graph carries (LIDs routed over it). `plain`: see
+/// [`Sssp::plain`].
+pub(crate) fn route_sssp(
+    subnet: &Subnet,
+    hm: &HopMatrix,
+    ep: &Endpoints,
+    plain: bool,
+) -> (Lfts, Vec<u32>) {
     let g = hm.graph();
     let n = g.switch_count();
     let top = max_lid(subnet);
@@ -463,7 +495,7 @@ pub(crate) fn route_sssp(subnet: &Subnet, hm: &HopMatrix, ep: &Endpoints, plain:
     // Into the switch-major LFTs: `cols` is width × n by construction.
     let whole = lfts.set_lid_major(&cols);
     debug_assert!(whole, "cols is width × n");
-    lfts
+    (lfts, weight)
 }
 
 /// Layer assignment for dfsssp (see the module docs). Routes are (source switch, destination
@@ -1152,13 +1184,14 @@ impl RoutingEngine for Sssp {
             )));
         }
         let ep = Endpoints::collect(subnet, g, &self.opts, log);
-        let lfts = route_sssp(subnet, &hm, &ep, self.plain);
+        let (lfts, weight) = route_sssp(subnet, &hm, &ep, self.plain);
+        let loads = channel_loads(subnet, g, &weight, ep.dests.len());
         if !self.deadlock_free {
             log.push(
                 "dfsssp_do_dijkstra_routing: SSSP routing specified -> skipping deadlock removal thru dfsssp_remove_deadlocks(...)"
                     .to_string(),
             );
-            return Ok(Routes::new(lfts));
+            return Ok(Routes::new(lfts).with_mcast_loads(loads));
         }
         let budget = self.opts.vl_budget(subnet);
         let mut avail = budget.min_sw_data_vls.clamp(1, 15);
@@ -1289,6 +1322,6 @@ impl RoutingEngine for Sssp {
                 }
             }
         }
-        Ok(Routes::new(lfts).with_path_sl(sls))
+        Ok(Routes::new(lfts).with_path_sl(sls).with_mcast_loads(loads))
     }
 }

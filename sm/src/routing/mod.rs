@@ -307,6 +307,9 @@ pub struct Routes {
     /// The master spanning tree multicast groups are routed on (torus-2QoS); `None`: each
     /// group gets a tree of its own ([`crate::mcast`]).
     pub mcast_tree: Option<crate::mcast::MasterTree>,
+    /// The unicast load of every switch-to-switch channel (sssp, dfsssp, nue): groups' trees
+    /// are then grown by Dijkstra over them ([`crate::mcast`]); `None`: min-hop trees.
+    pub mcast_loads: Option<crate::mcast::ChannelLoads>,
 }
 
 impl Routes {
@@ -320,6 +323,7 @@ impl Routes {
             vlarb: None,
             ar: None,
             mcast_tree: None,
+            mcast_loads: None,
         }
     }
 
@@ -355,6 +359,13 @@ impl Routes {
     #[must_use]
     pub fn with_mcast_tree(mut self, t: crate::mcast::MasterTree) -> Routes {
         self.mcast_tree = Some(t);
+        self
+    }
+
+    /// These routes with the channel loads multicast trees are grown over.
+    #[must_use]
+    pub fn with_mcast_loads(mut self, l: crate::mcast::ChannelLoads) -> Routes {
+        self.mcast_loads = Some(l);
         self
     }
 

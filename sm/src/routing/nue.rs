@@ -42,6 +42,11 @@
 //! The path SL of a destination is its layer (Nue's SL depends on the destination only); SL
 //! to VL is left to the QoS configuration, which should map SL *i* to VL *i*. Switch LIDs
 //! that are not destinations get min-hop balanced routes and SL 0, as OpenSM does.
+//!
+//! Multicast groups' trees are grown by Dijkstra over the loads the routing left
+//! ([`crate::mcast::ChannelLoads`]: `D²` plus the LIDs routed over each channel), as OpenSM's
+//! `nue_do_mcast_routing` does; like OpenSM's, they are not made deadlock-free against the
+//! unicast routes.
 
 // Loop indices here are node, switch or channel ids that index several parallel arrays at
 // once (CSR offsets, ranks, parents); an iterator over one of them would hide that.
@@ -54,6 +59,7 @@ use super::dfsssp::{DestLid, Endpoints};
 use super::graph::{HopMatrix, SwitchGraph, UNREACHABLE};
 use super::vl::PathSls;
 use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine, NO_PATH};
+use crate::mcast::ChannelLoads;
 use crate::subnet::Subnet;
 
 /// The nue engine.
@@ -988,7 +994,20 @@ impl RoutingEngine for Nue {
                 cols.len()
             )));
         }
-        Ok(Routes::new(lfts).with_path_sl(sls))
+        // Multicast trees grow over the loads (OpenSM's `D²` + load, `D` every destination
+        // LID, switches' included).
+        let d = ep.dests.len() as u64;
+        let mut loads = ChannelLoads::new(subnet, d.saturating_mul(d));
+        for c in 0..cg.num_channels() as u32 {
+            let (Some(sw), Some(&(_, w))) = (
+                g.switch_at(cg.from_slot(c)),
+                at.get(c as usize).and_then(|&e| nb.get(e as usize)),
+            ) else {
+                continue;
+            };
+            loads.set(sw, ibmad::PortNum(cg.port(c)), w);
+        }
+        Ok(Routes::new(lfts).with_path_sl(sls).with_mcast_loads(loads))
     }
 }
 
