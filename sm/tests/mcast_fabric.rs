@@ -31,7 +31,11 @@ impl Bed {
 
     /// The SM with `cfg` (its port and sweeping set here) on the generated fabric `spec`.
     fn with(spec: &str, cfg: SmConfig) -> Bed {
-        let topo = Topology::generate(spec).unwrap();
+        Bed::on(Topology::generate(spec).unwrap(), cfg)
+    }
+
+    /// The SM with `cfg` on `topo`.
+    fn on(topo: Topology, cfg: SmConfig) -> Bed {
         let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
         let cas: Vec<NodeId> = topo.nodes_of_type(NodeType::CA).collect();
         let h = f.attach_sm(cas[0], PortNum(1)).unwrap().handle;
@@ -277,6 +281,52 @@ fn groups_grow_over_the_engines_link_loads() {
                     assert_eq!(c, want, "{engine} group {k} from CA {sender}: CA {i}");
                 }
             }
+        }
+    }
+}
+
+/// Two switches joined by two cables that cross (port 1 to port 2 and port 2 to port 1), as
+/// cabling on real fabrics often does, with two CAs each: the group's tree must use both
+/// ends of one cable, or the packets circle between the switches for ever.
+#[test]
+fn crossed_parallel_cables_carry_one_copy() {
+    let net = r#"
+Switch 8 "sw-a"
+[1] "sw-b"[2]
+[2] "sw-b"[1]
+[3] "ca-a1"[1]
+[4] "ca-a2"[1]
+
+Switch 8 "sw-b"
+[1] "sw-a"[2]
+[2] "sw-a"[1]
+[3] "ca-b1"[1]
+[4] "ca-b2"[1]
+
+Hca 1 "ca-a1"
+[1] "sw-a"[3]
+
+Hca 1 "ca-a2"
+[1] "sw-a"[4]
+
+Hca 1 "ca-b1"
+[1] "sw-b"[3]
+
+Hca 1 "ca-b2"
+[1] "sw-b"[4]
+"#;
+    let mut b = Bed::on(Topology::parse_net(net).unwrap(), SmConfig::default());
+    let n = b.cas.len();
+    assert_eq!(n, 4);
+    let grp = McastGroup {
+        mlid: Lid(0xC000),
+        members: b.cas.iter().map(|&c| member(b.guid(c), true)).collect(),
+    };
+    b.groups(vec![grp]);
+    for sender in 0..n {
+        let copies = b.copies(b.cas[sender], Lid(0xC000));
+        for (i, &c) in copies.iter().enumerate() {
+            assert_eq!(c, usize::from(i != sender), "from CA {sender}: CA {i}");
         }
     }
 }
