@@ -6,7 +6,10 @@
 //! `--lfts` takes a dump in `opensm-lfts.dump`, `dump_fts` or `ibroute` format, so OpenSM's
 //! tables can be judged as well as ours; the LIDs are those the dump records for each port
 //! (else the topology's, else fresh ones). `--routing` instead computes our own tables with the
-//! engine chain (`--root-guid-file`, `--lfts-file` and `--scatter-ports` as OpenSM's options).
+//! engine chain (`--root-guid-file`, `--lfts-file`, `--torus-config` and `--scatter-ports` as
+//! OpenSM's options; a topology file's ports are taken to be VL-capable and to map SLs to VLs,
+//! as ibsim's and our agents' are). An engine chain that routes nothing is a failed verdict
+//! with the engines' log.
 //! The verdict is [`sm::verify::Report::verdict`], the same `ibsm sim` exits on: tables from
 //! `--routing` are held to the promise of the engine that computed them, a dump to that of
 //! `--engine NAME` if given (else only reachability); a credit loop fails unless
@@ -36,6 +39,8 @@ usage: ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [op
                         updn, dnup, ftree, nue, torus-2QoS, dfp, dfp2: no credit loop)
   --root-guid-file F    root GUIDs for updn (with --routing)
   --lfts-file F         tables for the file engine (with --routing file)
+  --torus-config F      torus-2QoS.conf for torus-2QoS (with --routing; `ibsm topo SPEC
+                        --write-torus-conf F` writes one for a generated torus or mesh)
   --scatter-ports N     scatter_ports seed (with --routing)
   --vl                  judge credit loops on (link, VL) channels: the VL of each hop from
                         the SL-to-VL tables, the SL from the path (automatic with --routing
@@ -43,7 +48,8 @@ usage: ibsm verify --topology FILE_OR_SPEC (--lfts DUMP | --routing ENGINES) [op
   -Q, --qos             with --routing: QoS on, as ibsm run -Q (engines that need it run;
                         ports get OpenSM's default qos_* SL-to-VL tables)
   --vl-cap N            VLCap (1..=5, default 4 = VL0-7, as ibsim) of ports the topology
-                        gives none; OperationalVLs follow it
+                        gives none; OperationalVLs follow it, and such ports map SLs to VLs
+                        (CapabilityMask.IsSLMappingSupported, as ibsim's and ours report)
   --sl2vl DUMP          with --lfts --vl: the tables, as opensm-sl2vl.dump (OpenSM's or ours)
   --path-sl DUMP        with --lfts --vl: path SLs, as ibsm-path-sl.dump (default: SL 0)
   --saquery FILE        with --lfts --vl: path SLs from saquery -p output (PathRecords)
@@ -67,6 +73,8 @@ pub struct VerifyArgs {
     pub root_guid_file: Option<String>,
     /// lfts_file.
     pub lfts_file: Option<String>,
+    /// torus_config.
+    pub torus_config: Option<String>,
     /// scatter_ports.
     pub scatter_ports: u64,
     /// JSON output.
@@ -147,6 +155,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<VerifyArgs>, String> {
                 a.root_guid_file = Some(val(key)?);
             }
             "--lfts-file" | "--lfts_file" => a.lfts_file = Some(val(key)?),
+            "--torus-config" | "--torus_config" => a.torus_config = Some(val(key)?),
             "--scatter-ports" | "--scatter_ports" => {
                 let v = val(key)?;
                 a.scatter_ports = v
@@ -200,6 +209,31 @@ fn option_file(path: &Option<String>) -> Option<OptionFile> {
     })
 }
 
+/// The verdict when no engine of the chain routed: the failure, and the engines' log (which
+/// says why each gave up).
+fn no_tables(e: &sm::routing::RouteError, json: bool) -> String {
+    let log: &[String] = match e {
+        sm::routing::RouteError::AllEnginesFailed { log, .. } => log,
+        _ => &[],
+    };
+    if json {
+        let v = serde_json::json!({
+            "passed": false,
+            "engine": null,
+            "failures": [e.to_string()],
+            "notes": [],
+            "log": log,
+        });
+        return format!("{v}\n");
+    }
+    let mut t = format!("verify: FAILED: {e}\n");
+    for l in log {
+        let level = sm::routing::log_line_level(l);
+        let _ = writeln!(t, "{level:<5} {l}");
+    }
+    t
+}
+
 /// Runs the verification; returns the text to print and whether the tables passed.
 pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
     let progress = crate::progress::Progress::new(true);
@@ -211,7 +245,13 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
     for p in &mut s.ports {
         if let Some(i) = p.info.as_mut() {
             if i.vl_cap() == 0 {
+                // A topology file has no PortInfo capabilities: the port is taken to be as
+                // ibsim's and our agents' are, VL-capable and mapping SLs to VLs (without
+                // the bit the SM programs no SL-to-VL table, and every SL would ride VL 0).
+                use ibmad::attr::port_info::cap::IS_SL_MAP_SUP;
                 i.set_vl_cap(vl_cap);
+                i.capability_mask
+                    .set(i.capability_mask.get() | IS_SL_MAP_SUP);
             }
             if i.operational_vls() == 0 {
                 i.set_operational_vls(i.vl_cap().min(5));
@@ -241,6 +281,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
             scatter_ports: a.scatter_ports,
             root_guid_file: option_file(&a.root_guid_file),
             lfts_file: option_file(&a.lfts_file),
+            torus_config: option_file(&a.torus_config),
             qos: a.qos,
             ..EngineOptions::default()
         };
@@ -250,8 +291,14 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         };
         cfg.validate().map_err(|e| e.to_string())?;
         progress.message("routing");
-        let out = route_chain_with(&engines, false, &s, a.scatter_ports, &opts)
-            .map_err(|e| e.to_string())?;
+        let out = match route_chain_with(&engines, false, &s, a.scatter_ports, &opts) {
+            Ok(out) => out,
+            Err(e @ sm::routing::RouteError::AllEnginesFailed { .. }) => {
+                progress.finish();
+                return Ok((no_tables(&e, a.json), false));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         log = out.log;
         engine = out.engine.to_string();
         let l = out.routes.lfts.clone();
@@ -513,6 +560,67 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// `verify --routing ENGINE -Q` models the topology's ports as ibsim's and ours are (they
+    /// map SLs to VLs), so lash's and dfsssp's layers ride VLs of their own and pass the
+    /// VL-aware check; without that every SL rode VL 0 and their correct tables "failed" with a
+    /// credit loop. torus-2QoS takes `--torus-config`; an engine that cannot route is a FAILED
+    /// verdict that says why.
+    #[test]
+    fn vl_engines_pass_verify_routing_with_their_vls() {
+        let dir = std::env::temp_dir().join(format!("ibsm-verify-vl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("torus-2QoS.conf");
+        std::fs::write(
+            &conf,
+            sm::routing::torus::TorusConfig::for_grid(
+                [5, 5, 1],
+                false,
+                fabric_sim::topo::gen::SWITCH_GUID_BASE,
+            ),
+        )
+        .unwrap();
+        let mk = |r: &str| VerifyArgs {
+            topology: "torus:5,5".into(),
+            routing: Some(format!("{r},no_fallback")),
+            qos: true,
+            torus_config: (r == "torus-2QoS").then(|| conf.display().to_string()),
+            ..VerifyArgs::default()
+        };
+        for (engine, vls) in [
+            ("lash", "VLs 0,1,2 on"),
+            ("dfsssp", "VLs 0,1,2,3,4,5,6,7 on"),
+            ("torus-2QoS", "VLs 0,1 on"),
+        ] {
+            let (text, ok) = run(&mk(engine)).unwrap();
+            assert!(ok, "{engine}: {text}");
+            assert!(text.contains(vls), "{engine}: {text}");
+            assert!(text.contains("acyclic (deadlock-free)"), "{engine}: {text}");
+        }
+        let mut a = mk("torus-2QoS");
+        a.torus_config = None;
+        let (text, ok) = run(&a).unwrap();
+        assert!(!ok, "{text}");
+        assert!(
+            text.starts_with("verify: FAILED: no routing engine able"),
+            "{text}"
+        );
+        assert!(text.contains("ERR 4E11: no torus-2QoS.conf"), "{text}");
+        a.json = true;
+        let (text, ok) = run(&a).unwrap();
+        assert!(!ok);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["passed"], false);
+        assert!(v["log"][0].as_str().unwrap().contains("ERR 4E11"), "{text}");
+        assert!(
+            parse_args(&args("--topology t --routing torus-2QoS --torus-config c"))
+                .unwrap()
+                .unwrap()
+                .torus_config
+                .is_some()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
