@@ -162,6 +162,68 @@ fn torus_is_refused_with_opensm_wording() {
     refused("torus:4,4,2", 0, "Found more than one root");
 }
 
+/// A dragonfly ranks as a fat tree (spines over leaves), but its groups meet only over
+/// same-rank links between spines. OpenSM's ftree routes those; ibsm's never uses them, and
+/// its tables had left 432 of 576 CA pairs unreachable. It refuses instead, and min-hop
+/// reaches every pair. Spines cabled to each other where every leaf still reaches a common
+/// root are routed as before.
+#[test]
+fn groups_joined_only_by_same_rank_links_are_refused() {
+    refused("dragonfly:4,3,2,2", 0, "without same-rank links");
+    refused("dragonfly:4,3,2,2,links=2", 0, "without same-rank links");
+    let s = subnet("dragonfly:4,3,2,2", 0);
+    let out = route_chain(&["ftree".to_string()], false, &s, 0).unwrap();
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.contains("reach no common root going up")),
+        "{:?}",
+        out.log
+    );
+    // Two spines over two leaves, the spines also cabled to each other.
+    let net = r#"
+Switch 4 "spine-0"
+[1] "leaf-0"[1]
+[2] "leaf-1"[1]
+[3] "spine-1"[3]
+
+Switch 4 "spine-1"
+[1] "leaf-0"[2]
+[2] "leaf-1"[2]
+[3] "spine-0"[3]
+
+Switch 4 "leaf-0"
+[1] "spine-0"[1]
+[2] "spine-1"[1]
+[3] "h-0"[1]
+
+Switch 4 "leaf-1"
+[1] "spine-0"[2]
+[2] "spine-1"[2]
+[3] "h-1"[1]
+
+Hca 1 "h-0"
+[1] "leaf-0"[3]
+
+Hca 1 "h-1"
+[1] "leaf-1"[3]
+"#;
+    let t = fabric_sim::topo::Topology::parse_net(net).unwrap();
+    let mut s = ftree_util::from_topology(&t);
+    sm::lid::assign_lids(
+        &mut s,
+        &sm::lid::LidConfig {
+            lmc: 0,
+            reassign_lids: false,
+        },
+        &sm::lid::Guid2Lid::new(),
+    )
+    .unwrap();
+    let out = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
+    assert_eq!(out.engine, "ftree", "{:?}", out.log);
+    assert!(check_all_pairs(&s, &out.routes.lfts).is_ok());
+}
+
 #[test]
 fn random_graph_is_refused() {
     let s = subnet("random:12,8,6,7", 0);

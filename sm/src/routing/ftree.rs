@@ -49,7 +49,10 @@
 //! Refusals return [`RouteError::Unroutable`] with OpenSM's wording (and the detailed
 //! `construct_fabric` line in the log), so the chain falls back to min-hop: LMC > 0, fewer than
 //! two switches or CAs, a CA cabled to a CA, ranks outside 2..=8, CNs at different ranks,
-//! asymmetric switches of one rank, unreadable GUID files.
+//! asymmetric switches of one rank, unreadable GUID files. One refusal is ibsm's own: two
+//! switches with CAs that reach no common root going up (a dragonfly's groups, joined only by
+//! same-rank links). OpenSM routes those over the same-rank links; without them the tables
+//! would leave CA pairs unreachable.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -594,6 +597,7 @@ impl Fabric {
         if !roots_given {
             ft.validate()?;
         }
+        ft.check_common_roots()?;
         let mut by_rank: Vec<u32> = (0..ft.sws.len() as u32)
             .filter(|&i| ft.sws[i as usize].rank != UNRANKED)
             .collect();
@@ -718,6 +722,61 @@ impl Fabric {
                 "Failed to find leaf switches - topology is not fat-tree",
             )),
         }
+    }
+
+    /// Routes here go up and down, never over same-rank links (see the module docs), so two
+    /// switches with CAs that reach no common root going up would leave their CAs with no
+    /// route between them. OpenSM routes such fabrics (a dragonfly's global links, roots
+    /// cabled to each other) over the same-rank links; ibsm refuses them, so the chain falls
+    /// back, rather than program tables with unreachable pairs.
+    fn check_common_roots(&self) -> Result<(), Refusal> {
+        let n = self.sws.len();
+        let mut root_bit = vec![usize::MAX; n];
+        let mut roots = 0;
+        for (i, sw) in self.sws.iter().enumerate() {
+            if sw.rank == 0 {
+                root_bit[i] = roots;
+                roots += 1;
+            }
+        }
+        let words = roots.div_ceil(64).max(1);
+        let mut order: Vec<usize> = (0..n).filter(|&i| self.sws[i].rank != UNRANKED).collect();
+        order.sort_by_key(|&i| self.sws[i].rank);
+        let mut reach = vec![0u64; n * words];
+        for &i in &order {
+            if root_bit[i] != usize::MAX {
+                reach[i * words + root_bit[i] / 64] |= 1 << (root_bit[i] % 64);
+                continue;
+            }
+            for g in self.sws[i].up() {
+                let r = g.remote as usize;
+                for w in 0..words {
+                    reach[i * words + w] |= reach[r * words + w];
+                }
+            }
+        }
+        // Switches with CAs, one per distinct set of roots reached.
+        let mut sets: Vec<(&[u64], usize)> = Vec::new();
+        for &i in &order {
+            let set = &reach[i * words..(i + 1) * words];
+            if !self.sws[i].cas.is_empty() && !sets.iter().any(|(s, _)| *s == set) {
+                sets.push((set, i));
+            }
+        }
+        for (k, &(a, i)) in sets.iter().enumerate() {
+            for &(b, j) in &sets[k + 1..] {
+                if a.iter().zip(b).all(|(x, y)| x & y == 0) {
+                    return Err(refusal(
+                        Some(format!(
+                            "switches GUID 0x{:016x} and GUID 0x{:016x} have CAs but reach no common root going up: routes between them need same-rank links, which ibsm's ftree does not use",
+                            self.sws[i].guid.0, self.sws[j].guid.0
+                        )),
+                        "Fabric topology is not a fat-tree ftree can route without same-rank links",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// OpenSM `fabric_validate_topology`: per rank, the first switch in GUID order is the
