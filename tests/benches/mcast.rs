@@ -1,9 +1,10 @@
 //! Multicast: MCMember joins per second in process, and MFT SMPs per multicast pass (ours,
 //! diffed, against OpenSM's resend-everything count for the same tables).
 //!
-//! `cargo bench -p ibsm-tests --bench mcast [-- SPEC] [--joins N]` (SPEC defaults to
-//! `fat-tree:3,16`, N to 1000). The SM brings SPEC up in the simulator (SM on the first CA);
-//! then:
+//! `cargo bench -p ibsm-tests --bench mcast [-- SPEC] [--joins N] [--routing ENGINES]` (SPEC
+//! defaults to `fat-tree:3,16`, N to 1000, ENGINES to the SM's default, minhop; with sssp,
+//! dfsssp or nue the trees grow over the engine's link loads). The SM brings SPEC up in the
+//! simulator (SM on the first CA); then:
 //! 1. **joins**: N CAs join the IPoIB broadcast group, then N create a group of their own
 //!    (`sm::sa::mcmember::McastDb::join`, the SA's whole rule set, on the subnet as the SM
 //!    found it); wall time and joins/s; then the same joins and creates as SubnAdmSet MADs
@@ -47,10 +48,17 @@ fn main() {
         .iter()
         .position(|a| a == "--joins")
         .map_or(1000, |i| args[i + 1].parse::<usize>().unwrap());
+    let routing: Vec<String> = args
+        .iter()
+        .position(|a| a == "--routing")
+        .map(|i| args[i + 1].split(',').map(String::from).collect())
+        .unwrap_or_default();
     let spec = args
         .iter()
         .enumerate()
-        .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--joins"))
+        .find(|(i, a)| {
+            !a.starts_with("--") && (*i == 0 || !["--joins", "--routing"].contains(&&*args[i - 1]))
+        })
         .map_or("fat-tree:3,16", |(_, a)| a.as_str())
         .to_string();
 
@@ -58,17 +66,30 @@ fn main() {
     let cas: Vec<_> = topo.nodes_of_type(NodeType::CA).collect();
     let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
     let h = f.attach_sm(cas[0], PortNum(1)).unwrap().handle;
-    let mut sm = Sm::new(SmConfig {
+    let mut cfg = SmConfig {
         port: PortNum(1),
         sweep_interval: Duration::ZERO,
         ..SmConfig::default()
-    })
-    .unwrap();
+    };
+    if !routing.is_empty() {
+        cfg.routing_engine = routing;
+    }
+    let mut sm = Sm::new(cfg).unwrap();
     drive(&mut f, h, &mut sm, Time::from_millis(120_000));
     assert!(sm.is_up());
     let s = sm.subnet().clone();
     let switches = s.switches().count();
-    println!("{spec}: {switches} switches, {} CAs", cas.len());
+    let loads = sm.routes().is_some_and(|r| r.mcast_loads.is_some());
+    println!(
+        "{spec}: {switches} switches, {} CAs; {} routed, trees {}",
+        cas.len(),
+        sm.routing_engine_used(),
+        if loads {
+            "grown over the engine's link loads"
+        } else {
+            "min-hop"
+        }
+    );
     let n = joins.min(cas.len());
     let guid = |i: usize| -> Guid {
         topo.port(PortRef {

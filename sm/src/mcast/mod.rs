@@ -350,16 +350,56 @@ impl SwitchGraph {
         (dist, parent)
     }
 
+    /// The BFS tree of [`SwitchGraph::bfs`] from `root`, for the paths of `members` only: the
+    /// search stops once it has found them all (a switch's parent is fixed when it is found).
+    fn bfs_tree(&self, root: NodeId, members: &[NodeId]) -> Parents {
+        let n = self.adj.len();
+        let mut seen = vec![false; n];
+        let mut parent = vec![None; n];
+        let mut wanted = vec![false; n];
+        let mut left = 0usize;
+        for m in members {
+            if let Some(w) = wanted.get_mut(m.idx()) {
+                left += usize::from(!std::mem::replace(w, true));
+            }
+        }
+        let mut q = VecDeque::new();
+        seen[root.idx()] = true;
+        left -= usize::from(wanted[root.idx()]);
+        q.push_back(root);
+        while let Some(u) = q.pop_front() {
+            if left == 0 {
+                break;
+            }
+            for &(p, v, vp) in &self.adj[u.idx()] {
+                if !std::mem::replace(&mut seen[v.idx()], true) {
+                    parent[v.idx()] = Some((u, p, vp));
+                    left -= usize::from(wanted[v.idx()]);
+                    q.push_back(v);
+                }
+            }
+        }
+        parent
+    }
+
     /// The least-weight tree from `root` (Dijkstra): the link from `u` down to `v` weighs
     /// the channel `v → u`, towards the root ([`ChannelLoads::weight`]). Switches are
     /// settled by (distance, id), and a parent is replaced only by a strictly lighter path,
-    /// so among equals the first found in port order stays.
-    fn lightest(&self, root: NodeId, loads: &ChannelLoads) -> Parents {
+    /// so among equals the first found in port order stays. It stops once every switch of
+    /// `members` is settled: their paths to the root are final then.
+    fn lightest(&self, root: NodeId, loads: &ChannelLoads, members: &[NodeId]) -> Parents {
         use std::cmp::Reverse;
         let n = self.adj.len();
         let mut dist = vec![u64::MAX; n];
         let mut done = vec![false; n];
         let mut parent = vec![None; n];
+        let mut wanted = vec![false; n];
+        let mut left = 0usize;
+        for m in members {
+            if let Some(w) = wanted.get_mut(m.idx()) {
+                left += usize::from(!std::mem::replace(w, true));
+            }
+        }
         let mut heap = std::collections::BinaryHeap::new();
         dist[root.idx()] = 0;
         heap.push(Reverse((0u64, root.0)));
@@ -367,6 +407,12 @@ impl SwitchGraph {
             let u = NodeId(u);
             if std::mem::replace(&mut done[u.idx()], true) {
                 continue;
+            }
+            if wanted[u.idx()] {
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
             }
             for &(p, v, vp) in &self.adj[u.idx()] {
                 let dv = d.saturating_add(loads.weight(v, vp));
@@ -467,8 +513,8 @@ fn compute_with(
                     continue;
                 };
                 let parent = match loads {
-                    Some(l) => g.lightest(root, l),
-                    None => g.bfs(root).1,
+                    Some(l) => g.lightest(root, l, &member_sws),
+                    None => g.bfs_tree(root, &member_sws),
                 };
                 (root, GroupTree::Own(parent))
             }
@@ -727,6 +773,26 @@ mod tests {
                     receives: r,
                 }).collect(),
             };
+            // Dijkstra and BFS stopped once the members' switches are reached leave their paths
+            // as full runs do.
+            let g = SwitchGraph::new(&s);
+            let mut msw: Vec<NodeId> = chosen.keys().map(|&i| sws[i]).collect();
+            msw.dedup();
+            if let Some(root) = choose_root(&g, &msw) {
+                for (part, full) in [
+                    (g.lightest(root, &l, &msw), g.lightest(root, &l, &sws)),
+                    (g.bfs_tree(root, &msw), g.bfs(root).1),
+                ] {
+                    for &v in &msw {
+                        let mut x = v;
+                        while x != root {
+                            proptest::prop_assert_eq!(part[x.idx()], full[x.idx()]);
+                            let Some((u, _, _)) = full[x.idx()] else { break };
+                            x = u;
+                        }
+                    }
+                }
+            }
             let m = compute_with(&s, &[grp], None, weighted.then_some(&l));
             for &from in chosen.keys() {
                 let got = deliver(&s, &m, mlid, cas[from]);
