@@ -775,6 +775,11 @@ both_shims! {
 /// our SMAs hold — LFTs, SL2VL and the SA's path SLs — are deadlock-free under the VL-aware
 /// check and reach every CA from every CA.
 fn opensm_vl_engine_on_our_torus(test: &str, engine: &str) {
+    opensm_vl_engine_on(test, "torus:4,4,3", engine);
+}
+
+/// [`opensm_vl_engine_on_our_torus`] on the generated torus `spec`.
+fn opensm_vl_engine_on(test: &str, spec: &str, engine: &str) {
     use sm::routing::vl::Sl2VlTables;
     use sm::verify::vl::{VlInputs, VlLimit};
 
@@ -782,7 +787,6 @@ fn opensm_vl_engine_on_our_torus(test: &str, engine: &str) {
     if !peers(test) {
         return;
     }
-    let spec = "torus:4,4,3";
     let topo = Topology::generate(spec).unwrap();
     let dir = TempDir::new(test).unwrap();
     let mut served = Served::start(&topo);
@@ -895,4 +899,18 @@ fn opensm_torus_2qos_manages_our_torus() {
 #[test]
 fn opensm_nue_manages_our_torus() {
     opensm_vl_engine_on_our_torus("opensm_nue_manages_our_torus", "nue");
+}
+
+/// A torus with a dimension of 2 has two cables between each pair of neighbours there, and
+/// the generator crosses them (port 1 to port 2, port 2 to port 1), as real cabling often is:
+/// stock OpenSM's lash and torus-2QoS manage it through our SMAs just the same.
+#[test]
+fn opensm_vl_engines_manage_our_torus_with_crossed_parallel_cables() {
+    for engine in ["lash", "torus-2QoS"] {
+        opensm_vl_engine_on(
+            "opensm_vl_engines_manage_our_torus_with_crossed_parallel_cables",
+            "torus:2,3,4",
+            engine,
+        );
+    }
 }
