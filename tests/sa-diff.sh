@@ -11,7 +11,8 @@
 # dumps, logs) is kept and its path printed.
 #
 # usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos]
-#                        [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] TOPOLOGY.net
+#                        [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE]
+#                        [--guid-routing-order FILE] TOPOLOGY.net
 #
 #   --partitions FILE   both SMs read this partitions.conf (-P FILE): P_Key tables, the groups
 #                       the partitions pre-create (MCG, MCMR: mtu=, rate=, sl=, scope=, Q_Key=
@@ -23,6 +24,8 @@
 #   --routing ENGINE    both SMs route with ENGINE (-R ENGINE): with lash, dfsssp or
 #                       torus-2QoS the PathRecords carry the engine's path SLs
 #   --torus-config FILE the torus-2QoS.conf both SMs read (--torus_config FILE)
+#   --guid-routing-order FILE  the guid_routing_order_file both SMs read (-X FILE): the port
+#                       GUIDs minhop, updn, dnup and dor route first (LFTR shows the tables)
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #
@@ -75,6 +78,7 @@ qos=0
 policy=
 engine=
 tconf=
+order=
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
@@ -84,12 +88,13 @@ while [ $# -gt 0 ]; do
         --qos-policy) policy=${2:-}; qos=1; shift 2 ;;
         --routing) engine=${2:-}; shift 2 ;;
         --torus-config) tconf=${2:-}; shift 2 ;;
+        --guid-routing-order) order=${2:-}; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) net=$1; shift ;;
     esac
 done
-[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] TOPOLOGY.net" >&2; exit 2; }
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] TOPOLOGY.net" >&2; exit 2; }
 absolute() { # option file: the file's absolute path, or exit 2 if it cannot be read
     [ -r "$2" ] || { echo "$1: cannot read $2" >&2; exit 2; }
     echo "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
@@ -100,6 +105,7 @@ sm_args=()
 [ -z "$policy" ] || sm_args+=(-Y "$(absolute --qos-policy "$policy")") || exit 2
 [ -z "$engine" ] || sm_args+=(-R "$engine")
 [ -z "$tconf" ] || sm_args+=(--torus_config "$(absolute --torus-config "$tconf")") || exit 2
+[ -z "$order" ] || sm_args+=(-X "$(absolute --guid-routing-order "$order")") || exit 2
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
 for prog in opensm saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }

@@ -646,3 +646,58 @@ fn reusing_kept_tables_routes_exactly_as_balancing_them() {
         assert_eq!((r.loops, r.non_shortest), (0, 0), "{r:?}");
     }
 }
+
+/// `guid_routing_order_file` (OpenSM `ucast_mgr_build_lfts`): the listed end ports are routed
+/// first, in the file's order, which moves the balancing; a file that does not parse is
+/// logged (ERR 3A0D) and the usual order kept; with `guid_routing_order_no_scatter` the
+/// listed ports are routed without `scatter_ports`.
+#[test]
+fn guid_routing_order_file_routes_the_listed_ports_first() {
+    use sm::routing::{route_chain_with, OptionFile};
+    let t = fabric_sim::topo::Topology::generate("fat-tree:2,8").unwrap();
+    let mut s = fabric_sim::topo::subnet::to_subnet(&t);
+    lids(&mut s, &[], 0);
+    let route = |opts: &EngineOptions| {
+        let out = route_chain_with(&["minhop".to_string()], true, &s, 0, opts).unwrap();
+        (out.routes.lfts, out.log)
+    };
+    let (plain, log) = route(&EngineOptions::default());
+    assert!(log.iter().all(|l| !l.contains("3A0D")), "{log:?}");
+    // The CA ports, last first.
+    let mut cas: Vec<u64> = s
+        .end_ports()
+        .filter(|&(n, _)| s.node(n).node_type == NodeType::CA)
+        .map(|(n, p)| s.port(n, p).unwrap().guid.0)
+        .collect();
+    cas.reverse();
+    let text: String = cas.iter().map(|g| format!("0x{g:016x}\n")).collect();
+    let with_file = |text: &str, scatter: u64, no_scatter: bool| EngineOptions {
+        guid_routing_order_file: Some(OptionFile::from_text("order.txt", text)),
+        guid_routing_order_no_scatter: no_scatter,
+        scatter_ports: scatter,
+        ..EngineOptions::default()
+    };
+    let (ordered, log) = route(&with_file(&text, 0, false));
+    assert!(log.iter().all(|l| !l.contains("3A0D")), "{log:?}");
+    assert_ne!(ordered, plain, "the order moved no route");
+    assert!(check_all_pairs(&s, &ordered).is_ok());
+    // Listing a port twice, or a GUID the fabric lacks, changes nothing.
+    let noisy = format!("# comment\n0x1234\n{text}0x{:016x}\n", cas[0]);
+    assert_eq!(route(&with_file(&noisy, 0, false)).0, ordered);
+    // A file that does not parse: the usual order, and OpenSM's error line.
+    let (bad, log) = route(&with_file("0x12 zz\nnot-a-guid\n", 0, false));
+    assert_eq!(bad, plain);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("ERR 3A0D: cannot parse guid routing order file 'order.txt'")),
+        "{log:?}"
+    );
+    // Every end port listed and none scattered: the tables of the same order unscattered.
+    let all: String = s
+        .end_ports()
+        .map(|(n, p)| format!("0x{:016x}\n", s.port(n, p).unwrap().guid.0))
+        .collect();
+    let unscattered = route(&with_file(&all, 0, false)).0;
+    assert_eq!(route(&with_file(&all, 7919, true)).0, unscattered);
+    assert_ne!(route(&with_file(&all, 7919, false)).0, unscattered);
+}

@@ -634,6 +634,19 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "guid_routing_order_no_scatter",
+        section: Section::Routing,
+        doc: &[
+            "Don't use scatter for ports defined in",
+            "guid_routing_order file",
+        ],
+        get: |o| fmt_bool(o.guid_routing_order_no_scatter),
+        set: |o, v| {
+            o.guid_routing_order_no_scatter = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "torus_config",
         section: Section::Routing,
         doc: &["Torus-2QoS configuration file name"],
@@ -1252,8 +1265,6 @@ pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
     "m_key_protection_level",
     "connect_roots",
     "max_reverse_hops",
-    // Read and checked (a file that cannot be read stops a one-shot run); no engine uses it.
-    "guid_routing_order_file",
     "daemon",
 ];
 

@@ -347,8 +347,8 @@ pub struct Options {
     pub io_guid_file: Option<PathBuf>,
     /// `max_reverse_hops` (`-H`): reverse hops allowed for I/O nodes (ftree). Default 0.
     pub max_reverse_hops: u16,
-    /// `guid_routing_order_file` (`-X`): port GUIDs in the order minhop/updn route them.
-    /// Default none.
+    /// `guid_routing_order_file` (`-X`): port GUIDs that minhop, updn, dnup, dor and dfp route
+    /// first, in the file's order. Default none.
     pub guid_routing_order_file: Option<PathBuf>,
     /// `lfts_file` (`-U`): the LFTs the `file` routing engine loads. Default none.
     pub lfts_file: Option<PathBuf>,
@@ -370,6 +370,9 @@ pub struct Options {
     /// `scatter_ports` (`--scatter-ports`): random seed for choosing among equal ports;
     /// 0 (default) = deterministic round robin.
     pub scatter_ports: u32,
+    /// `guid_routing_order_no_scatter`: the ports of `guid_routing_order_file` are routed
+    /// without `scatter_ports`. Default FALSE.
+    pub guid_routing_order_no_scatter: bool,
 
     // ---- handover / multiple SMs ----
     /// `sm_priority` (`-p`): SMInfo priority, 0..=15. Default 0.
@@ -519,6 +522,7 @@ impl Default for Options {
             nue_include_switches: false,
             torus_config: PathBuf::from("/etc/opensm/torus-2QoS.conf"),
             scatter_ports: 0,
+            guid_routing_order_no_scatter: false,
             sm_priority: 0,
             master_sm_priority: 0,
             ignore_other_sm: false,

@@ -115,7 +115,8 @@ fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
 
 impl Options {
     /// The routing engines' options, with the files they name **read now** (engines do no
-    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, plus `scatter_ports`,
+    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, `torus_config`,
+    /// `guid_routing_order_file`, plus `scatter_ports`, `guid_routing_order_no_scatter`,
     /// `port_profile_switch_nodes` and `max_op_vls` (0 becomes 1). Fields the engines have but ibsm's options do not keep
     /// [`EngineOptions::default`]'s values.
     #[must_use]
@@ -135,6 +136,8 @@ impl Options {
             nue_max_num_vls: self.nue_max_num_vls,
             nue_include_switches: self.nue_include_switches,
             torus_config: option_file(Some(&self.torus_config)),
+            guid_routing_order_file: option_file(self.guid_routing_order_file.as_ref()),
+            guid_routing_order_no_scatter: self.guid_routing_order_no_scatter,
             qos: self.qos,
             ..EngineOptions::default()
         }

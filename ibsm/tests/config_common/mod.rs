@@ -56,6 +56,7 @@ pub fn perturbed() -> Options {
         lfts_file: Some(PathBuf::from("/tmp/lfts")),
         port_profile_switch_nodes: true,
         scatter_ports: 7919,
+        guid_routing_order_no_scatter: true,
         do_mesh_analysis: true,
         lash_start_vl: 3,
         nue_max_num_vls: 4,

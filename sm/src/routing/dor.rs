@@ -46,10 +46,11 @@ impl RoutingEngine for Dor {
         &self,
         subnet: &Subnet,
         rng: &mut dyn rand::RngCore,
-        _log: &mut Vec<String>,
+        log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
+        super::minhop::log_routing_order(&self.opts, log);
         let lfts = balance(subnet, hm.graph(), &self.opts, scatter, &|si| {
             Candidates::lowest_dimension(&hm, si)
         });

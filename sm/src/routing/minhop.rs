@@ -11,6 +11,8 @@
 //!
 //! # Phase 2: egress ports
 //! Destinations are visited in OpenSM's `port_order_list` order:
+//! 0. with [`EngineOptions::guid_routing_order_file`], the end ports it lists by port GUID, in
+//!    its order (GUIDs of no end port, and repeats, skipped, as OpenSM does);
 //! 1. end ports attached to switches, grouped by switch; switches sorted by the number of
 //!    end-port links, descending, ties in `sw_guid_tbl` order (ascending GUID as a byte-swapped
 //!    `u64`, what OpenSM's `cl_qmap` keyed by a network-order GUID yields on x86), end ports of
@@ -38,6 +40,8 @@
 //! random (OpenSM `scatter_ports`, which also overrides the LMC spreading): each switch draws
 //! from its own ChaCha8 stream seeded from one value taken from the engine's RNG and the
 //! switch's GUID, so the result is reproducible for a seed and independent of thread count.
+//! With [`EngineOptions::guid_routing_order_no_scatter`] the ports of the routing order file
+//! are routed without it.
 //!
 //! The balancing loop (`balance`) takes its candidate lists from outside, so other engines
 //! (updn/dnup) reuse it with their own legal next hops.
@@ -48,8 +52,8 @@
 //! `osm_switch_recommend_path`. So a vanished end port changes only its own LIDs' entries,
 //! and a failed link only the routes that used it.
 //!
-//! Not modelled: `port_shifting`, hop-weight, port-search-ordering, GUID-routing-order and
-//! port-profile-ignore files.
+//! Not modelled: `port_shifting`, hop-weight, port-search-ordering and port-profile-ignore
+//! files.
 
 use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
@@ -71,11 +75,59 @@ struct Dest {
     base: u16,
     nlids: u16,
     kind: DestKind,
+    /// `scatter_ports` applies (not for the routing order file's ports with
+    /// `guid_routing_order_no_scatter`).
+    scatter: bool,
+}
+
+/// The port GUIDs of [`EngineOptions::guid_routing_order_file`], in order (empty without the
+/// file), or OpenSM's error line (ERR 3A0D) when it cannot be read or parsed; OpenSM then
+/// routes in the usual order.
+pub(crate) fn routing_order(opts: &EngineOptions) -> Result<Vec<ibmad::Guid>, String> {
+    let Some(f) = &opts.guid_routing_order_file else {
+        return Ok(Vec::new());
+    };
+    f.contents
+        .as_ref()
+        .map_err(String::clone)
+        .and_then(|t| super::updn::parse_guid_file(t).map_err(|e| e.to_string()))
+        .map(|v| v.into_iter().map(|(_, g)| g).collect())
+        .map_err(|e| {
+            format!(
+                "ucast_mgr_build_lfts: ERR 3A0D: cannot parse guid routing order file '{}': {e}",
+                f.path
+            )
+        })
+}
+
+/// Logs [`routing_order`]'s error, if any: for the engines that balance with [`balance`].
+pub(crate) fn log_routing_order(opts: &EngineOptions, log: &mut Vec<String>) {
+    if let Err(e) = routing_order(opts) {
+        log.push(e);
+    }
 }
 
 /// OpenSM's `port_order_list` (see the module docs), as destinations with LIDs.
-fn destinations(subnet: &Subnet, hm: &SwitchGraph) -> Vec<Dest> {
+fn destinations(subnet: &Subnet, hm: &SwitchGraph, opts: &EngineOptions) -> Vec<Dest> {
     let key = |g: ibmad::Guid| g.0.swap_bytes();
+    let mut listed = std::collections::HashSet::new();
+    let mut ports: Vec<(NodeId, PortNum)> = Vec::new();
+    // 0. The routing order file's ports first.
+    let first = routing_order(opts).unwrap_or_default();
+    if !first.is_empty() {
+        let by_guid: std::collections::HashMap<ibmad::Guid, (NodeId, PortNum)> = subnet
+            .end_ports()
+            .filter_map(|(n, p)| Some((subnet.port(n, p)?.guid, (n, p))))
+            .collect();
+        for g in &first {
+            if let Some(&np) = by_guid.get(g) {
+                if listed.insert(*g) {
+                    ports.push(np);
+                }
+            }
+        }
+    }
+    let ordered = ports.len();
     // Switches in sw_guid_tbl order, then stable-sorted by end-port links, descending.
     let mut sws: Vec<NodeId> = subnet.switches().collect();
     sws.sort_by_key(|&s| key(subnet.node(s).guid));
@@ -92,8 +144,6 @@ fn destinations(subnet: &Subnet, hm: &SwitchGraph) -> Vec<Dest> {
     let links: Vec<usize> = sws.iter().map(|&s| endport_links(s)).collect();
     let mut order: Vec<usize> = (0..sws.len()).collect();
     order.sort_by(|&a, &b| links[b].cmp(&links[a])); // stable
-    let mut listed = std::collections::HashSet::new();
-    let mut ports: Vec<(NodeId, PortNum)> = Vec::new();
     for i in order {
         let s = sws[i];
         for p in 1..=subnet.node(s).num_ports {
@@ -121,7 +171,8 @@ fn destinations(subnet: &Subnet, hm: &SwitchGraph) -> Vec<Dest> {
 
     ports
         .into_iter()
-        .filter_map(|(n, p)| {
+        .enumerate()
+        .filter_map(|(i, (n, p))| {
             let port = subnet.port(n, p)?;
             if port.lid == Lid::UNASSIGNED {
                 return None; // OpenSM ERR 3A04: port has LID 0, ignored
@@ -141,6 +192,7 @@ fn destinations(subnet: &Subnet, hm: &SwitchGraph) -> Vec<Dest> {
                 base: port.lid.0,
                 nlids,
                 kind,
+                scatter: i >= ordered || !opts.guid_routing_order_no_scatter,
             })
         })
         .collect()
@@ -252,7 +304,7 @@ fn balance_with(
         let top = max_lid(subnet);
         // Each row is filled with NO_PATH by `run`, on the thread routing it.
         let mut lfts = Lfts::with_slots_unfilled(hm.slots().clone(), top);
-        let dests = destinations(subnet, hm);
+        let dests = destinations(subnet, hm, opts);
         let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
         let ctx = Ctx {
             subnet,
@@ -294,13 +346,15 @@ impl RoutingEngine for MinHop {
         "minhop"
     }
 
-    /// Never fails: unreachable destinations get [`NO_PATH`]. Logs nothing.
+    /// Never fails: unreachable destinations get [`NO_PATH`]. Logs only a routing order file
+    /// it cannot read.
     fn route_logged(
         &self,
         subnet: &Subnet,
         rng: &mut dyn rand::RngCore,
-        _log: &mut Vec<String>,
+        log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
+        log_routing_order(&self.opts, log);
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
         Ok(Routes::new(self.route_with_seed(subnet, &hm, scatter)))
@@ -607,7 +661,7 @@ impl Ctx<'_> {
                         NO_PATH
                     } else if let Some(p) = kept.filter(|p| cand.of(t).contains(p)) {
                         p
-                    } else if let Some(r) = srng.as_mut() {
+                    } else if let (true, Some(r)) = (d.scatter, srng.as_mut()) {
                         cand.scattered(t, &counts, r).unwrap_or(NO_PATH)
                     } else if !self.lmc_routing {
                         match cand.least(t, &counts, &mut cursors) {

@@ -445,6 +445,13 @@ pub struct EngineOptions {
     pub nue_include_switches: bool,
     /// [`torus_config`]: torus-2QoS.conf, as read by the caller.
     pub torus_config: Option<OptionFile>,
+    /// `guid_routing_order_file`: port GUIDs, one per line, that the engines balancing with
+    /// [`minhop`]'s loop (minhop, updn, dnup, dor, dfp) route first, in this order, before
+    /// the usual order (OpenSM's `port_order_list`); as read by the caller.
+    pub guid_routing_order_file: Option<OptionFile>,
+    /// `guid_routing_order_no_scatter`: the ports of the routing order file are routed
+    /// without `scatter_ports`; default false.
+    pub guid_routing_order_no_scatter: bool,
     /// The LFTs the switches hold now, by switch GUID; `None` = OpenSM's
     /// `ignore_existing_lfts` (every route chosen afresh). With them, the engines that
     /// balance with [`minhop`]'s loop (minhop, updn, dnup, dor, dfp) keep an entry whose port
@@ -508,6 +515,8 @@ impl Default for EngineOptions {
             nue_max_num_vls: 1,
             nue_include_switches: false,
             torus_config: None,
+            guid_routing_order_file: None,
+            guid_routing_order_no_scatter: false,
             existing_lfts: None,
         }
     }
@@ -515,13 +524,14 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The files these options name, by OpenSM option name.
-    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 5] {
+    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 6] {
         [
             ("root_guid_file", &mut self.root_guid_file),
             ("lfts_file", &mut self.lfts_file),
             ("cn_guid_file", &mut self.cn_guid_file),
             ("io_guid_file", &mut self.io_guid_file),
             ("torus_config", &mut self.torus_config),
+            ("guid_routing_order_file", &mut self.guid_routing_order_file),
         ]
     }
 

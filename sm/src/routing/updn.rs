@@ -269,6 +269,7 @@ impl UpDn {
         let ranked: Vec<bool> = key.iter().map(|k| k.0 != UNRANKED).collect();
         let dist = UpDnDist::build(&hm, &ranked, &order, &first);
         let scatter = scatter_seed(&self.opts, rng);
+        super::minhop::log_routing_order(&self.opts, log);
         let cands = |si: usize| dist.candidates(&hm, si, &first);
         Ok(Routes::new(balance(
             subnet, &hm, &self.opts, scatter, &cands,
