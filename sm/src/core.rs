@@ -717,11 +717,16 @@ impl Sm {
             return;
         };
         // TrapRepress (IBA vol1 §13.4.9): same TID, attribute and Notice, method 0x07, back to
-        // the issuer. Traps are LID-routed; a directed-route one is not answered.
+        // the issuer. Traps are LID-routed; a directed-route one is not answered. It carries
+        // the M_Key the SM gives every port, as OpenSM puts the issuing port's M_Key in it
+        // (`osm_trap_rcv.c`): the trap's own field may be 0, and a TrapRepress with the wrong
+        // key fails the issuer's M_Key check at any protection level, so the trap is
+        // resent and each repress counts a violation and raises trap 256.
         if !smp.is_dr() {
             let mut rep = *smp;
             rep.method = Method::TRAP_REPRESS.0;
             rep.status.set(0);
+            rep.m_key.set(self.cfg.m_key);
             let own = self.sweep.own_port_lid();
             let m = MadMeta {
                 port: meta.port,
