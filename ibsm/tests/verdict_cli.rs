@@ -541,12 +541,16 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         text.lines().any(|l| l == "# babbling_port_policy FALSE"),
         "{text}"
     );
-    let lease = text.find("\nm_key_lease_period 0").unwrap();
-    assert!(text[..=lease].ends_with(
-        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: 0\n"
-    ));
+    let roots = text.find("\nconnect_roots FALSE").unwrap();
+    assert!(text[..=roots].ends_with(
+        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: FALSE\n"
+    ), "{text}");
     // Implemented keys are not marked.
     for key in [
+        "m_key_lease_period 0",
+        "m_key_protection_level 0",
+        "guid_routing_order_file ",
+        "guid_routing_order_no_scatter FALSE",
         "sweep_on_trap TRUE",
         "qos_policy_file ",
         "sminfo_polling_timeout ",
@@ -589,13 +593,13 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("babbling_port_policy TRUE\nm_key_lease_period 60\n");
+    let err = warnings_for("babbling_port_policy TRUE\nconnect_roots TRUE\n");
     assert!(
         err.contains("babbling_port_policy TRUE is not implemented"),
         "{err}"
     );
     assert!(
-        err.contains("m_key_lease_period 60: not implemented by ibsm yet"),
+        err.contains("connect_roots TRUE: not implemented by ibsm yet"),
         "{err}"
     );
     // Implemented: no warning whatever its value.
@@ -606,12 +610,14 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         "sminfo_polling_timeout 500\npolling_retry_number 2\n",
         "master_sm_priority 14\nignore_other_sm TRUE\n",
         "force_heavy_sweep TRUE\nhonor_guid2lid_file TRUE\n",
+        "m_key_protection_level 1\nm_key_lease_period 60\n",
+        "guid_routing_order_file /dev/null\nguid_routing_order_no_scatter TRUE\n",
     ] {
         let err = warnings_for(implemented);
         assert!(!err.contains("not implemented"), "{implemented}: {err}");
     }
-    let err = warnings_for("babbling_port_policy FALSE\nm_key_lease_period 0\n");
-    assert!(!err.contains("m_key_lease_period"), "{err}");
+    let err = warnings_for("babbling_port_policy FALSE\nconnect_roots FALSE\n");
+    assert!(!err.contains("connect_roots"), "{err}");
     assert!(!err.contains("babbling_port_policy"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

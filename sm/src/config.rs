@@ -94,6 +94,14 @@ pub struct SmConfig {
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
     pub m_key: u64,
+    /// PortInfo.M_KeyProtectBits written with the M_Key (`m_key_protection_level`, 0..=3,
+    /// default 0). An SMP with another M_Key can never Set; at 0 its Get reads the M_Key, at
+    /// 1 the M_Key reads as 0, at 2 and 3 the Get fails too (IBA vol1 §14.2.4.1).
+    pub m_key_protection_level: u8,
+    /// PortInfo.M_KeyLeasePeriod written with the M_Key, in seconds (`m_key_lease_period`,
+    /// default 0 = the protection never lapses): after this long without an SMP carrying the
+    /// right M_Key a port drops its protection, so a new SM can take over the subnet.
+    pub m_key_lease_period: u16,
     /// PortInfo.GidPrefix written into every end port (`subnet_prefix`, default
     /// 0xfe80000000000000, the link-local prefix OpenSM writes).
     pub subnet_prefix: u64,
@@ -168,6 +176,8 @@ impl Default for SmConfig {
             no_clients_rereg: false,
             sm_key: 1,
             m_key: 0,
+            m_key_protection_level: 0,
+            m_key_lease_period: 0,
             subnet_prefix: 0xfe80_0000_0000_0000,
             sweep_interval: Duration::from_secs(10),
             seed: 0,

@@ -811,6 +811,9 @@ pub fn desired_port_info(
         want.set_master_sm_sl(0);
         want.set_subnet_timeout(cfg.subnet_timeout);
         want.m_key.set(cfg.m_key);
+        // OpenSM lid_mgr_set_physp_pi / link_mgr_set_physp_pi.
+        want.m_key_lease_period.set(cfg.m_key_lease_period);
+        want.set_m_key_protect_bits(cfg.m_key_protection_level.min(3));
         want.gid_prefix.set(cfg.subnet_prefix);
     }
     if p.0 >= 1 {

@@ -1261,8 +1261,6 @@ pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
 pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
     // `ibsm run` binds by --ca/--port; only `ibsm sim` reads -g (where the SM attaches).
     "guid",
-    "m_key_lease_period",
-    "m_key_protection_level",
     "connect_roots",
     "max_reverse_hops",
     "daemon",

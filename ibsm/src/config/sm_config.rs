@@ -69,6 +69,8 @@ impl Options {
             honor_guid2lid_file: self.honor_guid2lid_file,
             sm_key: self.sm_key,
             m_key: self.m_key.0,
+            m_key_protection_level: self.m_key_protection_level,
+            m_key_lease_period: self.m_key_lease_period,
             subnet_prefix: self.subnet_prefix,
             sweep_interval: Duration::from_secs(self.sweep_interval.into()),
             seed: self.scatter_ports.into(),
