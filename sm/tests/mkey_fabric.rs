@@ -101,7 +101,7 @@ fn the_sm_protects_every_end_port_with_its_m_key() {
         dlid: Lid::PERMISSIVE,
         ..Default::default()
     };
-    let mut answer = |f: &mut Fabric, sm: &mut Sm, smp: Smp| -> Option<PortInfo> {
+    let answer = |f: &mut Fabric, sm: &mut Sm, smp: Smp| -> Option<PortInfo> {
         f.sm_send(tool, &dr, smp.as_bytes()).unwrap();
         let until = f.now() + std::time::Duration::from_millis(50);
         drive(f, h, sm, until);
