@@ -94,6 +94,10 @@ pub struct SmConfig {
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
     pub m_key: u64,
+    /// PortInfo.MasterSMSL, the SL a port reaches the SM and SA on (`sm_sl`, default 0), where
+    /// the routing engine gives no path SL; where it does, the port's path SL to the SM's LID,
+    /// as OpenSM's `link_mgr_get_smsl`.
+    pub sm_sl: u8,
     /// PortInfo.M_KeyProtectBits written with the M_Key (`m_key_protection_level`, 0..=3,
     /// default 0). An SMP with another M_Key can never Set; at 0 its Get reads the M_Key, at
     /// 1 the M_Key reads as 0, at 2 and 3 the Get fails too (IBA vol1 §14.2.4.1).
@@ -176,6 +180,7 @@ impl Default for SmConfig {
             no_clients_rereg: false,
             sm_key: 1,
             m_key: 0,
+            sm_sl: 0,
             m_key_protection_level: 0,
             m_key_lease_period: 0,
             subnet_prefix: 0xfe80_0000_0000_0000,

@@ -23,8 +23,9 @@
 //! driven by the sweep pipeline ([`crate::sweep`]).
 //!
 //! PortInfo policy (OpenSM `osm_link_mgr.c` / `osm_lid_mgr.c` values):
-//! - end ports (CA ports, switch port 0): LID, LMC, MasterSMLID, MasterSMSL = 0,
-//!   SubnetTimeOut, M_Key, GidPrefix;
+//! - end ports (CA ports, switch port 0): LID, LMC, MasterSMLID, MasterSMSL (the engine's
+//!   path SL from the port to the SM, else `sm_sl`: [`master_sm_sl`]), SubnetTimeOut, M_Key,
+//!   M_KeyProtectBits, M_KeyLeasePeriod, GidPrefix;
 //! - linked physical ports (CA ports, switch ports ≥ 1 with a discovered neighbour):
 //!   NeighborMTU = min(MTUCap of both ends), OperationalVLs = min(VLCap of both ends,
 //!   max_op_vls), VLHighLimit, and LinkWidthEnabled / LinkSpeedEnabled / LinkSpeedExtEnabled
@@ -358,7 +359,7 @@ impl Programmer {
                 let Some(cur) = s.port(id, p).and_then(|x| x.info) else {
                     continue;
                 };
-                let Some(want) = desired_port_info(cfg, s, id, p, sm_lid)
+                let Some(want) = desired_port_info(cfg, s, id, p, sm_lid, routes)
                     .map(|w| with_enforcement(w, &self.pkeys, id, p))
                 else {
                     continue;
@@ -655,6 +656,7 @@ impl Programmer {
 pub(crate) fn state_pass(
     cfg: &SmConfig,
     disc: &Discovery,
+    routes: Option<&Routes>,
     pkeys: &PkeyPlan,
     sm_lid: Lid,
     from: PortState,
@@ -672,7 +674,8 @@ pub(crate) fn state_pass(
                 continue;
             };
             let want = if with_config {
-                desired_port_info(cfg, s, id, p, sm_lid).map(|w| with_enforcement(w, pkeys, id, p))
+                desired_port_info(cfg, s, id, p, sm_lid, routes)
+                    .map(|w| with_enforcement(w, pkeys, id, p))
             } else {
                 None
             };
@@ -789,8 +792,22 @@ pub fn with_enforcement(mut want: PortInfo, pkeys: &PkeyPlan, id: NodeId, p: Por
     want
 }
 
+/// PortInfo.MasterSMSL of an end port whose LID is `lid`: the SL the routing engine gives the
+/// path from it to the SM's LID, with `sm_sl` as the request's hint (torus-2QoS keeps its QoS
+/// bit), where the engine assigns path SLs; else `sm_sl`. OpenSM `link_mgr_get_smsl`: SA
+/// queries and traps from the port then ride the SL the engine made deadlock-free.
+#[must_use]
+pub fn master_sm_sl(cfg: &SmConfig, routes: Option<&Routes>, lid: Lid, sm_lid: Lid) -> u8 {
+    routes
+        .and_then(|r| r.path_sl.as_ref())
+        .filter(|_| lid != Lid::UNASSIGNED && sm_lid != Lid::UNASSIGNED)
+        .and_then(|t| t.granted(lid, sm_lid, cfg.sm_sl))
+        .unwrap_or(cfg.sm_sl)
+        & 0x0F
+}
+
 /// The PortInfo the port should hold, derived from what it holds now (`None` if the port was
-/// never read).
+/// never read); `routes` give the MasterSMSL ([`master_sm_sl`]).
 #[must_use]
 pub fn desired_port_info(
     cfg: &SmConfig,
@@ -798,6 +815,7 @@ pub fn desired_port_info(
     id: NodeId,
     p: PortNum,
     sm_lid: Lid,
+    routes: Option<&Routes>,
 ) -> Option<PortInfo> {
     let node = subnet.node(id);
     let port = subnet.port(id, p)?;
@@ -808,7 +826,7 @@ pub fn desired_port_info(
         want.lid.set(port.lid.0);
         want.set_lmc(port.lmc);
         want.master_sm_lid.set(sm_lid.0);
-        want.set_master_sm_sl(0);
+        want.set_master_sm_sl(master_sm_sl(cfg, routes, port.lid, sm_lid));
         want.set_subnet_timeout(cfg.subnet_timeout);
         want.m_key.set(cfg.m_key);
         // OpenSM lid_mgr_set_physp_pi / link_mgr_set_physp_pi.
@@ -1077,8 +1095,9 @@ mod tests {
     fn force_link_options_as_opensm() {
         let (mut s, sw, ca) = two_nodes();
         let d = SmConfig::default();
-        let want =
-            |s: &Subnet, cfg: &SmConfig| desired_port_info(cfg, s, sw, PortNum(3), Lid(7)).unwrap();
+        let want = |s: &Subnet, cfg: &SmConfig| {
+            desired_port_info(cfg, s, sw, PortNum(3), Lid(7), None).unwrap()
+        };
         // A port that already enables everything it supports: "set to supported" leaves it.
         for q in [(sw, PortNum(3)), (ca, PortNum(1))] {
             let i = s.port_mut(q.0, q.1).unwrap().info.as_mut().unwrap();
@@ -1170,7 +1189,7 @@ mod tests {
             max_op_vls: 2,
             ..SmConfig::default()
         };
-        let w = desired_port_info(&cfg, &s, sw, PortNum(3), Lid(7)).unwrap();
+        let w = desired_port_info(&cfg, &s, sw, PortNum(3), Lid(7), None).unwrap();
         assert_eq!(w.neighbor_mtu(), 4);
         assert_eq!(w.operational_vls(), 2);
         // OpenSM's force_link_* defaults, "set to supported", are written as they are (15);
@@ -1178,7 +1197,7 @@ mod tests {
         assert_eq!(w.link_width_enabled, 0);
         assert_eq!(w.link_speed_enabled(), 15);
         assert_eq!(w.lid.get(), 0, "a switch external port gets no LID");
-        let c = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
+        let c = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7), None).unwrap();
         assert_eq!(c.lid(), Lid(7));
         assert_eq!(c.master_sm_lid(), Lid(7));
         assert_eq!(c.subnet_timeout(), 18);
@@ -1188,7 +1207,7 @@ mod tests {
             "OpenSM's link-local prefix"
         );
         assert_eq!(w.gid_prefix.get(), 0, "external switch ports keep theirs");
-        let z = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
+        let z = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7), None).unwrap();
         assert_eq!(z.lid(), Lid(1));
         assert_eq!(z.neighbor_mtu(), 0, "port 0 has no link");
     }
@@ -1212,7 +1231,7 @@ mod tests {
             ..SmConfig::default()
         };
         let hl = |cfg: &SmConfig, n: NodeId, p: u8| {
-            desired_port_info(cfg, &s, n, PortNum(p), Lid(7))
+            desired_port_info(cfg, &s, n, PortNum(p), Lid(7), None)
                 .unwrap()
                 .vl_high_limit
         };
@@ -1234,7 +1253,7 @@ mod tests {
         let (s, _sw, ca) = two_nodes();
         let cfg = SmConfig::default();
         let cur = s.port(ca, PortNum(1)).unwrap().info.unwrap();
-        let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
+        let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7), None).unwrap();
         let set = config_set(&cur, &want).unwrap();
         assert_eq!(set.port_state(), PortState::NO_CHANGE);
         assert_eq!(set.phys_state(), PhysState::NO_CHANGE);
@@ -1251,7 +1270,7 @@ mod tests {
         let mut cur = s.port(ca, PortNum(1)).unwrap().info.unwrap();
         cur.capability_mask.set(IS_CLIENT_REREG_SUP);
         s.port_mut(ca, PortNum(1)).unwrap().info = Some(cur);
-        let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7)).unwrap();
+        let want = desired_port_info(&cfg, &s, ca, PortNum(1), Lid(7), None).unwrap();
         let rereg = |cfg: &SmConfig, id, p, cur: &PortInfo, want: &PortInfo, new_master| {
             client_reregister(cfg, &s, id, PortNum(p), cur, want, new_master)
         };
@@ -1265,7 +1284,7 @@ mod tests {
         unsup.capability_mask.set(0);
         assert!(!rereg(&cfg, ca, 1, &unsup, &want, true));
         let sw_cur = s.port(sw, PortNum(0)).unwrap().info.unwrap();
-        let sw_want = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7)).unwrap();
+        let sw_want = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7), None).unwrap();
         assert!(!rereg(&cfg, sw, 0, &sw_cur, &sw_want, true));
         let off = SmConfig {
             no_clients_rereg: true,

@@ -1767,6 +1767,7 @@ impl Sweep {
         let reqs = program::state_pass(
             cx.cfg,
             &self.disc,
+            self.routes.as_deref(),
             self.program.pkey_plan(),
             self.sm_lid,
             PortState::INIT,
@@ -1785,6 +1786,7 @@ impl Sweep {
         let reqs = program::state_pass(
             cx.cfg,
             &self.disc,
+            self.routes.as_deref(),
             self.program.pkey_plan(),
             self.sm_lid,
             PortState::ARMED,

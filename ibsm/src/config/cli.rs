@@ -88,6 +88,11 @@ static CLI: &[CliOpt] = &[
         help: "LFTs for the file routing engine" },
     CliOpt { short: None, long: &["scatter-ports", "scatter_ports"], metavar: Some("SEED"), act: Act::Key("scatter_ports"),
         help: "random seed for choosing among equal ports (0: off)" },
+    CliOpt { short: None, long: &["guid_routing_order_no_scatter"], metavar: None,
+        act: Act::Flag(|o| o.guid_routing_order_no_scatter = true),
+        help: "route the guid_routing_order_file's ports without scatter_ports" },
+    CliOpt { short: None, long: &["sm_sl"], metavar: Some("SL"), act: Act::Key("sm_sl"),
+        help: "SL of SM/SA traffic (PortInfo.MasterSMSL) where the engine gives none" },
     CliOpt { short: None, long: &["do_mesh_analysis"], metavar: None, act: Act::Flag(|o| o.do_mesh_analysis = true),
         help: "lash: treat parallel links as one, routes shared round-robin" },
     CliOpt { short: None, long: &["lash_start_vl"], metavar: Some("VL"), act: Act::Key("lash_start_vl"),
@@ -182,9 +187,7 @@ static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
     (Some('I'), "inactive"),
     (None, "prefix_routes_file"),
     (None, "consolidate_ipv6_snm_req"),
-    (None, "sm_sl"),
     (None, "log_prefix"),
-    (None, "guid_routing_order_no_scatter"),
 ];
 
 /// An extra option a subcommand accepts besides the shared SM options (e.g. `ibsm sim`'s

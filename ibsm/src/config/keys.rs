@@ -242,6 +242,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "sm_sl",
+        section: Section::Device,
+        doc: &["sm_sl determines SMSL used for SM/SA communication"],
+        get: |o| o.sm_sl.to_string(),
+        set: |o, v| {
+            o.sm_sl = u8_in(v, 0, 15)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "packet_life_time",
         section: Section::Device,
         doc: &[

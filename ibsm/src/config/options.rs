@@ -273,6 +273,9 @@ pub struct Options {
     pub subnet_prefix: u64,
     /// `lmc`: LID mask control, 0..=7; every port gets 2^lmc LIDs. Default 0.
     pub lmc: u8,
+    /// `sm_sl`: the SL ports reach the SM and SA on (PortInfo.MasterSMSL), where the routing
+    /// engine gives no path SL. Default 0.
+    pub sm_sl: u8,
     /// `packet_life_time`: switch packet lifetime code, 0..=31 (≥ 0x14 = infinite). Default 0x12.
     pub packet_life_time: u8,
     /// `max_op_vls`: cap on PortInfo:OperationalVLs, 0..=5 (1 = VL0 … 5 = VL0–14; 0 acts as 1).
@@ -487,6 +490,7 @@ impl Default for Options {
             sa_key: 1,
             subnet_prefix: 0xfe80_0000_0000_0000,
             lmc: 0,
+            sm_sl: 0,
             packet_life_time: 0x12,
             max_op_vls: 5,
             qos: false,

@@ -17,6 +17,7 @@ pub fn perturbed() -> Options {
         sa_key: 0x5a5a,
         subnet_prefix: 0xfec0_0000_0000_0001,
         lmc: 2,
+        sm_sl: 5,
         packet_life_time: 0x13,
         max_op_vls: 3,
         force_link_speed: 7,
