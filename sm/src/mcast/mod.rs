@@ -156,8 +156,8 @@ impl MasterTree {
 /// A routing engine's unicast load on every switch-to-switch channel, as it left it after
 /// routing (OpenSM's dfsssp, sssp and nue link weights), for trees grown by Dijkstra (see the
 /// module docs). Keyed by the [`NodeId`]s of the subnet that was routed: until the next
-/// routing, a channel the engine did not see weighs `base` alone, which can only move a tree
-/// onto another shortest branch, never make it less of a tree.
+/// routing, a channel the engine did not see weighs `base` alone. The weights only steer
+/// which links a tree takes; it is a spanning tree of the members whatever they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChannelLoads {
     /// Added to every channel's load: OpenSM's `D²`, `D` the destination LIDs, so that a
