@@ -413,37 +413,37 @@ pub enum RouteError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
     /// Count routes to switch LIDs in the per-port balancing counters
-    /// [`port_profile_switch_nodes`]; OpenSM default false.
+    /// `port_profile_switch_nodes`; OpenSM default false.
     pub port_profile_switch_nodes: bool,
-    /// [`scatter_ports`]: 0 = off; otherwise minhop and updn choose at random (from the RNG
+    /// `scatter_ports`: 0 = off; otherwise minhop and updn choose at random (from the RNG
     /// handed to the engine, so reproducibly) among the equally loaded minimum-hop ports.
     pub scatter_ports: u64,
-    /// [`root_guid_file`] for updn/dnup, as read by the caller (engines do no I/O).
+    /// `root_guid_file` for updn/dnup, as read by the caller (engines do no I/O).
     pub root_guid_file: Option<OptionFile>,
-    /// [`lfts_file`] for the `file` engine, as read by the caller.
+    /// `lfts_file` for the `file` engine, as read by the caller.
     pub lfts_file: Option<OptionFile>,
-    /// [`cn_guid_file`] for ftree: compute-node port GUIDs, as read by the caller.
+    /// `cn_guid_file` for ftree: compute-node port GUIDs, as read by the caller.
     pub cn_guid_file: Option<OptionFile>,
-    /// [`io_guid_file`] for ftree: I/O-node port GUIDs, as read by the caller.
+    /// `io_guid_file` for ftree: I/O-node port GUIDs, as read by the caller.
     pub io_guid_file: Option<OptionFile>,
-    /// [`qos`]: QoS programming is on (`-Q`). Engines that need it (OpenSM's torus-2QoS,
+    /// `qos`: QoS programming is on (`-Q`). Engines that need it (OpenSM's torus-2QoS,
     /// lash, dfsssp) fail when it is off; see [`vl`] for what the SM does with VL parts either
     /// way. Default false.
     pub qos: bool,
-    /// [`max_op_vls`], 1..=5 (0 acts as 1): the cap on PortInfo.OperationalVLs the SM programs,
+    /// `max_op_vls`, 1..=5 (0 acts as 1): the cap on PortInfo.OperationalVLs the SM programs,
     /// which with the ports' VLCap bounds the VLs an engine may use ([`vl::VlBudget::of`]).
     /// Default 5 (VL0–14), as OpenSM.
     pub max_op_vls: u8,
-    /// [`lash_start_vl`]: the first SL (and VL) lash uses; default 0.
+    /// `lash_start_vl`: the first SL (and VL) lash uses; default 0.
     pub lash_start_vl: u8,
-    /// [`do_mesh_analysis`] for lash: parallel links count as one, their routes shared
+    /// `do_mesh_analysis` for lash: parallel links count as one, their routes shared
     /// round-robin; default false.
     pub do_mesh_analysis: bool,
-    /// [`nue_max_num_vls`]: the VLs (layers) nue may use, 0 = all the ports allow; default 1.
+    /// `nue_max_num_vls`: the VLs (layers) nue may use, 0 = all the ports allow; default 1.
     pub nue_max_num_vls: u8,
-    /// [`nue_include_switches`]: nue routes switch LIDs deadlock-free too; default false.
+    /// `nue_include_switches`: nue routes switch LIDs deadlock-free too; default false.
     pub nue_include_switches: bool,
-    /// [`torus_config`]: torus-2QoS.conf, as read by the caller.
+    /// `torus_config`: torus-2QoS.conf, as read by the caller.
     pub torus_config: Option<OptionFile>,
     /// `guid_routing_order_file`: port GUIDs, one per line, that the engines balancing with
     /// [`minhop`]'s loop (minhop, updn, dnup, dor, dfp) route first, in this order, before
