@@ -12,7 +12,8 @@
 #
 # usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos]
 #                        [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE]
-#                        [--guid-routing-order FILE] TOPOLOGY.net
+#                        [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots]
+#                        TOPOLOGY.net
 #
 #   --partitions FILE   both SMs read this partitions.conf (-P FILE): P_Key tables, the groups
 #                       the partitions pre-create (MCG, MCMR: mtu=, rate=, sl=, scope=, Q_Key=
@@ -26,6 +27,8 @@
 #   --torus-config FILE the torus-2QoS.conf both SMs read (--torus_config FILE)
 #   --guid-routing-order FILE  the guid_routing_order_file both SMs read (-X FILE): the port
 #                       GUIDs minhop, updn, dnup and dor route first (LFTR shows the tables)
+#   --root-guid-file FILE  the root_guid_file both SMs read (-a FILE), for updn
+#   --connect-roots     both SMs with connect_roots (-z): updn routes the roots' LIDs min-hop
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #
@@ -79,6 +82,8 @@ policy=
 engine=
 tconf=
 order=
+roots=
+connect=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
@@ -89,12 +94,14 @@ while [ $# -gt 0 ]; do
         --routing) engine=${2:-}; shift 2 ;;
         --torus-config) tconf=${2:-}; shift 2 ;;
         --guid-routing-order) order=${2:-}; shift 2 ;;
+        --root-guid-file) roots=${2:-}; shift 2 ;;
+        --connect-roots) connect=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) net=$1; shift ;;
     esac
 done
-[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] TOPOLOGY.net" >&2; exit 2; }
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots] TOPOLOGY.net" >&2; exit 2; }
 absolute() { # option file: the file's absolute path, or exit 2 if it cannot be read
     [ -r "$2" ] || { echo "$1: cannot read $2" >&2; exit 2; }
     echo "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
@@ -106,6 +113,8 @@ sm_args=()
 [ -z "$engine" ] || sm_args+=(-R "$engine")
 [ -z "$tconf" ] || sm_args+=(--torus_config "$(absolute --torus-config "$tconf")") || exit 2
 [ -z "$order" ] || sm_args+=(-X "$(absolute --guid-routing-order "$order")") || exit 2
+[ -z "$roots" ] || sm_args+=(-a "$(absolute --root-guid-file "$roots")") || exit 2
+[ $connect = 0 ] || sm_args+=(-z)
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
 for prog in opensm saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }

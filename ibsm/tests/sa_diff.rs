@@ -411,3 +411,79 @@ fn guid_routing_order_matches_opensm_on_ibsim() {
         "{out}"
     );
 }
+
+/// `connect_roots` (`-z`) with updn against OpenSM: the spines of a two-level fat tree given
+/// as roots reach each other only down and up again, which up/down forbids; with
+/// connect_roots both SMs route the roots' LIDs by min-hop, and every switch's LFT (LFTR)
+/// equals OpenSM's. Without it ibsm's updn leaves the spine-to-spine entries unset.
+#[test]
+fn connect_roots_matches_opensm_on_ibsim() {
+    use sm::routing::{route_chain_with, EngineOptions, OptionFile};
+    let dir = umad::testutil::TempDir::new("sa-diff-roots").unwrap();
+    let topo = fabric_sim::topo::Topology::generate("fat-tree:2,8").unwrap();
+    let net = dir.path().join("ft.net");
+    std::fs::write(&net, topo.to_net()).unwrap();
+    let mut s = fabric_sim::topo::subnet::to_subnet(&topo);
+    sm::lid::assign_lids(
+        &mut s,
+        &sm::lid::LidConfig {
+            lmc: 0,
+            reassign_lids: false,
+        },
+        &sm::lid::Guid2Lid::new(),
+    )
+    .unwrap();
+    // The spines: the switches without CAs.
+    let spines: Vec<sm::NodeId> = s
+        .switches()
+        .filter(|&sw| {
+            (1..=s.node(sw).num_ports).all(|p| {
+                s.port(sw, ibmad::PortNum(p))
+                    .and_then(|x| x.remote)
+                    .is_none_or(|(r, _)| s.node(r).is_switch())
+            })
+        })
+        .collect();
+    assert!(spines.len() >= 2, "{} spines", spines.len());
+    let text: String = spines
+        .iter()
+        .map(|&sw| format!("0x{:016x}\n", s.node(sw).guid.0))
+        .collect();
+    let roots = dir.path().join("root-guids.txt");
+    std::fs::write(&roots, &text).unwrap();
+    let spine_to_spine = |connect: bool| {
+        let opts = EngineOptions {
+            root_guid_file: Some(OptionFile::from_text("roots", &text)),
+            connect_roots: connect,
+            ..EngineOptions::default()
+        };
+        let out = route_chain_with(&["updn".to_string()], true, &s, 0, &opts).unwrap();
+        let lid = s.lid_of(spines[1], ibmad::PortNum(0));
+        out.routes.lfts.get(spines[0], lid)
+    };
+    assert_eq!(
+        spine_to_spine(false),
+        None,
+        "up/down routes no spine to a spine"
+    );
+    assert!(spine_to_spine(true).is_some(), "connect_roots routes them");
+    let out = run_on(
+        "ibsim",
+        &net,
+        &[
+            "--routing",
+            "updn",
+            "--root-guid-file",
+            roots.to_str().unwrap(),
+            "--connect-roots",
+        ],
+    );
+    if out.is_empty() {
+        return; // skipped
+    }
+    let switches = topo.num_switches();
+    assert!(
+        out.contains(&format!(" LFTR opensm={switches} ibsm={switches} PASS")),
+        "{out}"
+    );
+}

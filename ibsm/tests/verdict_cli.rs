@@ -541,13 +541,14 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         text.lines().any(|l| l == "# babbling_port_policy FALSE"),
         "{text}"
     );
-    let roots = text.find("\nconnect_roots FALSE").unwrap();
-    assert!(text[..=roots].ends_with(
-        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: FALSE\n"
+    let hops = text.find("\nmax_reverse_hops 0").unwrap();
+    assert!(text[..=hops].ends_with(
+        "# NOT IMPLEMENTED by ibsm yet: accepted, has no effect (warned if not the default)\n# Default: 0\n"
     ), "{text}");
     // Implemented keys are not marked.
     for key in [
         "m_key_lease_period 0",
+        "connect_roots FALSE",
         "m_key_protection_level 0",
         "guid_routing_order_file ",
         "guid_routing_order_no_scatter FALSE",
@@ -593,13 +594,13 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("babbling_port_policy TRUE\nconnect_roots TRUE\n");
+    let err = warnings_for("babbling_port_policy TRUE\nmax_reverse_hops 2\n");
     assert!(
         err.contains("babbling_port_policy TRUE is not implemented"),
         "{err}"
     );
     assert!(
-        err.contains("connect_roots TRUE: not implemented by ibsm yet"),
+        err.contains("max_reverse_hops 2: not implemented by ibsm yet"),
         "{err}"
     );
     // Implemented: no warning whatever its value.
@@ -612,12 +613,13 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         "force_heavy_sweep TRUE\nhonor_guid2lid_file TRUE\n",
         "m_key_protection_level 1\nm_key_lease_period 60\n",
         "guid_routing_order_file /dev/null\nguid_routing_order_no_scatter TRUE\n",
+        "connect_roots TRUE\nsm_sl 2\n",
     ] {
         let err = warnings_for(implemented);
         assert!(!err.contains("not implemented"), "{implemented}: {err}");
     }
-    let err = warnings_for("babbling_port_policy FALSE\nconnect_roots FALSE\n");
-    assert!(!err.contains("connect_roots"), "{err}");
+    let err = warnings_for("babbling_port_policy FALSE\nmax_reverse_hops 0\n");
+    assert!(!err.contains("max_reverse_hops"), "{err}");
     assert!(!err.contains("babbling_port_policy"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

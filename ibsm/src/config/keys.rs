@@ -1271,7 +1271,6 @@ pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
 pub(crate) static NOT_IMPLEMENTED: &[&str] = &[
     // `ibsm run` binds by --ca/--port; only `ibsm sim` reads -g (where the SM attaches).
     "guid",
-    "connect_roots",
     "max_reverse_hops",
     "daemon",
 ];

@@ -141,6 +141,7 @@ impl Options {
             torus_config: option_file(Some(&self.torus_config)),
             guid_routing_order_file: option_file(self.guid_routing_order_file.as_ref()),
             guid_routing_order_no_scatter: self.guid_routing_order_no_scatter,
+            connect_roots: self.connect_roots,
             qos: self.qos,
             ..EngineOptions::default()
         }

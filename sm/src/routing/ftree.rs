@@ -131,6 +131,7 @@ pub struct FatTree {
     cn_file: Option<OptionFile>,
     io_file: Option<OptionFile>,
     root_file: Option<OptionFile>,
+    connect_roots: bool,
 }
 
 impl FatTree {
@@ -141,6 +142,7 @@ impl FatTree {
             cn_file: opts.cn_guid_file.clone(),
             io_file: opts.io_guid_file.clone(),
             root_file: opts.root_guid_file.clone(),
+            connect_roots: opts.connect_roots,
         }
     }
 }
@@ -237,6 +239,12 @@ impl RoutingEngine for FatTree {
             ft.cn_count,
             ft.max_cn_per_leaf
         ));
+        if self.connect_roots {
+            log.push(
+                "fabric_route_roots: connect_roots is not implemented by ibsm's ftree; routes between roots stay unset"
+                    .to_string(),
+            );
+        }
         Ok(Routes::new(ft.route(subnet)))
     }
 }

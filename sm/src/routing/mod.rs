@@ -452,6 +452,10 @@ pub struct EngineOptions {
     /// `guid_routing_order_no_scatter`: the ports of the routing order file are routed
     /// without `scatter_ports`; default false.
     pub guid_routing_order_no_scatter: bool,
+    /// `connect_roots` (`-z`): updn routes the LIDs of its root switches (and the CAs on them)
+    /// by plain min-hop, so roots reach each other, which up/down alone does not allow
+    /// (OpenSM `updn_clear_non_root_hops`); not deadlock-free for that traffic. Default false.
+    pub connect_roots: bool,
     /// The LFTs the switches hold now, by switch GUID; `None` = OpenSM's
     /// `ignore_existing_lfts` (every route chosen afresh). With them, the engines that
     /// balance with [`minhop`]'s loop (minhop, updn, dnup, dor, dfp) keep an entry whose port
@@ -517,6 +521,7 @@ impl Default for EngineOptions {
             torus_config: None,
             guid_routing_order_file: None,
             guid_routing_order_no_scatter: false,
+            connect_roots: false,
             existing_lfts: None,
         }
     }

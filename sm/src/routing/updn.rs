@@ -30,6 +30,13 @@
 //! possible. `updn` forbids down→up, `dnup` forbids up→down (with leaves as rank 0, i.e. routes
 //! climb away from the leaves first and come back toward them).
 //!
+//! # connect_roots
+//! With [`EngineOptions::connect_roots`] (`-z`) updn routes the LIDs of its root switches, and
+//! of the CAs on them, by plain min-hop, as OpenSM keeps the min-hop hop counts of root LIDs
+//! (`updn_clear_non_root_hops`): roots then reach each other where up/down gives them no route
+//! (two spines are joined only down and up again), at the price of possible credit loops for
+//! that traffic, which OpenSM's help warns of. dnup logs that it does not apply it.
+//!
 //! # Tables
 //! A linear forwarding table has one entry per (switch, destination), whatever the direction
 //! a packet arrived from, so per destination switch `t` the routes form one tree and must be
@@ -270,7 +277,40 @@ impl UpDn {
         let dist = UpDnDist::build(&hm, &ranked, &order, &first);
         let scatter = scatter_seed(&self.opts, rng);
         super::minhop::log_routing_order(&self.opts, log);
-        let cands = |si: usize| dist.candidates(&hm, si, &first);
+        // connect_roots: the roots' LIDs by plain min-hop (OpenSM keeps the min-hop hop
+        // counts of root LIDs and clears the rest before the up/down BFS).
+        let roots_min_hop = match self.mode {
+            Mode::UpDown if self.opts.connect_roots => {
+                log.push(format!(
+                    "updn_set_min_hop_table: connect_roots: routes to the {} root switches by min-hop",
+                    ranking.roots.len()
+                ));
+                Some(super::graph::HopMatrix::from_graph(hm.clone()))
+            }
+            Mode::DownUp if self.opts.connect_roots => {
+                log.push(
+                    "dnup_set_min_hop_table: connect_roots is not implemented by ibsm's dnup; routes follow down/up only"
+                        .to_string(),
+                );
+                None
+            }
+            _ => None,
+        };
+        let is_root: Vec<bool> = key.iter().map(|k| k.0 == 0).collect();
+        let cands = |si: usize| {
+            let c = dist.candidates(&hm, si, &first);
+            let Some(m) = &roots_min_hop else {
+                return c;
+            };
+            let mh = super::graph::Candidates::min_hop(m, si);
+            let (mut start, mut ports) = (Vec::with_capacity(n + 1), Vec::new());
+            for (t, &root) in is_root.iter().enumerate() {
+                start.push(ports.len() as u32);
+                ports.extend_from_slice(if root { mh.of(t) } else { c.of(t) });
+            }
+            start.push(ports.len() as u32);
+            super::graph::Candidates::from_csr(start, ports)
+        };
         Ok(Routes::new(balance(
             subnet, &hm, &self.opts, scatter, &cands,
         )))
