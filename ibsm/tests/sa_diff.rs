@@ -348,15 +348,24 @@ fn torus_2qos_tables_and_path_sls_match_opensm_on_ibsim() {
     assert_eq!((8..16).map(on).sum::<usize>(), 192);
 }
 
-/// `guid_routing_order_file` (`-X`) against OpenSM on the same file: the CA ports listed last
-/// first, minhop routes them first, and every switch's LFT (LFTR) equals OpenSM's. The order
-/// does move routes on this fabric: ibsm's minhop without the file gives other tables.
-#[test]
-fn guid_routing_order_matches_opensm_on_ibsim() {
-    use sm::routing::{route_chain_with, EngineOptions, OptionFile};
-    let dir = umad::testutil::TempDir::new("sa-diff-order").unwrap();
+/// sa-diff on ibsim with `extra`: every record type passes ([`run_on`]), and the LFTs of all
+/// `switches` were compared (LFTR).
+fn lfts_match_opensm(net: &Path, extra: &[&str], switches: usize) {
+    let out = run_on("ibsim", net, extra);
+    if out.is_empty() {
+        return; // skipped
+    }
+    assert!(
+        out.contains(&format!(" LFTR opensm={switches} ibsm={switches} PASS")),
+        "{out}"
+    );
+}
+
+/// fat-tree:2,8 as `DIR/ft.net`, and as a subnet with fresh LIDs for the checks in process
+/// (the SMs on ibsim assign their own).
+fn fat_tree_2_8(dir: &Path) -> (fabric_sim::topo::Topology, std::path::PathBuf, sm::Subnet) {
     let topo = fabric_sim::topo::Topology::generate("fat-tree:2,8").unwrap();
-    let net = dir.path().join("ft.net");
+    let net = dir.join("ft.net");
     std::fs::write(&net, topo.to_net()).unwrap();
     let mut s = fabric_sim::topo::subnet::to_subnet(&topo);
     sm::lid::assign_lids(
@@ -368,6 +377,17 @@ fn guid_routing_order_matches_opensm_on_ibsim() {
         &sm::lid::Guid2Lid::new(),
     )
     .unwrap();
+    (topo, net, s)
+}
+
+/// `guid_routing_order_file` (`-X`) against OpenSM on the same file: the CA ports listed last
+/// first, minhop routes them first, and every switch's LFT (LFTR) equals OpenSM's. The order
+/// does move routes on this fabric: ibsm's minhop without the file gives other tables.
+#[test]
+fn guid_routing_order_matches_opensm_on_ibsim() {
+    use sm::routing::{route_chain_with, EngineOptions, OptionFile};
+    let dir = umad::testutil::TempDir::new("sa-diff-order").unwrap();
+    let (topo, net, s) = fat_tree_2_8(dir.path());
     let mut cas: Vec<u64> = s
         .end_ports()
         .filter(|&(n, _)| s.node(n).node_type == ibmad::NodeType::CA)
@@ -392,8 +412,7 @@ fn guid_routing_order_matches_opensm_on_ibsim() {
         lfts(&EngineOptions::default()),
         "the order moves no route on this fabric"
     );
-    let out = run_on(
-        "ibsim",
+    lfts_match_opensm(
         &net,
         &[
             "--routing",
@@ -401,14 +420,7 @@ fn guid_routing_order_matches_opensm_on_ibsim() {
             "--guid-routing-order",
             order.to_str().unwrap(),
         ],
-    );
-    if out.is_empty() {
-        return; // skipped
-    }
-    let switches = topo.num_switches();
-    assert!(
-        out.contains(&format!(" LFTR opensm={switches} ibsm={switches} PASS")),
-        "{out}"
+        topo.num_switches(),
     );
 }
 
@@ -420,19 +432,7 @@ fn guid_routing_order_matches_opensm_on_ibsim() {
 fn connect_roots_matches_opensm_on_ibsim() {
     use sm::routing::{route_chain_with, EngineOptions, OptionFile};
     let dir = umad::testutil::TempDir::new("sa-diff-roots").unwrap();
-    let topo = fabric_sim::topo::Topology::generate("fat-tree:2,8").unwrap();
-    let net = dir.path().join("ft.net");
-    std::fs::write(&net, topo.to_net()).unwrap();
-    let mut s = fabric_sim::topo::subnet::to_subnet(&topo);
-    sm::lid::assign_lids(
-        &mut s,
-        &sm::lid::LidConfig {
-            lmc: 0,
-            reassign_lids: false,
-        },
-        &sm::lid::Guid2Lid::new(),
-    )
-    .unwrap();
+    let (topo, net, s) = fat_tree_2_8(dir.path());
     // The spines: the switches without CAs.
     let spines: Vec<sm::NodeId> = s
         .switches()
@@ -467,8 +467,7 @@ fn connect_roots_matches_opensm_on_ibsim() {
         "up/down routes no spine to a spine"
     );
     assert!(spine_to_spine(true).is_some(), "connect_roots routes them");
-    let out = run_on(
-        "ibsim",
+    lfts_match_opensm(
         &net,
         &[
             "--routing",
@@ -477,13 +476,6 @@ fn connect_roots_matches_opensm_on_ibsim() {
             roots.to_str().unwrap(),
             "--connect-roots",
         ],
-    );
-    if out.is_empty() {
-        return; // skipped
-    }
-    let switches = topo.num_switches();
-    assert!(
-        out.contains(&format!(" LFTR opensm={switches} ibsm={switches} PASS")),
-        "{out}"
+        topo.num_switches(),
     );
 }

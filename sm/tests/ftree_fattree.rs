@@ -208,17 +208,7 @@ Hca 1 "h-0"
 Hca 1 "h-1"
 [1] "leaf-1"[3]
 "#;
-    let t = fabric_sim::topo::Topology::parse_net(net).unwrap();
-    let mut s = ftree_util::from_topology(&t);
-    sm::lid::assign_lids(
-        &mut s,
-        &sm::lid::LidConfig {
-            lmc: 0,
-            reassign_lids: false,
-        },
-        &sm::lid::Guid2Lid::new(),
-    )
-    .unwrap();
+    let s = ftree_util::subnet_of(&fabric_sim::topo::Topology::parse_net(net).unwrap(), 0);
     let out = route_chain(&["ftree".to_string()], true, &s, 0).unwrap();
     assert_eq!(out.engine, "ftree", "{:?}", out.log);
     assert!(check_all_pairs(&s, &out.routes.lfts).is_ok());

@@ -5,7 +5,7 @@
 //! PortInfo (level 2) and is counted as a violation, while with the key it can.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
+use fabric_sim::sim::{Fabric, SimConfig};
 use fabric_sim::topo::Topology;
 use ibmad::attr::PortInfo;
 use ibmad::zerocopy::{FromBytes, IntoBytes};
@@ -14,28 +14,8 @@ use sm::{Command, Sm, SmConfig};
 
 const KEY: u64 = 0x0bad_cafe_f00d_0001;
 
-fn drive(f: &mut Fabric, h: SmHandle, sm: &mut Sm, until: Time) {
-    sm::drive(sm, &mut f.sm_port(h), until, |_| {}).unwrap();
-}
-
-/// Every end port (CA ports, switch ports 0) of the fabric with its PortInfo.
-fn end_ports(f: &Fabric, topo: &Topology) -> Vec<(String, PortInfo)> {
-    let mut v = Vec::new();
-    for (id, n) in topo.nodes() {
-        let a = f.agent(id).unwrap();
-        let ports: Vec<u8> = if n.is_switch() {
-            vec![0]
-        } else {
-            (1..=n.num_ports()).collect()
-        };
-        for p in ports {
-            if let Some(pi) = a.port_info(PortNum(p)) {
-                v.push((format!("{} port {p}", n.name()), *pi));
-            }
-        }
-    }
-    v
-}
+mod sim_util;
+use sim_util::{drive, end_ports};
 
 #[test]
 fn the_sm_protects_every_end_port_with_its_m_key() {
@@ -131,19 +111,14 @@ fn the_sm_protects_every_end_port_with_its_m_key() {
 /// resent and each failed repress counted a violation and raised trap 256.
 #[test]
 fn traps_from_keyed_ports_are_repressed() {
-    let topo = Topology::generate("fat-tree:2,4").unwrap();
-    let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
+    let (topo, mut f, h, mut sm) = sim_util::bring_up(
+        "fat-tree:2,4",
+        SmConfig {
+            m_key: KEY,
+            ..SmConfig::default()
+        },
+    );
     let cas: Vec<_> = topo.nodes_of_type(NodeType::CA).collect();
-    let h = f.attach_sm(cas[0], PortNum(1)).unwrap().handle;
-    let mut sm = Sm::new(SmConfig {
-        port: PortNum(1),
-        sweep_interval: std::time::Duration::ZERO,
-        m_key: KEY,
-        ..SmConfig::default()
-    })
-    .unwrap();
-    drive(&mut f, h, &mut sm, Time::from_millis(60_000));
-    assert!(sm.is_up());
     // A host's link goes down: its leaf sends trap 128.
     let leaf = f.peer(cas[2], PortNum(1)).unwrap();
     f.set_link(cas[2], PortNum(1), false).unwrap();

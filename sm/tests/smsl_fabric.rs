@@ -4,43 +4,19 @@
 //! traffic keeps the engine's deadlock freedom; elsewhere it is `sm_sl`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use fabric_sim::sim::{Fabric, SimConfig, SmHandle};
-use fabric_sim::topo::Topology;
-use ibmad::{Lid, NodeType, PortNum, Time};
-use sm::{Sm, SmConfig};
+mod sim_util;
 
-fn drive(f: &mut Fabric, h: SmHandle, sm: &mut Sm, until: Time) {
-    sm::drive(sm, &mut f.sm_port(h), until, |_| {}).unwrap();
-}
+use ibmad::Lid;
+use sm::{Sm, SmConfig};
 
 /// Brings `spec` up with `cfg`; returns every end port's (LID, MasterSMSL) and the SM.
 fn bring_up(spec: &str, cfg: SmConfig) -> (Vec<(Lid, u8)>, Sm) {
-    let topo = Topology::generate(spec).unwrap();
-    let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
-    let cas: Vec<_> = topo.nodes_of_type(NodeType::CA).collect();
-    let h = f.attach_sm(cas[0], PortNum(1)).unwrap().handle;
-    let mut sm = Sm::new(SmConfig {
-        port: PortNum(1),
-        sweep_interval: std::time::Duration::ZERO,
-        ..cfg
-    })
-    .unwrap();
-    drive(&mut f, h, &mut sm, Time::from_millis(60_000));
-    assert!(sm.is_up(), "{spec}");
-    let mut v = Vec::new();
-    for (id, n) in topo.nodes() {
-        let a = f.agent(id).unwrap();
-        let ports: Vec<u8> = if n.is_switch() {
-            vec![0]
-        } else {
-            (1..=n.num_ports()).collect()
-        };
-        for p in ports {
-            let pi = a.port_info(PortNum(p)).unwrap();
-            v.push((Lid(pi.lid.get()), pi.master_sm_sl()));
-        }
-    }
-    (v, sm)
+    let (topo, f, _, sm) = sim_util::bring_up(spec, cfg);
+    let ports = sim_util::end_ports(&f, &topo)
+        .into_iter()
+        .map(|(_, pi)| (Lid(pi.lid.get()), pi.master_sm_sl()))
+        .collect();
+    (ports, sm)
 }
 
 #[test]

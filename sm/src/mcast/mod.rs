@@ -358,13 +358,7 @@ impl SwitchGraph {
         let n = self.adj.len();
         let mut seen = vec![false; n];
         let mut parent = vec![None; n];
-        let mut wanted = vec![false; n];
-        let mut left = 0usize;
-        for m in members {
-            if let Some(w) = wanted.get_mut(m.idx()) {
-                left += usize::from(!std::mem::replace(w, true));
-            }
-        }
+        let (wanted, mut left) = wanted(n, members);
         let mut q = VecDeque::new();
         seen[root.idx()] = true;
         left -= usize::from(wanted[root.idx()]);
@@ -395,13 +389,7 @@ impl SwitchGraph {
         let mut dist = vec![u64::MAX; n];
         let mut done = vec![false; n];
         let mut parent = vec![None; n];
-        let mut wanted = vec![false; n];
-        let mut left = 0usize;
-        for m in members {
-            if let Some(w) = wanted.get_mut(m.idx()) {
-                left += usize::from(!std::mem::replace(w, true));
-            }
-        }
+        let (wanted, mut left) = wanted(n, members);
         let mut heap = std::collections::BinaryHeap::new();
         dist[root.idx()] = 0;
         heap.push(Reverse((0u64, root.0)));
@@ -427,6 +415,19 @@ impl SwitchGraph {
         }
         parent
     }
+}
+
+/// Which of `n` nodes are in `members`, and how many distinct ones there are: the switches a
+/// tree search must reach before it may stop.
+fn wanted(n: usize, members: &[NodeId]) -> (Vec<bool>, usize) {
+    let mut wanted = vec![false; n];
+    let mut count = 0usize;
+    for m in members {
+        if let Some(w) = wanted.get_mut(m.idx()) {
+            count += usize::from(!std::mem::replace(w, true));
+        }
+    }
+    (wanted, count)
 }
 
 /// Computes the spanning tree and port masks of every group (see the module docs).

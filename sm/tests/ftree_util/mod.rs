@@ -15,8 +15,12 @@ pub type Channel = (NodeId, u8);
 
 /// The topology `spec` (a fabric-sim generator spec) as a subnet with fresh LIDs.
 pub fn subnet(spec: &str, lmc: u8) -> Subnet {
-    let t = Topology::generate(spec).unwrap();
-    let mut s = from_topology(&t);
+    subnet_of(&Topology::generate(spec).unwrap(), lmc)
+}
+
+/// `t` as a subnet with fresh LIDs.
+pub fn subnet_of(t: &Topology, lmc: u8) -> Subnet {
+    let mut s = from_topology(t);
     assign_lids(
         &mut s,
         &LidConfig {
