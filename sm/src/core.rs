@@ -720,8 +720,8 @@ impl Sm {
         // the issuer. Traps are LID-routed; a directed-route one is not answered. It carries
         // the M_Key the SM gives every port, as OpenSM puts the issuing port's M_Key in it
         // (`osm_trap_rcv.c`): the trap's own field may be 0, and a TrapRepress with the wrong
-        // key fails the issuer's M_Key check at any protection level, so the trap is
-        // resent and each repress counts a violation and raises trap 256.
+        // key fails the issuer's M_Key check at any protection level (IBA vol1 §14.2.4.1), so
+        // the trap is resent and each repress counts a violation and raises trap 256.
         if !smp.is_dr() {
             let mut rep = *smp;
             rep.method = Method::TRAP_REPRESS.0;

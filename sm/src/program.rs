@@ -792,10 +792,11 @@ pub fn with_enforcement(mut want: PortInfo, pkeys: &PkeyPlan, id: NodeId, p: Por
     want
 }
 
-/// PortInfo.MasterSMSL of an end port whose LID is `lid`: the SL the routing engine gives the
-/// path from it to the SM's LID, with `sm_sl` as the request's hint (torus-2QoS keeps its QoS
-/// bit), where the engine assigns path SLs; else `sm_sl`. OpenSM `link_mgr_get_smsl`: SA
-/// queries and traps from the port then ride the SL the engine made deadlock-free.
+/// PortInfo.MasterSMSL (IBA vol1 §14.2.5.6) of an end port whose LID is `lid`: the SL the
+/// routing engine gives the path from it to the SM's LID, with `sm_sl` as the request's hint
+/// (torus-2QoS keeps its QoS bit), where the engine assigns path SLs; else `sm_sl`. OpenSM
+/// `link_mgr_get_smsl`: SA queries from the port then ride the SL the engine made
+/// deadlock-free.
 #[must_use]
 pub fn master_sm_sl(cfg: &SmConfig, routes: Option<&Routes>, lid: Lid, sm_lid: Lid) -> u8 {
     routes
