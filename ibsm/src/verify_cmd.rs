@@ -227,11 +227,16 @@ fn no_tables(e: &sm::routing::RouteError, json: bool) -> String {
         return format!("{v}\n");
     }
     let mut t = format!("verify: FAILED: {e}\n");
+    push_log(&mut t, log);
+    t
+}
+
+/// The engines' log lines, each with its level, as `ibsm verify` prints them.
+fn push_log(t: &mut String, log: &[String]) {
     for l in log {
         let level = sm::routing::log_line_level(l);
         let _ = writeln!(t, "{level:<5} {l}");
     }
-    t
 }
 
 /// Runs the verification; returns the text to print and whether the tables passed.
@@ -363,10 +368,7 @@ pub fn run(a: &VerifyArgs) -> Result<(String, bool), String> {
         for n in &notes {
             let _ = writeln!(t, "note: {n}");
         }
-        for l in &log {
-            let level = sm::routing::log_line_level(l);
-            let _ = writeln!(t, "{level:<5} {l}");
-        }
+        push_log(&mut t, &log);
         t.push_str(&report.summary(&s));
         t
     };
