@@ -28,7 +28,8 @@
 #   --guid-routing-order FILE  the guid_routing_order_file both SMs read (-X FILE): the port
 #                       GUIDs minhop, updn, dnup and dor route first (LFTR shows the tables)
 #   --root-guid-file FILE  the root_guid_file both SMs read (-a FILE), for updn
-#   --connect-roots     both SMs with connect_roots (-z): updn routes the roots' LIDs min-hop
+#   --connect-roots     both SMs with connect_roots (-z): updn routes the roots' LIDs min-hop,
+#                       ftree routes the switch LIDs upper switches lack through the last leaf
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #

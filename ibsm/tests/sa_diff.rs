@@ -479,3 +479,41 @@ fn connect_roots_matches_opensm_on_ibsim() {
         topo.num_switches(),
     );
 }
+
+/// `connect_roots` (`-z`) with ftree against OpenSM: on a two-level fat tree the spines reach
+/// each other only down and up again; with connect_roots both SMs route those LIDs through
+/// the last leaf (OpenSM `fabric_route_roots`), and every switch's LFT (LFTR) equals OpenSM's.
+/// Without it ibsm's ftree leaves the spine-to-spine entries unset.
+#[test]
+fn ftree_connect_roots_matches_opensm_on_ibsim() {
+    use sm::routing::{route_chain_with, EngineOptions};
+    let dir = umad::testutil::TempDir::new("sa-diff-ftree-roots").unwrap();
+    let (topo, net, s) = fat_tree_2_8(dir.path());
+    let unset = |connect: bool| {
+        let opts = EngineOptions {
+            connect_roots: connect,
+            ..EngineOptions::default()
+        };
+        let out = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts).unwrap();
+        assert_eq!(out.engine, "ftree", "{:?}", out.log);
+        s.switches()
+            .flat_map(|a| s.switches().map(move |b| (a, b)))
+            .filter(|&(a, b)| {
+                out.routes
+                    .lfts
+                    .get(a, s.lid_of(b, ibmad::PortNum(0)))
+                    .is_none()
+            })
+            .count()
+    };
+    assert!(
+        unset(false) > 0,
+        "ftree routes every switch pair on its own"
+    );
+    assert_eq!(unset(true), 0, "connect_roots leaves switch pairs unrouted");
+    lfts_match_opensm(
+        &net,
+        &["--routing", "ftree", "--connect-roots"],
+        topo.num_switches(),
+    );
+}

@@ -406,3 +406,95 @@ fn root_file_matching_autodetection_changes_nothing() {
     let b = route_chain_with(&["ftree".to_string()], true, &s, 0, &opts).unwrap();
     assert_eq!(a.routes.lfts, b.routes.lfts);
 }
+
+/// Every (switch, switch LID) route the tables give, as channels (switch, out port), or
+/// `None` where one switch does not reach another.
+fn switch_routes(s: &sm::Subnet, lfts: &sm::routing::Lfts) -> Option<Vec<Vec<(sm::NodeId, u8)>>> {
+    let mut out = Vec::new();
+    for from in s.switches() {
+        for to in s.switches() {
+            let lid = s.lid_of(to, ibmad::PortNum(0));
+            let (mut cur, mut path) = (from, Vec::new());
+            loop {
+                let p = lfts.get(cur, lid)?;
+                if p.0 == 0 {
+                    if cur != to {
+                        return None;
+                    }
+                    break;
+                }
+                path.push((cur, p.0));
+                let (rn, _) = s.port(cur, p)?.remote?;
+                if path.len() > 64 || !s.node(rn).is_switch() {
+                    return None;
+                }
+                cur = rn;
+            }
+            out.push(path);
+        }
+    }
+    Some(out)
+}
+
+/// `connect_roots` (`-z`) as OpenSM's `fabric_route_roots`: without it some switches above
+/// the leaves do not reach each other (two roots, or aggregation switches under different
+/// roots); with it every switch reaches every switch, the entries that were set stay as they
+/// were, each new entry of an upper switch is its port toward the last leaf, and the
+/// switch-to-switch and CA routes together close no credit loop.
+#[test]
+fn connect_roots_routes_every_switch_pair_through_the_last_leaf() {
+    for spec in ["fat-tree:2,8", "fat-tree:3,4", "fat-tree:3,6"] {
+        let s = subnet(spec, 0);
+        let route = |connect: bool| {
+            let opts = EngineOptions {
+                connect_roots: connect,
+                ..EngineOptions::default()
+            };
+            route_chain_with(&["ftree".to_string()], true, &s, 0, &opts).unwrap()
+        };
+        let (plain, with) = (route(false), route(true));
+        assert_eq!(with.engine, "ftree", "{spec}: {:?}", with.log);
+        assert!(
+            switch_routes(&s, &plain.routes.lfts).is_none(),
+            "{spec}: every switch pair is routed without connect_roots"
+        );
+        let routes = switch_routes(&s, &with.routes.lfts)
+            .unwrap_or_else(|| panic!("{spec}: a switch pair is still unrouted"));
+        assert_eq!(routes.len(), s.switches().count().pow(2));
+        // On these trees the new routes close no credit loop, with the CA routes or alone.
+        let mut all = ftree_util::all_routes(&s, &with.routes.lfts);
+        all.extend(routes);
+        assert!(!ftree_util::routes_have_cycle(all), "{spec}: credit loop");
+        let line = with
+            .log
+            .iter()
+            .find(|l| l.starts_with("fabric_route_roots: connect_roots: "))
+            .unwrap_or_else(|| panic!("{spec}: {:?}", with.log));
+        let leaf_guid = u64::from_str_radix(line.rsplit("0x").next().unwrap(), 16).unwrap();
+        let leaf = s.node_by_guid(ibmad::Guid(leaf_guid)).unwrap();
+        let leaf_lid = s.lid_of(leaf, ibmad::PortNum(0));
+        let mut new = 0;
+        for sw in s.switches() {
+            for (lid, (&a, &b)) in plain
+                .routes
+                .lfts
+                .table(sw)
+                .unwrap()
+                .iter()
+                .zip(with.routes.lfts.table(sw).unwrap())
+                .enumerate()
+            {
+                if a != b {
+                    assert_eq!(a, sm::routing::NO_PATH, "{spec}: a set entry changed");
+                    let toward = with.routes.lfts.get(sw, leaf_lid).unwrap();
+                    assert_eq!(b, toward.0, "{spec}: LID {lid} not toward the leaf");
+                    new += 1;
+                }
+            }
+        }
+        assert!(
+            line.contains(&format!(": {new} switch-LID entries")),
+            "{line}"
+        );
+    }
+}

@@ -43,8 +43,12 @@
 //! entries of every leaf switch are identical and the maximum number of routes on one link is
 //! the same; entries of upper switches that carry no CA-to-CA traffic (secondary routes) and
 //! the choice among parallel links above the leaves may differ. Not implemented: routes over
-//! same-rank ("sibling") links, `max_reverse_hops` for I/O nodes, `connect_roots`
-//! (root-to-root routes stay unset, as in OpenSM without `-z`), quasi-fat-tree indexing.
+//! same-rank ("sibling") links, `max_reverse_hops` for I/O nodes, quasi-fat-tree indexing.
+//!
+//! Without `connect_roots` a switch above the leaves has no route to a switch it reaches only
+//! down and up again (two roots, say), as in OpenSM. With it (`-z`), as OpenSM's
+//! `fabric_route_roots`, every such entry leads toward the last leaf in index order, which
+//! routes up to the LID: all those routes turn at that one leaf.
 //!
 //! Refusals return [`RouteError::Unroutable`] with OpenSM's wording (and the detailed
 //! `construct_fabric` line in the log), so the chain falls back to min-hop: LMC > 0, fewer than
@@ -239,13 +243,16 @@ impl RoutingEngine for FatTree {
             ft.cn_count,
             ft.max_cn_per_leaf
         ));
+        let mut lfts = ft.route(subnet);
         if self.connect_roots {
-            log.push(
-                "fabric_route_roots: connect_roots is not implemented by ibsm's ftree; routes between roots stay unset"
-                    .to_string(),
-            );
+            let (leaf, set) = ft.connect_roots(subnet, &mut lfts);
+            log.push(format!(
+                "fabric_route_roots: connect_roots: {set} switch-LID entries of upper switches \
+                 routed through leaf 0x{:016x}",
+                leaf.map_or(0, |g| g.0)
+            ));
         }
-        Ok(Routes::new(ft.route(subnet)))
+        Ok(Routes::new(lfts))
     }
 }
 
@@ -1007,6 +1014,37 @@ impl Fabric {
                 col[x] = bi as u16;
             }
         }
+    }
+
+    /// `connect_roots` (OpenSM `fabric_route_roots`): every switch above the leaves that has no
+    /// route to a switch's LID sends it toward the last leaf in index order, where the leaf
+    /// has a route to that LID. The leaf then takes the one down→up turn of those routes, so
+    /// they all turn in one place and close no credit loop. Returns the leaf and the number
+    /// of entries set.
+    fn connect_roots(&self, subnet: &Subnet, lfts: &mut Lfts) -> (Option<Guid>, usize) {
+        let Some(&leaf) = self.leaves.last() else {
+            return (None, 0);
+        };
+        let leaf = &self.sws[leaf as usize];
+        let leaf_lid = subnet.lid_of(leaf.node, PortNum(0));
+        // Switch LIDs the leaf routes (its own included).
+        let targets: Vec<Lid> = subnet
+            .switches()
+            .map(|sw| subnet.lid_of(sw, PortNum(0)))
+            .filter(|&lid| lid != Lid::UNASSIGNED && lfts.get(leaf.node, lid).is_some())
+            .collect();
+        let mut set = 0;
+        for sw in self.sws.iter().filter(|s| s.rank < self.leaf_rank) {
+            let Some(toward) = lfts.get(sw.node, leaf_lid) else {
+                continue;
+            };
+            for &lid in &targets {
+                if lfts.get(sw.node, lid).is_none() && lfts.set(sw.node, lid, Some(toward)) {
+                    set += 1;
+                }
+            }
+        }
+        (Some(leaf.guid), set)
     }
 
     fn route(&self, subnet: &Subnet) -> Lfts {

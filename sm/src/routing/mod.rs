@@ -454,7 +454,9 @@ pub struct EngineOptions {
     pub guid_routing_order_no_scatter: bool,
     /// `connect_roots` (`-z`): updn routes the LIDs of its root switches (and the CAs on them)
     /// by plain min-hop, so roots reach each other, which up/down alone does not allow
-    /// (OpenSM `updn_clear_non_root_hops`); not deadlock-free for that traffic. Default false.
+    /// (OpenSM `updn_clear_non_root_hops`); not deadlock-free for that traffic. ftree routes
+    /// the switch LIDs its upper switches have no route to through its last leaf (OpenSM
+    /// `fabric_route_roots`). Default false.
     pub connect_roots: bool,
     /// The LFTs the switches hold now, by switch GUID; `None` = OpenSM's
     /// `ignore_existing_lfts` (every route chosen afresh). With them, the engines that

@@ -105,8 +105,13 @@ pub fn all_routes(s: &Subnet, lfts: &Lfts) -> Vec<Vec<(NodeId, u8)>> {
 
 /// True if the channel dependency graph of all CA routes has a cycle.
 pub fn cdg_has_cycle(s: &Subnet, lfts: &Lfts) -> bool {
+    routes_have_cycle(all_routes(s, lfts))
+}
+
+/// True if the channel dependency graph of `routes` (each a list of channels) has a cycle.
+pub fn routes_have_cycle(routes: Vec<Vec<(NodeId, u8)>>) -> bool {
     let mut edges: HashMap<(NodeId, u8), HashSet<(NodeId, u8)>> = HashMap::new();
-    for r in all_routes(s, lfts) {
+    for r in routes {
         for w in r.windows(2) {
             edges.entry(w[0]).or_default().insert(w[1]);
         }
