@@ -29,7 +29,8 @@
 #                       GUIDs minhop, updn, dnup and dor route first (LFTR shows the tables)
 #   --root-guid-file FILE  the root_guid_file both SMs read (-a FILE), for updn
 #   --connect-roots     both SMs with connect_roots (-z): updn routes the roots' LIDs min-hop,
-#                       ftree routes the switch LIDs upper switches lack through the last leaf
+#                       ftree routes the switch LIDs upper switches lack through the last leaf,
+#                       dnup routes what down/up cannot by min-hop
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #

@@ -517,3 +517,24 @@ fn ftree_connect_roots_matches_opensm_on_ibsim() {
         topo.num_switches(),
     );
 }
+
+/// `connect_roots` (`-z`) with dnup against OpenSM: the top switches of two- and three-level
+/// fat trees reach each other only toward the leaves and away again, which down/up forbids;
+/// with connect_roots both SMs route those LIDs by min-hop, and every switch's LFT (LFTR)
+/// equals OpenSM's.
+#[test]
+fn dnup_connect_roots_matches_opensm_on_ibsim() {
+    let dir = umad::testutil::TempDir::new("sa-diff-dnup-roots").unwrap();
+    for spec in ["fat-tree:2,8", "fat-tree:3,4"] {
+        let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
+        let net = dir
+            .path()
+            .join(format!("{}.net", spec.replace([':', ','], "-")));
+        std::fs::write(&net, topo.to_net()).unwrap();
+        lfts_match_opensm(
+            &net,
+            &["--routing", "dnup", "--connect-roots"],
+            topo.num_switches(),
+        );
+    }
+}

@@ -525,3 +525,76 @@ fn dnup_without_leaf_switches_fails_and_falls_back() {
     );
     assert!(log.contains(&"ucast_mgr_route: dnup: cannot build lid matrices".to_string()));
 }
+
+/// Switch-to-switch hop counts by BFS over the subnet's switch links.
+fn switch_hops(s: &Subnet, from: NodeId) -> std::collections::HashMap<NodeId, u32> {
+    let mut d = std::collections::HashMap::from([(from, 0u32)]);
+    let mut q = std::collections::VecDeque::from([from]);
+    while let Some(u) = q.pop_front() {
+        for p in 1..=s.node(u).num_ports {
+            let Some((r, _)) = s.port(u, PortNum(p)).and_then(|x| x.remote) else {
+                continue;
+            };
+            if s.node(r).is_switch() && !d.contains_key(&r) {
+                d.insert(r, d[&u] + 1);
+                q.push_back(r);
+            }
+        }
+    }
+    d
+}
+
+/// dnup with `connect_roots` (`-z`): the top switches of a fat tree reach each other only up
+/// (toward the leaves) and down again, which dnup forbids, so without it those entries stay
+/// unset. With it every switch reaches every switch, the entries down/up gave stay as they
+/// were, and each new entry is a min-hop port (OpenSM relaxes the forbidden turn with a weight
+/// larger than any legal path, which on a fat tree gives the same candidates).
+#[test]
+fn dnup_connect_roots_routes_what_down_up_cannot_by_min_hop() {
+    let mut s = fat_tree(4);
+    lids(&mut s);
+    let switches: Vec<NodeId> = s.switches().collect();
+    let route = |connect: bool| {
+        let opts = EngineOptions {
+            connect_roots: connect,
+            ..EngineOptions::default()
+        };
+        let (l, log, e) = run("dnup", &s, &opts);
+        assert_eq!(e, "dnup", "{log:?}");
+        (l, log)
+    };
+    let ((plain, _), (with, log)) = (route(false), route(true));
+    assert!(
+        log.iter()
+            .any(|l| l.contains("connect_roots: switches with no down/up route")),
+        "{log:?}"
+    );
+    let mut new = 0;
+    for &a in &switches {
+        let hops = switch_hops(&s, a);
+        for &b in &switches {
+            let t = s.lid_of(b, PortNum(0));
+            match (plain.get(a, t), with.get(a, t)) {
+                (Some(x), y) => assert_eq!(Some(x), y, "a down/up entry changed"),
+                (None, None) => panic!("{a:?} still has no route to {b:?}"),
+                (None, Some(p)) => {
+                    let (r, _) = s.port(a, p).unwrap().remote.unwrap();
+                    let rh = switch_hops(&s, r);
+                    assert_eq!(rh[&b] + 1, hops[&b], "not a min-hop port");
+                    new += 1;
+                }
+            }
+        }
+    }
+    assert!(new > 0, "down/up routed every switch pair on its own");
+    // The CA routes are the same.
+    let cas: Vec<NodeId> = s
+        .node_ids()
+        .filter(|&n| s.node(n).node_type == NodeType::CA)
+        .collect();
+    for &a in &cas {
+        for &b in &cas {
+            assert_eq!(walk(&s, &plain, a, b), walk(&s, &with, a, b));
+        }
+    }
+}

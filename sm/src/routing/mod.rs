@@ -456,7 +456,8 @@ pub struct EngineOptions {
     /// by plain min-hop, so roots reach each other, which up/down alone does not allow
     /// (OpenSM `updn_clear_non_root_hops`); not deadlock-free for that traffic. ftree routes
     /// the switch LIDs its upper switches have no route to through its last leaf (OpenSM
-    /// `fabric_route_roots`). Default false.
+    /// `fabric_route_roots`); dnup routes the LIDs a switch has no down/up route to by
+    /// min-hop. Default false.
     pub connect_roots: bool,
     /// The LFTs the switches hold now, by switch GUID; `None` = OpenSM's
     /// `ignore_existing_lfts` (every route chosen afresh). With them, the engines that

@@ -35,7 +35,19 @@
 //! of the CAs on them, by plain min-hop, as OpenSM keeps the min-hop hop counts of root LIDs
 //! (`updn_clear_non_root_hops`): roots then reach each other where up/down gives them no route
 //! (two spines are joined only down and up again), at the price of possible credit loops for
-//! that traffic, which OpenSM's help warns of. dnup logs that it does not apply it.
+//! that traffic, which OpenSM's help warns of. dnup routes by min-hop every LID a switch has
+//! no down/up route to (the top switches of a fat tree, which reach each other only toward
+//! the leaves and away again). OpenSM's dnup reruns its search with each forbidden turn
+//! weighted one more than the longest legal path, so it takes the fewest forbidden turns, then
+//! the fewest hops; on fat trees those are the min-hop ports, and the tables equal OpenSM's
+//! (`sa_diff::dnup_connect_roots_matches_opensm_on_ibsim`, two- and three-level).
+//!
+//! Without connect_roots, OpenSM's dnup reaches more pairs than ours on irregular fabrics: its
+//! search keeps one direction per switch, the one it was first queued with, so it lets some
+//! forbidden turns through. On random:24,40,20,1,ports=12 it routes all 10,816 end-port pairs
+//! against our 6,934, and `ibsm verify` finds a credit loop of 14 links in its tables. Ours
+//! leave those pairs unrouted (the verdict says so), and `-z` routes them by min-hop, which
+//! OpenSM's help warns may close credit loops.
 //!
 //! # Tables
 //! A linear forwarding table has one entry per (switch, destination), whatever the direction
@@ -289,10 +301,10 @@ impl UpDn {
             }
             Mode::DownUp if self.opts.connect_roots => {
                 log.push(
-                    "dnup_set_min_hop_table: connect_roots is not implemented by ibsm's dnup; routes follow down/up only"
+                    "dnup_set_min_hop_table: connect_roots: switches with no down/up route to a LID route it by min-hop"
                         .to_string(),
                 );
-                None
+                Some(super::graph::HopMatrix::from_graph(hm.clone()))
             }
             _ => None,
         };
@@ -306,7 +318,12 @@ impl UpDn {
             let (mut start, mut ports) = (Vec::with_capacity(n + 1), Vec::new());
             for (t, &root) in is_root.iter().enumerate() {
                 start.push(ports.len() as u32);
-                ports.extend_from_slice(if root { mh.of(t) } else { c.of(t) });
+                // updn: the roots' LIDs by min-hop; dnup: every LID without a legal route.
+                let by_min_hop = match self.mode {
+                    Mode::UpDown => root,
+                    Mode::DownUp => c.of(t).is_empty() && t != si,
+                };
+                ports.extend_from_slice(if by_min_hop { mh.of(t) } else { c.of(t) });
             }
             start.push(ports.len() as u32);
             super::graph::Candidates::from_csr(start, ports)
