@@ -295,9 +295,12 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     );
     // The kernel must stop waiting for a response before the SM core resends the request with
     // the same TID (see umad::port): half the transaction timeout.
+    // `guid` (-g) picks the port by its GUID, as OpenSM's; else --ca/--port.
+    let port_guid = (opts.guid.0 != 0).then_some(opts.guid);
     let mut ucfg = UmadConfig {
         ca: opts.ca_name.clone(),
         port: (opts.ca_port != 0).then_some(opts.ca_port),
+        port_guid,
         response_timeout: (opts.to_sm_config().transaction_timeout / 2)
             .max(std::time::Duration::from_millis(1)),
         ..UmadConfig::default()
@@ -312,6 +315,19 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     ));
     let mut port = UmadPort::open(&ucfg).map_err(|e| e.to_string())?;
     let dev = port.device().clone();
+    if let Some(g) = port_guid {
+        let others = opts.ca_name.as_deref().is_some_and(|c| c != dev.ca)
+            || (opts.ca_port != 0 && opts.ca_port != dev.port.0);
+        if others {
+            log.line(
+                Level::Warn,
+                &format!(
+                    "guid 0x{:016x} is {} port {}: --ca/--port ignored",
+                    g.0, dev.ca, dev.port
+                ),
+            );
+        }
+    }
     if let Err(e) = port.set_issm(true) {
         log.line(
             Level::Warn,

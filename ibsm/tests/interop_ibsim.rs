@@ -1125,3 +1125,69 @@ both_shims! {
         assert!(cas >= 4 && sw_outs >= 4, "{cas} CA ports, {sw_outs} switch output ports");
     }
 }
+
+both_shims! {
+    /// `ibsm run -g GUID` binds the local port with that port GUID, as OpenSM's `-g`: the GUID
+    /// read from the shim's sysfs (`ports/N/gids/0`) is the fabric's port GUID, so the SM runs
+    /// there (stock `smpquery portinfo` reads its LID as the port's MasterSMLID), and a GUID no
+    /// local port has is refused with the ports there are and their GUIDs. (Both shims show a client one
+    /// port, the first, so the choice between two ports is tested on a fake sysfs tree in
+    /// `umad::sysfs`.)
+    fn guid_option_binds_the_port_with_that_guid() {
+        let test = "interop -g";
+        if !peers(test) {
+            return;
+        }
+        let net = ca_first(&example("net.2sw2path4hca2port"));
+        let topo = Topology::parse_net(&net).unwrap();
+        let (hca, _) = topo.nodes().find(|(_, n)| n.name() == "Hca1").unwrap();
+        let guid1 = topo.port(PortRef { node: hca, port: PortNum(1) }).unwrap().guid().0;
+        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+        let dir = TempDir::new("interop-guid").unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        // A GUID that no local port has: refused, nothing managed.
+        let child = sim
+            .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+            .args(["run", "-o", "-g", "0x123456789"])
+            .env("OSM_CACHE_DIR", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(30));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(in_time && !out.status.success(), "{:?} {err}", out.status);
+        assert!(
+            err.contains("no port has port GUID 0x0000000123456789")
+                && err.contains(&format!("port 1: {guid1:#018x}")),
+            "{err}"
+        );
+        assert!(!cache.join("guid2lid").exists(), "the SM ran");
+        // The port's own GUID.
+        let g = format!("{guid1:#x}");
+        run_once(&sim, dir.path(), &cache, &["-g".as_ref(), g.as_ref()]);
+        let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
+        let lid1 = g2l
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                Some((hex(w.next()?), hex(w.next()?)))
+            })
+            .find(|&(pg, _)| pg == guid1)
+            .map(|(_, l)| l)
+            .unwrap_or_else(|| panic!("no LID for {guid1:#x} in guid2lid\n{g2l}"));
+        let log = std::fs::read_to_string(dir.path().join("ibsm.log")).unwrap();
+        assert!(
+            log.lines().any(|l| l.contains("bound to") && l.ends_with(" port 1")),
+            "{log}"
+        );
+        // The port reads the SM's LID as its own (MasterSMLID = LID).
+        let pi = diag(&sim, dir.path(), "smpquery", &["portinfo", &lid1.to_string(), "1"]);
+        assert!(
+            pi.lines().any(|l| l.starts_with("SMLid:") && l.trim_end().ends_with(&format!(".{lid1}"))),
+            "{pi}"
+        );
+    }
+}

@@ -56,6 +56,14 @@ pub enum UmadError {
         /// The ports that do have a umad device.
         available: Vec<u8>,
     },
+    /// No port has the requested port GUID.
+    #[error("no port has port GUID 0x{:016x} (ports: {})", guid.0, available.join("; "))]
+    PortGuidNotFound {
+        /// The GUID asked for.
+        guid: ibmad::Guid,
+        /// Each port with a umad device and its GUID (or why it could not be read).
+        available: Vec<String>,
+    },
     /// Opening a device node was refused (needs root or membership of the `rdma` group).
     #[error("permission denied opening {path} (run as root or grant access to the device node)")]
     PermissionDenied {

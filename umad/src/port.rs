@@ -43,7 +43,7 @@ use crate::abi::{HdrFraming, MethodMask, RegReq, RegReq2, UmadHdr, HDR_LEN_NEW, 
 use crate::error::{SysError, UmadError};
 use crate::sys::uring::{UringEngine, UringStats};
 use crate::sys::{self, Fd, FdKind};
-use crate::sysfs::{find_device_in, SysPaths, UmadDevice};
+use crate::sysfs::{find_device_by_guid_in, find_device_in, SysPaths, UmadDevice};
 use ibmad::sa::SA_DATA_OFFSET;
 
 /// How MADs are moved.
@@ -71,6 +71,9 @@ pub struct UmadConfig {
     pub ca: Option<String>,
     /// Port number; `None` = the first ACTIVE (else LinkUp, else first) port.
     pub port: Option<u8>,
+    /// The port with this port GUID (OpenSM's `-g`), whatever `ca` and `port` say; `None` =
+    /// chosen by them.
+    pub port_guid: Option<ibmad::Guid>,
     /// I/O mode.
     pub mode: IoMode,
     /// The agents to register: class, version, QP, unsolicited methods, RMPP.
@@ -103,6 +106,7 @@ impl Default for UmadConfig {
         UmadConfig {
             ca: None,
             port: None,
+            port_guid: None,
             mode: IoMode::Auto,
             agents: vec![
                 AgentSpec::smp(MgmtClass::SUBN_DIRECTED_ROUTE, MethodMask::SM),
@@ -356,10 +360,13 @@ impl UmadPort {
     ///
     /// # Errors
     /// Discovery errors ([`UmadError::NoIbDevice`], [`UmadError::CaNotFound`],
-    /// [`UmadError::PortNotFound`]), [`UmadError::PermissionDenied`],
+    /// [`UmadError::PortNotFound`], [`UmadError::PortGuidNotFound`]), [`UmadError::PermissionDenied`],
     /// [`UmadError::RegistrationRefused`], [`UmadError::UringUnavailable`] (explicit io_uring).
     pub fn open(cfg: &UmadConfig) -> Result<UmadPort, UmadError> {
-        let dev = find_device_in(&cfg.paths, cfg.ca.as_deref(), cfg.port)?;
+        let dev = match cfg.port_guid {
+            Some(g) => find_device_by_guid_in(&cfg.paths, g)?,
+            None => find_device_in(&cfg.paths, cfg.ca.as_deref(), cfg.port)?,
+        };
         Self::open_device(dev, cfg)
     }
 

@@ -297,6 +297,39 @@ pub fn find_device(ca: Option<&str>, port: Option<u8>) -> Result<UmadDevice, Uma
 
 /// [`find_device`] under `p`.
 ///
+/// The port GUID of `ca` port `port`: the low 64 bits of its GID 0 (`ports/N/gids/0`,
+/// `fe80:0000:0000:0000:0002:c903:00ab:cd02`).
+///
+/// # Errors
+/// Sysfs read errors; [`UmadError::BadSysfs`] if the GID is not eight groups of hex.
+pub fn port_guid_in(p: &SysPaths, ca: &str, port: PortNum) -> Result<Guid, UmadError> {
+    let path = format!("{}/{ca}/ports/{}/gids/0", p.infiniband, port.0);
+    let text = read_text(&path)?;
+    let groups: Vec<&str> = text.split(':').collect();
+    if groups.len() != 8 {
+        return Err(bad(&path, &text));
+    }
+    parse_guid(&path, &groups[4..].join(":"))
+}
+
+/// The user_mad device whose port has port GUID `guid` (OpenSM's `-g`/`guid`).
+///
+/// # Errors
+/// [`UmadError::NoIbDevice`], [`UmadError::NoUmadDevice`]; [`UmadError::PortGuidNotFound`]
+/// with the ports that exist and their GUIDs.
+pub fn find_device_by_guid_in(p: &SysPaths, guid: Guid) -> Result<UmadDevice, UmadError> {
+    let devs = list_umad_devices_in(p)?;
+    let mut available = Vec::new();
+    for d in devs {
+        match port_guid_in(p, &d.ca, d.port) {
+            Ok(g) if g == guid => return Ok(d),
+            Ok(g) => available.push(format!("{} port {}: 0x{:016x}", d.ca, d.port.0, g.0)),
+            Err(e) => available.push(format!("{} port {}: {e}", d.ca, d.port.0)),
+        }
+    }
+    Err(UmadError::PortGuidNotFound { guid, available })
+}
+
 /// # Errors
 /// As [`find_device`].
 pub fn find_device_in(
@@ -412,6 +445,14 @@ mod tests {
         w("ib/mlx5_0/ports/2/state", "4: ACTIVE\n");
         w("ib/mlx5_0/ports/2/phys_state", "5: LinkUp\n");
         w("ib/mlx5_0/ports/2/cap_mask", "0x02510868\n");
+        w(
+            "ib/mlx5_0/ports/1/gids/0",
+            "fe80:0000:0000:0000:0002:c903:00ab:cd01\n",
+        );
+        w(
+            "ib/mlx5_0/ports/2/gids/0",
+            "fe80:0000:0000:0000:0002:c903:00ab:cd09\n",
+        );
         w("ib/mlx5_1/node_guid", "0002:c903:00ab:cd02\n");
         w("ib/mlx5_1/node_type", "1: CA\n");
         w("ib/mlx5_1/ports/1/lid", "0x0\n");
@@ -462,6 +503,29 @@ mod tests {
         assert_eq!((d.port, d.index), (PortNum(1), 2));
         let d = find_device_in(&p, Some("mlx5_0"), Some(1)).unwrap();
         assert_eq!(d.index, 0);
+    }
+
+    #[test]
+    fn a_port_is_found_by_its_guid() {
+        let (_d, p) = fake_tree();
+        let d = find_device_by_guid_in(&p, Guid(0x0002_c903_00ab_cd09)).unwrap();
+        assert_eq!((d.ca.as_str(), d.port, d.index), ("mlx5_0", PortNum(2), 1));
+        let d = find_device_by_guid_in(&p, Guid(0x0002_c903_00ab_cd01)).unwrap();
+        assert_eq!((d.ca.as_str(), d.port, d.index), ("mlx5_0", PortNum(1), 0));
+        // Not there: the error lists every port with its GUID (or why it has none).
+        let e = find_device_by_guid_in(&p, Guid(0x1234)).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("0x0000000000001234"), "{m}");
+        assert!(m.contains("mlx5_0 port 2: 0x0002c90300abcd09"), "{m}");
+        assert!(m.contains("mlx5_1 port 1: "), "{m}");
+        // A GID that is not eight groups is named.
+        std::fs::write(
+            format!("{}/mlx5_0/ports/1/gids/0", p.infiniband),
+            "fe80::1\n",
+        )
+        .unwrap();
+        let e = port_guid_in(&p, "mlx5_0", PortNum(1)).unwrap_err();
+        assert!(matches!(e, UmadError::BadSysfs { .. }), "{e}");
     }
 
     #[test]

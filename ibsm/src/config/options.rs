@@ -256,7 +256,9 @@ impl fmt::Display for Transport {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     // ---- device attributes ----
-    /// `guid`: port GUID to bind to; 0 (default) = the default port (see `ca_name`/`ca_port`).
+    /// `guid` (`-g`): port GUID to bind to (`ibsm run`: the local port with that GUID, before
+    /// `ca_name`/`ca_port`; `ibsm sim`: the port the SM attaches to); 0 (default) = the
+    /// default port (see `ca_name`/`ca_port`).
     pub guid: Guid,
     /// `m_key`: M_Key written to every port by Set(PortInfo). Default 0.
     pub m_key: MKey,
