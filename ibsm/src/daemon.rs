@@ -186,8 +186,25 @@ pub fn run_controlled(opts: &Options, control: &Control) -> ExitCode {
         Ok(code) => code,
         Err(msg) => {
             eprintln!("ibsm: {msg}");
+            log_fatal(opts, &msg);
             ExitCode::from(1)
         }
+    }
+}
+
+/// In daemon mode (`-B`, standard error on `/dev/null`): appends the error that ends the run
+/// to the log file, so that it is seen somewhere.
+pub fn log_fatal(opts: &Options, msg: &str) {
+    if !opts.daemon || matches!(opts.log_file.to_str(), Some("stdout" | "-")) {
+        return;
+    }
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&opts.log_file)
+    {
+        use std::io::Write;
+        let _ = writeln!(f, "ibsm: ERR: {msg}; exiting");
     }
 }
 

@@ -236,6 +236,26 @@ fn root_guids_of(spec: &str) -> Result<String, String> {
     }
 }
 
+/// [`take_opt`], also as `SHORT VALUE` (OpenSM's `-J FILE`).
+fn take_opt_or_short(
+    args: Vec<String>,
+    name: &str,
+    short: &str,
+) -> Result<(Vec<String>, Option<String>), String> {
+    let (args, long) = take_opt(args, name)?;
+    let mut rest = Vec::new();
+    let mut value = long;
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if a == short {
+            value = Some(it.next().ok_or(format!("{short} needs a value"))?);
+        } else {
+            rest.push(a);
+        }
+    }
+    Ok((rest, value))
+}
+
 /// Takes `--NAME VALUE` / `--NAME=VALUE` (an ibsm option OpenSM lacks) out of `args`.
 fn take_opt(args: Vec<String>, name: &str) -> Result<(Vec<String>, Option<String>), String> {
     let flag = format!("--{name}");
@@ -257,8 +277,11 @@ fn take_opt(args: Vec<String>, name: &str) -> Result<(Vec<String>, Option<String
 
 fn cmd_run(args: &[String]) -> ExitCode {
     let taken = take_opt(args.to_vec(), "ctl-socket")
-        .and_then(|(rest, ctl)| take_opt(rest, "metrics-listen").map(|(rest, m)| (rest, ctl, m)));
-    let (args, ctl_socket, metrics_listen) = match taken {
+        .and_then(|(rest, ctl)| take_opt(rest, "metrics-listen").map(|(rest, m)| (rest, ctl, m)))
+        .and_then(|(rest, ctl, m)| {
+            take_opt_or_short(rest, "pidfile", "-J").map(|(rest, pid)| (rest, ctl, m, pid))
+        });
+    let (args, ctl_socket, metrics_listen, pidfile) = match taken {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
@@ -273,7 +296,7 @@ fn cmd_run(args: &[String]) -> ExitCode {
     match parsed.action {
         Action::Help => {
             println!(
-                "usage: ibsm run [options]\n\n{}\n  --ctl-socket PATH         control socket for `ibsm ctl` (default {}, not with -o)\n  --metrics-listen ADDR     serve Prometheus/OpenMetrics at http://ADDR/metrics (off by default)",
+                "usage: ibsm run [options]\n\n{}\n  --ctl-socket PATH         control socket for `ibsm ctl` (default {}, not with -o)\n  --metrics-listen ADDR     serve Prometheus/OpenMetrics at http://ADDR/metrics (off by default)\n  --pidfile, -J FILE        write the SM's process ID to FILE (removed at exit)",
                 config::usage(&[]),
                 ibsm::ctl::DEFAULT_SOCKET
             );
@@ -303,7 +326,24 @@ fn cmd_run(args: &[String]) -> ExitCode {
                 socket_required: required,
                 metrics_listen,
             };
-            ibsm::daemon::run_controlled(&parsed.options, &control)
+            if parsed.options.daemon {
+                // As OpenSM's -B: detached once the options are read (their errors were
+                // printed above); what goes wrong later is in the log file.
+                if let Err(e) = nix::unistd::daemon(true, false) {
+                    return fail(format!("daemon mode: {e}"));
+                }
+            }
+            if let Some(p) = &pidfile {
+                if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+                    ibsm::daemon::log_fatal(&parsed.options, &format!("pidfile {p}: {e}"));
+                    return fail(format!("pidfile {p}: {e}"));
+                }
+            }
+            let code = ibsm::daemon::run_controlled(&parsed.options, &control);
+            if let Some(p) = &pidfile {
+                let _ = std::fs::remove_file(p);
+            }
+            code
         }
     }
 }

@@ -1191,3 +1191,85 @@ both_shims! {
         );
     }
 }
+
+both_shims! {
+    /// `ibsm run -B -J FILE` (OpenSM's daemon mode and pidfile): the command returns at once
+    /// with status 0, the SM it left behind runs detached (its PID in FILE, not the command's),
+    /// brings the subnet up (the log says so), and on SIGTERM exits and removes FILE.
+    fn daemon_mode_detaches_and_writes_the_pidfile() {
+        let test = "interop -B";
+        if !peers(test) {
+            return;
+        }
+        let net = ca_first(&example("net.2sw2path4hca"));
+        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+        let dir = TempDir::new("interop-daemon").unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let (log, pidfile) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.pid"));
+        let child = sim
+            .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+            .args(["run", "-B", "-J"])
+            .arg(&pidfile)
+            .arg("-f")
+            .arg(&log)
+            .args(["--ctl-socket"])
+            .arg(dir.path().join("ctl.sock"))
+            .env("OSM_CACHE_DIR", &cache)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let launcher = child.id();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(10));
+        assert!(in_time && out.status.success(), "{out:?}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let pid = loop {
+            let text = std::fs::read_to_string(&pidfile).unwrap_or_default();
+            if let Ok(p) = text.trim().parse::<i32>() {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "no pidfile");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Stopped by its PID whatever happens below.
+        struct Kill(i32);
+        impl Drop for Kill {
+            fn drop(&mut self) {
+                let _ = Command::new("kill").arg(self.0.to_string()).status();
+            }
+        }
+        let guard = Kill(pid);
+        assert_ne!(u32::try_from(pid).unwrap(), launcher, "the pidfile holds the launcher");
+        let up = loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("SUBNET UP") {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(up, "the daemon did not bring the subnet up\n{log_text}");
+        // Running, not a zombie (the daemon is not our child: whoever adopted it reaps it).
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(") ").next().map(|r| !r.starts_with('Z')))
+                .unwrap_or(false)
+        };
+        assert!(alive(), "the daemon exited\n{log_text}");
+        drop(guard);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while (alive() || pidfile.exists()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(), "still running after SIGTERM");
+        assert!(!pidfile.exists(), "pidfile left behind");
+        let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(log_text.contains("exiting on SIGTERM"), "{log_text}");
+    }
+}

@@ -183,7 +183,6 @@ static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
     (None, "port-shifting"),
     (Some('m'), "ids_guid_file"),
     (Some('y'), "stay_on_fatal"),
-    (Some('J'), "pidfile"),
     (Some('I'), "inactive"),
     (None, "prefix_routes_file"),
     (None, "consolidate_ipv6_snm_req"),

@@ -1268,7 +1268,7 @@ pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
 /// the default draws a warning ([`Options::not_implemented_warnings`]) and `-c` marks them.
 ///
 /// [`Options::not_implemented_warnings`]: super::Options::not_implemented_warnings
-pub(crate) static NOT_IMPLEMENTED: &[&str] = &["max_reverse_hops", "daemon"];
+pub(crate) static NOT_IMPLEMENTED: &[&str] = &["max_reverse_hops"];
 
 /// Every key OpenSM 3.3.23 accepts in its config file (the keys of `opensm -c`, plus
 /// `max_rate_enum` and `dimn_ports_file`, which it parses but does not write). Keys not in

@@ -444,7 +444,9 @@ pub struct Options {
     pub perfmgr_xmit_wait_threshold: u32,
 
     // ---- misc / logging ----
-    /// `daemon` (`-B`): run in the background. Default FALSE.
+    /// `daemon` (`-B`): run in the background (`ibsm run`: detached from the terminal by
+    /// daemon(3) once the options are read, standard streams on `/dev/null`, the working
+    /// directory kept, as OpenSM's). Default FALSE.
     pub daemon: bool,
     /// `log_flags` (`-D`, `-v`, `-V`): OpenSM log-level bit mask (0x01 ERROR, 0x02 INFO,
     /// 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS, 0x20 FRAMES, 0x40 ROUTING). Default 0x03.
