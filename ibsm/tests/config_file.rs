@@ -124,6 +124,28 @@ fn bad_values_of_every_kind_are_errors_with_their_line() {
         ),
         ("max_op_vls 6", "max_op_vls", "0..=5"),
         ("subnet_timeout 32", "subnet_timeout", "0..=31"),
+        ("vl_stall_count 8", "vl_stall_count", "0..=7"),
+        ("leaf_vl_stall_count 0x08", "leaf_vl_stall_count", "0..=7"),
+        (
+            "head_of_queue_lifetime 0x20",
+            "head_of_queue_lifetime",
+            "0..=31",
+        ),
+        (
+            "leaf_head_of_queue_lifetime 32",
+            "leaf_head_of_queue_lifetime",
+            "0..=31",
+        ),
+        (
+            "local_phy_errors_threshold 16",
+            "local_phy_errors_threshold",
+            "0..=15",
+        ),
+        (
+            "overrun_errors_threshold 0x10",
+            "overrun_errors_threshold",
+            "0..=15",
+        ),
         ("force_link_speed 8", "force_link_speed", "or 15"),
         ("force_link_width 32", "force_link_width", "or 255"),
         ("reassign_lids yes", "reassign_lids", "TRUE or FALSE"),
@@ -308,10 +330,10 @@ fn reconcile_applies_opensm_mkey_lease_rule_and_warns() {
 
 #[test]
 fn unsupported_opensm_keys_at_default_are_harmless_and_summarized() {
-    let f = parse("babbling_port_policy FALSE\nvl_stall_count 7\nport_prof_ignore_file (null)\nbabbling_port_policy TRUE\nlmc 1\nbogus 1\n").unwrap();
+    let f = parse("babbling_port_policy FALSE\nmax_wire_smps2 0x04\nport_prof_ignore_file (null)\nbabbling_port_policy TRUE\nlmc 1\nbogus 1\n").unwrap();
     let w = &f.warnings;
     assert_eq!(w.len(), 5, "{w:?}");
-    // `vl_stall_count 7` equals OpenSM's `0x07`.
+    // `max_wire_smps2 0x04` equals OpenSM's `4`.
     assert!(w[0].is_harmless() && w[1].is_harmless() && w[2].is_harmless());
     assert!(w[3].is_unsupported() && !w[3].is_harmless());
     let msg = w[3].to_string();

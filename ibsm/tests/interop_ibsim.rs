@@ -1273,3 +1273,52 @@ both_shims! {
         assert!(log_text.contains("exiting on SIGTERM"), "{log_text}");
     }
 }
+
+both_shims! {
+    /// `head_of_queue_lifetime` and `leaf_head_of_queue_lifetime` (OpenSM's keys) reach the
+    /// switch ports: on a fresh ibsim, after `ibsm run -o` with a config file setting them,
+    /// stock `smpquery portinfo` reads the first on switch-to-switch ports and the second on
+    /// switch ports facing a CA. (ibsim keeps HOQLife of a PortInfo Set, but not VLStallCount
+    /// or the error thresholds; those are checked in `sm::program` and the simulator.)
+    fn hoq_lifetimes_read_back_with_smpquery() {
+        let test = "interop HOQ";
+        if !peers(test) {
+            return;
+        }
+        let net = ca_first(&example("net.2sw2path4hca"));
+        let topo = Topology::parse_net(&net).unwrap();
+        let sw1 = topo.nodes().find(|(_, n)| n.name() == "Switch1").unwrap().1.guid().0;
+        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+        let dir = TempDir::new("interop-hoq").unwrap();
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).unwrap();
+        let conf = dir.path().join("opensm.conf");
+        std::fs::write(
+            &conf,
+            "head_of_queue_lifetime 0x0b\nleaf_head_of_queue_lifetime 0x0d\nvl_stall_count 0x05\n",
+        )
+        .unwrap();
+        run_once(&sim, dir.path(), &cache, &["-F".as_ref(), conf.as_os_str()]);
+        let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
+        let lid = g2l
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                Some((hex(w.next()?), hex(w.next()?)))
+            })
+            .find(|&(g, _)| g == sw1)
+            .map(|(_, l)| l.to_string())
+            .unwrap_or_else(|| panic!("no LID for Switch1\n{g2l}"));
+        let hoq = |port: &str| {
+            let out = diag(&sim, dir.path(), "smpquery", &["portinfo", &lid, port]);
+            out.lines()
+                .find_map(|l| l.strip_prefix("HoqLife:"))
+                .map(|v| v.trim_start_matches('.').trim().to_string())
+                .unwrap_or_else(|| panic!("no HoqLife in\n{out}"))
+        };
+        assert_eq!(hoq("3"), "11", "Switch1 port 3 faces Switch2");
+        assert_eq!(hoq("5"), "11", "Switch1 port 5 faces Switch2");
+        assert_eq!(hoq("1"), "13", "Switch1 port 1 faces Hca1");
+        assert_eq!(hoq("2"), "13", "Switch1 port 2 faces Hca3");
+    }
+}

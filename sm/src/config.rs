@@ -61,6 +61,23 @@ pub struct SmConfig {
     pub vl_high_limit: u8,
     /// SwitchInfo.LifeTimeValue, 0..=31 (`packet_life_time`, default 0x12).
     pub packet_life_time: u8,
+    /// PortInfo.VLStallCount of switch ports to switches, 0..=7 (`vl_stall_count`, default 7).
+    pub vl_stall_count: u8,
+    /// PortInfo.VLStallCount of switch ports to CAs and routers, 0..=7
+    /// (`leaf_vl_stall_count`, default 7).
+    pub leaf_vl_stall_count: u8,
+    /// PortInfo.HOQLife of switch ports to switches, 0..=31 (≥ 0x14 = infinite;
+    /// `head_of_queue_lifetime`, default 0x12).
+    pub head_of_queue_lifetime: u8,
+    /// PortInfo.HOQLife of switch ports to CAs and routers, and of router ports, 0..=31
+    /// (`leaf_head_of_queue_lifetime`, default 0x10).
+    pub leaf_head_of_queue_lifetime: u8,
+    /// PortInfo.LocalPhyErrors (the threshold of trap 129) of every linked port, 0..=15
+    /// (`local_phy_errors_threshold`, default 8).
+    pub local_phy_errors_threshold: u8,
+    /// PortInfo.OverrunErrors (the threshold of trap 130) of every linked port, 0..=15
+    /// (`overrun_errors_threshold`, default 8).
+    pub overrun_errors_threshold: u8,
     /// SM priority 0..=15 (`sm_priority`, default 0).
     pub sm_priority: u8,
     /// Priority advertised (and compared) while MASTER, 0..=15 (`master_sm_priority`, from
@@ -168,6 +185,12 @@ impl Default for SmConfig {
             force_link_speed: 15,
             force_link_speed_ext: 31,
             packet_life_time: 0x12,
+            vl_stall_count: 7,
+            leaf_vl_stall_count: 7,
+            head_of_queue_lifetime: 0x12,
+            leaf_head_of_queue_lifetime: 0x10,
+            local_phy_errors_threshold: 8,
+            overrun_errors_threshold: 8,
             sm_priority: 0,
             master_sm_priority: 0,
             sminfo_polling_timeout: Duration::from_secs(10),
@@ -326,6 +349,36 @@ impl SmConfig {
             self.force_link_speed_ext <= 15 || (30..=31).contains(&self.force_link_speed_ext),
             "0..=15, 30 or 31",
         )?;
+        for (key, v, max, range) in [
+            ("vl_stall_count", self.vl_stall_count, 7, "0..=7"),
+            ("leaf_vl_stall_count", self.leaf_vl_stall_count, 7, "0..=7"),
+            (
+                "head_of_queue_lifetime",
+                self.head_of_queue_lifetime,
+                31,
+                "0..=31",
+            ),
+            (
+                "leaf_head_of_queue_lifetime",
+                self.leaf_head_of_queue_lifetime,
+                31,
+                "0..=31",
+            ),
+            (
+                "local_phy_errors_threshold",
+                self.local_phy_errors_threshold,
+                15,
+                "0..=15",
+            ),
+            (
+                "overrun_errors_threshold",
+                self.overrun_errors_threshold,
+                15,
+                "0..=15",
+            ),
+        ] {
+            check(key, v.into(), v <= max, range)?;
+        }
         check(
             "packet_life_time",
             self.packet_life_time.into(),

@@ -852,6 +852,23 @@ pub fn desired_port_info(
                     crate::qos::program::desired_high_limit(&cfg.qos, subnet, None, id, p)
                         .unwrap_or(cfg.vl_high_limit);
                 force_link(cfg, subnet, id, &cur, &rinfo, rn, &mut want);
+                // OpenSM link_mgr_set_physp_pi: the head-of-queue lifetime and VL stall
+                // count of switch ports (the leaf values toward CAs and routers) and the
+                // HOQ lifetime of router ports; the error thresholds of every port.
+                let to_switch = subnet.node(rn).is_switch();
+                if node.is_switch() {
+                    let (hoq, stall) = if to_switch {
+                        (cfg.head_of_queue_lifetime, cfg.vl_stall_count)
+                    } else {
+                        (cfg.leaf_head_of_queue_lifetime, cfg.leaf_vl_stall_count)
+                    };
+                    want.set_hoq_life(hoq.min(31));
+                    want.set_vl_stall_count(stall.min(7));
+                } else if node.node_type == ibmad::NodeType::ROUTER {
+                    want.set_hoq_life(cfg.leaf_head_of_queue_lifetime.min(31));
+                }
+                want.set_local_phy_errors(cfg.local_phy_errors_threshold.min(15));
+                want.set_overrun_errors(cfg.overrun_errors_threshold.min(15));
             }
         }
     }
@@ -1211,6 +1228,59 @@ mod tests {
         let z = desired_port_info(&cfg, &s, sw, PortNum(0), Lid(7), None).unwrap();
         assert_eq!(z.lid(), Lid(1));
         assert_eq!(z.neighbor_mtu(), 0, "port 0 has no link");
+    }
+
+    /// OpenSM `link_mgr_set_physp_pi`: switch ports get the head-of-queue lifetime and VL stall
+    /// count (the leaf values toward CAs and routers, the others toward switches), router ports
+    /// the leaf HOQ lifetime, CA ports neither; every linked port the error thresholds.
+    #[test]
+    fn hoq_lifetime_vl_stall_and_error_thresholds_as_opensm() {
+        let (mut s, sw, ca) = two_nodes();
+        let sw2 = s.add_node(node(3, NodeType::SWITCH, 4));
+        let rtr = s.add_node(node(4, NodeType::ROUTER, 2));
+        s.link((sw, PortNum(1)), (sw2, PortNum(1)));
+        s.link((sw, PortNum(2)), (rtr, PortNum(1)));
+        for (n, p) in [(sw, 1), (sw, 2), (sw2, 1), (rtr, 1)] {
+            s.port_mut(n, PortNum(p)).unwrap().info = Some(pi(5, 4, PortState::INIT));
+        }
+        let defaults = SmConfig::default();
+        let tuned = SmConfig {
+            head_of_queue_lifetime: 0x13,
+            leaf_head_of_queue_lifetime: 0x0e,
+            vl_stall_count: 5,
+            leaf_vl_stall_count: 3,
+            local_phy_errors_threshold: 9,
+            overrun_errors_threshold: 10,
+            ..SmConfig::default()
+        };
+        let want = |cfg: &SmConfig, n: NodeId, p: u8| {
+            let w = desired_port_info(cfg, &s, n, PortNum(p), Lid(7), None).unwrap();
+            (
+                w.hoq_life(),
+                w.vl_stall_count(),
+                w.local_phy_errors(),
+                w.overrun_errors(),
+            )
+        };
+        // OpenSM's defaults: 0x12 / 0x10, 7 / 7, 8, 8.
+        assert_eq!(want(&defaults, sw, 1), (0x12, 7, 8, 8), "switch to switch");
+        assert_eq!(want(&defaults, sw, 3), (0x10, 7, 8, 8), "switch to CA");
+        assert_eq!(want(&tuned, sw, 1), (0x13, 5, 9, 10), "switch to switch");
+        assert_eq!(want(&tuned, sw2, 1), (0x13, 5, 9, 10), "switch to switch");
+        assert_eq!(want(&tuned, sw, 3), (0x0e, 3, 9, 10), "switch to CA");
+        assert_eq!(want(&tuned, sw, 2), (0x0e, 3, 9, 10), "switch to router");
+        assert_eq!(
+            want(&tuned, rtr, 1),
+            (0x0e, 0, 9, 10),
+            "router port: HOQ only"
+        );
+        assert_eq!(
+            want(&tuned, ca, 1),
+            (0, 0, 9, 10),
+            "CA port: thresholds only"
+        );
+        // Port 0 has no link: left as it is.
+        assert_eq!(want(&tuned, sw, 0), (0, 0, 0, 0));
     }
 
     #[test]

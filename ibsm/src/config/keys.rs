@@ -266,6 +266,63 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "vl_stall_count",
+        section: Section::Device,
+        doc: &[
+            "The number of sequential packets dropped that cause the port",
+            "to enter the VLStalled state. The result of setting this value to",
+            "zero is undefined.",
+        ],
+        get: |o| format!("0x{:02x}", o.vl_stall_count),
+        set: |o, v| {
+            o.vl_stall_count = u8_in(v, 0, 7)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "leaf_vl_stall_count",
+        section: Section::Device,
+        doc: &[
+            "The number of sequential packets dropped that cause the port",
+            "to enter the VLStalled state. This value is for switch ports",
+            "driving a CA or router port. The result of setting this value",
+            "to zero is undefined.",
+        ],
+        get: |o| format!("0x{:02x}", o.leaf_vl_stall_count),
+        set: |o, v| {
+            o.leaf_vl_stall_count = u8_in(v, 0, 7)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "head_of_queue_lifetime",
+        section: Section::Device,
+        doc: &[
+            "The code of maximal time a packet can wait at the head of",
+            "transmission queue.",
+            "The actual time is 4.096usec * 2^<head_of_queue_lifetime>",
+            "The value 0x14 disables this mechanism",
+        ],
+        get: |o| format!("0x{:02x}", o.head_of_queue_lifetime),
+        set: |o, v| {
+            o.head_of_queue_lifetime = u8_in(v, 0, 31)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "leaf_head_of_queue_lifetime",
+        section: Section::Device,
+        doc: &[
+            "The maximal time a packet can wait at the head of queue on",
+            "switch port connected to a CA or router port",
+        ],
+        get: |o| format!("0x{:02x}", o.leaf_head_of_queue_lifetime),
+        set: |o, v| {
+            o.leaf_head_of_queue_lifetime = u8_in(v, 0, 31)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "max_op_vls",
         section: Section::Device,
         doc: &[
@@ -366,6 +423,26 @@ pub(crate) static KEYS: &[KeySpec] = &[
         get: |o| o.subnet_timeout.to_string(),
         set: |o, v| {
             o.subnet_timeout = u8_in(v, 0, 31)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "local_phy_errors_threshold",
+        section: Section::Device,
+        doc: &["Threshold of local phy errors for sending Trap 129"],
+        get: |o| format!("0x{:02x}", o.local_phy_errors_threshold),
+        set: |o, v| {
+            o.local_phy_errors_threshold = u8_in(v, 0, 15)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "overrun_errors_threshold",
+        section: Section::Device,
+        doc: &["Threshold of credit overrun errors for sending Trap 130"],
+        get: |o| format!("0x{:02x}", o.overrun_errors_threshold),
+        set: |o, v| {
+            o.overrun_errors_threshold = u8_in(v, 0, 15)?;
             Ok(())
         },
     },

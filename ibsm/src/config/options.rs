@@ -280,6 +280,20 @@ pub struct Options {
     pub sm_sl: u8,
     /// `packet_life_time`: switch packet lifetime code, 0..=31 (≥ 0x14 = infinite). Default 0x12.
     pub packet_life_time: u8,
+    /// `vl_stall_count`: PortInfo:VLStallCount of switch ports to switches, 0..=7. Default 7.
+    pub vl_stall_count: u8,
+    /// `leaf_vl_stall_count`: the same for switch ports to CAs and routers. Default 7.
+    pub leaf_vl_stall_count: u8,
+    /// `head_of_queue_lifetime`: PortInfo:HOQLife of switch ports to switches, 0..=31 (≥ 0x14
+    /// = infinite). Default 0x12.
+    pub head_of_queue_lifetime: u8,
+    /// `leaf_head_of_queue_lifetime`: the same for switch ports to CAs and routers, and router
+    /// ports. Default 0x10.
+    pub leaf_head_of_queue_lifetime: u8,
+    /// `local_phy_errors_threshold`: PortInfo:LocalPhyErrors (trap 129), 0..=15. Default 8.
+    pub local_phy_errors_threshold: u8,
+    /// `overrun_errors_threshold`: PortInfo:OverrunErrors (trap 130), 0..=15. Default 8.
+    pub overrun_errors_threshold: u8,
     /// `max_op_vls`: cap on PortInfo:OperationalVLs, 0..=5 (1 = VL0 … 5 = VL0–14; 0 acts as 1).
     /// Default 5.
     pub max_op_vls: u8,
@@ -496,6 +510,12 @@ impl Default for Options {
             lmc: 0,
             sm_sl: 0,
             packet_life_time: 0x12,
+            vl_stall_count: 7,
+            leaf_vl_stall_count: 7,
+            head_of_queue_lifetime: 0x12,
+            leaf_head_of_queue_lifetime: 0x10,
+            local_phy_errors_threshold: 8,
+            overrun_errors_threshold: 8,
             max_op_vls: 5,
             qos: false,
             qos_policy_file: PathBuf::from(DEFAULT_QOS_POLICY_FILE),

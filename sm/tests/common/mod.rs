@@ -220,6 +220,10 @@ impl Fake {
                                 i.link_width_enabled = new.link_width_enabled;
                                 i.set_link_speed_enabled(new.link_speed_enabled());
                                 i.vl_high_limit = new.vl_high_limit;
+                                i.set_hoq_life(new.hoq_life());
+                                i.set_vl_stall_count(new.vl_stall_count());
+                                i.set_local_phy_errors(new.local_phy_errors());
+                                i.set_overrun_errors(new.overrun_errors());
                                 i.m_key = new.m_key;
                                 i.gid_prefix = new.gid_prefix;
                                 if to != PortState::NO_CHANGE {
