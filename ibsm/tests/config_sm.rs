@@ -31,6 +31,14 @@ fn perturbed_options_map_field_by_field_and_validate() {
     assert_eq!(c.subnet_timeout, o.subnet_timeout);
     assert_eq!(c.max_op_vls, o.max_op_vls);
     assert_eq!(c.packet_life_time, o.packet_life_time);
+    assert_eq!(c.vl_stall_count, o.vl_stall_count);
+    assert_eq!(c.leaf_vl_stall_count, o.leaf_vl_stall_count);
+    assert_eq!(c.head_of_queue_lifetime, o.head_of_queue_lifetime);
+    assert_eq!(c.leaf_head_of_queue_lifetime, o.leaf_head_of_queue_lifetime);
+    assert_eq!(c.local_phy_errors_threshold, o.local_phy_errors_threshold);
+    assert_eq!(c.overrun_errors_threshold, o.overrun_errors_threshold);
+    assert_eq!(c.no_clients_rereg, o.no_clients_rereg);
+    assert!(c.no_clients_rereg, "perturbed");
     assert_eq!(c.sm_priority, o.sm_priority);
     assert_eq!(c.master_sm_priority, o.master_sm_priority);
     assert_eq!(

@@ -1069,6 +1069,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "no_clients_rereg",
+        section: Section::Debug,
+        doc: &["If TRUE disables client reregistration"],
+        get: |o| fmt_bool(o.no_clients_rereg),
+        set: |o, v| {
+            o.no_clients_rereg = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "use_optimized_slvl",
         section: Section::Misc,
         doc: &[

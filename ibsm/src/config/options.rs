@@ -346,6 +346,9 @@ pub struct Options {
     pub reassign_lids: bool,
     /// `force_heavy_sweep`: make every sweep a heavy sweep. Default FALSE.
     pub force_heavy_sweep: bool,
+    /// `no_clients_rereg`: never set PortInfo:ClientReregister (end ports then keep their SA
+    /// registrations across an SM change only if they do so on their own). Default FALSE.
+    pub no_clients_rereg: bool,
     /// `sweep_on_trap`: traps 128/144 force a heavy sweep. Default TRUE.
     pub sweep_on_trap: bool,
 
@@ -510,6 +513,7 @@ impl Default for Options {
             lmc: 0,
             sm_sl: 0,
             packet_life_time: 0x12,
+            no_clients_rereg: false,
             vl_stall_count: 7,
             leaf_vl_stall_count: 7,
             head_of_queue_lifetime: 0x12,
