@@ -13,7 +13,7 @@
 # usage: tests/sa-diff.sh [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos]
 #                        [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE]
 #                        [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots]
-#                        TOPOLOGY.net
+#                        [--port-shifting] [--lmc N] TOPOLOGY.net
 #
 #   --partitions FILE   both SMs read this partitions.conf (-P FILE): P_Key tables, the groups
 #                       the partitions pre-create (MCG, MCMR: mtu=, rate=, sl=, scope=, Q_Key=
@@ -31,6 +31,9 @@
 #   --connect-roots     both SMs with connect_roots (-z): updn routes the roots' LIDs min-hop,
 #                       ftree routes the switch LIDs upper switches lack through the last leaf,
 #                       dnup routes what down/up cannot by min-hop
+#   --port-shifting     both SMs with port_shifting (--port-shifting): minhop, updn and dnup
+#                       start their port scan where the routes on the ports say
+#   --lmc N             both SMs with LMC N (-l N): every end port gets 2^N LIDs
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #
@@ -86,6 +89,8 @@ tconf=
 order=
 roots=
 connect=0
+shifting=0
+lmc=
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
@@ -98,12 +103,14 @@ while [ $# -gt 0 ]; do
         --guid-routing-order) order=${2:-}; shift 2 ;;
         --root-guid-file) roots=${2:-}; shift 2 ;;
         --connect-roots) connect=1; shift ;;
+        --port-shifting) shifting=1; shift ;;
+        --lmc) lmc=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) net=$1; shift ;;
     esac
 done
-[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots] TOPOLOGY.net" >&2; exit 2; }
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots] [--port-shifting] [--lmc N] TOPOLOGY.net" >&2; exit 2; }
 absolute() { # option file: the file's absolute path, or exit 2 if it cannot be read
     [ -r "$2" ] || { echo "$1: cannot read $2" >&2; exit 2; }
     echo "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
@@ -117,6 +124,8 @@ sm_args=()
 [ -z "$order" ] || sm_args+=(-X "$(absolute --guid-routing-order "$order")") || exit 2
 [ -z "$roots" ] || sm_args+=(-a "$(absolute --root-guid-file "$roots")") || exit 2
 [ $connect = 0 ] || sm_args+=(-z)
+[ $shifting = 0 ] || sm_args+=(--port-shifting)
+[ -z "$lmc" ] || sm_args+=(-l "$lmc")
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
 for prog in opensm saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }

@@ -151,7 +151,10 @@ fn opensm_file_gives_no_unknown_key_warnings() {
     // `cc_ca_cong_setting_*` appear once each; every other key once: each key not ours warns.
     let not_ours = in_file.iter().filter(|k| !ours.contains(k)).count();
     assert_eq!(unsupported, not_ours);
-    assert!(unsupported > 60, "{unsupported}");
+    // The whole file was read (OpenSM 3.3.23 writes 160 keys), and some keys are still
+    // not ibsm's (the count falls as keys are implemented).
+    assert!(in_file.len() >= 160, "{}", in_file.len());
+    assert!(unsupported > 0, "{unsupported}");
 }
 
 #[test]

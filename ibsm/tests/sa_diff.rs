@@ -538,3 +538,38 @@ fn dnup_connect_roots_matches_opensm_on_ibsim() {
         );
     }
 }
+
+/// `port_shifting` (`--port-shifting`) against OpenSM: minhop on a fat tree, and with LMC 1
+/// (OpenSM's second scan redoes the system/node spreading) on a random irregular graph;
+/// every switch's LFT (LFTR) equals OpenSM's. (The option moves routes on both fabrics:
+/// `routing_minhop::port_shifting_moves_routes_and_keeps_them_minimal`.)
+#[test]
+fn port_shifting_matches_opensm_on_ibsim() {
+    let dir = umad::testutil::TempDir::new("sa-diff-shift").unwrap();
+    for (spec, lmc) in [("fat-tree:2,8", "0"), ("random:24,40,20,1,ports=12", "1")] {
+        let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
+        let net = dir
+            .path()
+            .join(format!("{}.net", spec.replace([':', ',', '='], "-")));
+        std::fs::write(&net, topo.to_net()).unwrap();
+        let out = run_on(
+            "ibsim",
+            &net,
+            &["--routing", "minhop", "--port-shifting", "--lmc", lmc],
+        );
+        if out.is_empty() {
+            return; // skipped
+        }
+        // One LFTR per switch and block of 64 LIDs (more than one block with LMC 1).
+        let lftr = out.lines().find(|l| l.contains(" LFTR ")).unwrap_or("");
+        let n: usize = lftr
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("opensm="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        assert!(
+            n >= topo.num_switches() && lftr.ends_with(&format!("ibsm={n} PASS")),
+            "{spec}: {out}"
+        );
+    }
+}

@@ -9,7 +9,9 @@ use sm::check::check_all_pairs;
 use sm::lid::{assign_lids, Guid2Lid, LidConfig};
 use sm::routing::graph::HopMatrix;
 use sm::routing::minhop::MinHop;
-use sm::routing::{engine_by_name, route_chain, EngineOptions, Lfts, RouteError, RoutingEngine};
+use sm::routing::{
+    engine_by_name, route_chain, route_chain_with, EngineOptions, Lfts, RouteError, RoutingEngine,
+};
 use sm::{NodeId, Subnet};
 
 mod fixtures;
@@ -700,4 +702,51 @@ fn guid_routing_order_file_routes_the_listed_ports_first() {
     let unscattered = route(&with_file(&all, 0, false)).0;
     assert_eq!(route(&with_file(&all, 7919, true)).0, unscattered);
     assert_ne!(route(&with_file(&all, 7919, false)).0, unscattered);
+}
+
+fn minhop_shifted(s: &Subnet) -> Lfts {
+    let opts = EngineOptions {
+        port_shifting: true,
+        ..EngineOptions::default()
+    };
+    route_chain_with(&["minhop".to_string()], true, s, 0, &opts)
+        .unwrap()
+        .routes
+        .lfts
+}
+
+/// `port_shifting` (OpenSM `osm_switch_recommend_path`): the equally short ports are scanned
+/// from position (routes on them ÷ their number) mod their number. On the tie fabric with Y
+/// and Z each port of A carries one route when H13 is routed: 2 ÷ 2 = 1, so the scan starts
+/// at p2, and p2 wins the tie that p1 wins without shifting. With no routes yet the scan
+/// starts at p1, as without shifting.
+#[test]
+fn port_shifting_starts_the_scan_where_the_routes_say() {
+    let (s, a) = tie(true, true);
+    assert_eq!(minhop(&s).get(a, Lid(8)), Some(PortNum(1)));
+    assert_eq!(minhop_shifted(&s).get(a, Lid(8)), Some(PortNum(2)));
+    let (s, a) = tie(false, false);
+    assert_eq!(minhop_shifted(&s).get(a, Lid(8)), Some(PortNum(1)));
+    // Still the fewest routes first: with Z only, p1 carries one and p2 none.
+    let (s, a) = tie(false, true);
+    assert_eq!(minhop_shifted(&s).get(a, Lid(8)), Some(PortNum(2)));
+}
+
+/// On generated fabrics port_shifting moves routes and keeps every one minimal.
+#[test]
+fn port_shifting_moves_routes_and_keeps_them_minimal() {
+    for spec in ["fat-tree:2,8", "fat-tree:3,4", "random:24,40,20,1,ports=12"] {
+        let t = fabric_sim::topo::Topology::generate(spec).unwrap();
+        let mut s = fabric_sim::topo::subnet::to_subnet(&t);
+        lids(&mut s, &[], 0);
+        let (plain, shifted) = (minhop(&s), minhop_shifted(&s));
+        assert_ne!(plain, shifted, "{spec}: port_shifting moved no route");
+        let r = sm::verify::verify(&s, &shifted);
+        assert!(
+            r.reach.pairs > 0 && r.reach.unreachable.is_empty(),
+            "{spec}: {}",
+            r.summary(&s)
+        );
+        assert_eq!(r.reach.non_shortest, 0, "{spec}");
+    }
 }

@@ -708,6 +708,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "port_shifting",
+        section: Section::Routing,
+        doc: &["Port Shifting (use FALSE if unsure)"],
+        get: |o| fmt_bool(o.port_shifting),
+        set: |o, v| {
+            o.port_shifting = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "scatter_ports",
         section: Section::Routing,
         doc: &[

@@ -389,6 +389,9 @@ pub struct Options {
     /// `torus_config` (`--torus_config`): torus-2QoS.conf. Default
     /// `/etc/opensm/torus-2QoS.conf`.
     pub torus_config: PathBuf,
+    /// `port_shifting` (`--port-shifting`): minhop, updn and dnup start their scan of equally
+    /// short ports at a place that moves with the routes on them. Default FALSE.
+    pub port_shifting: bool,
     /// `scatter_ports` (`--scatter-ports`): random seed for choosing among equal ports;
     /// 0 (default) = deterministic round robin.
     pub scatter_ports: u32,
@@ -553,6 +556,7 @@ impl Default for Options {
             nue_max_num_vls: 1,
             nue_include_switches: false,
             torus_config: PathBuf::from("/etc/opensm/torus-2QoS.conf"),
+            port_shifting: false,
             scatter_ports: 0,
             guid_routing_order_no_scatter: false,
             sm_priority: 0,

@@ -126,7 +126,7 @@ fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
 impl Options {
     /// The routing engines' options, with the files they name **read now** (engines do no
     /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, `torus_config`,
-    /// `guid_routing_order_file`, plus `scatter_ports`, `guid_routing_order_no_scatter`,
+    /// `guid_routing_order_file`, plus `scatter_ports`, `port_shifting`, `guid_routing_order_no_scatter`,
     /// `port_profile_switch_nodes` and `max_op_vls` (0 becomes 1). Fields the engines have but ibsm's options do not keep
     /// [`EngineOptions::default`]'s values.
     #[must_use]
@@ -136,6 +136,7 @@ impl Options {
         EngineOptions {
             port_profile_switch_nodes: self.port_profile_switch_nodes,
             scatter_ports: self.scatter_ports.into(),
+            port_shifting: self.port_shifting,
             root_guid_file: option_file(self.root_guid_file.as_ref()),
             lfts_file: option_file(self.lfts_file.as_ref()),
             cn_guid_file: option_file(self.cn_guid_file.as_ref()),

@@ -52,8 +52,12 @@
 //! `osm_switch_recommend_path`. So a vanished end port changes only its own LIDs' entries,
 //! and a failed link only the routes that used it.
 //!
-//! Not modelled: `port_shifting`, hop-weight, port-search-ordering and port-profile-ignore
-//! files.
+//! With [`EngineOptions::port_shifting`] (OpenSM `port_shifting`), the candidates are scanned
+//! again from position (routes on them ÷ their number) mod their number, and the first with
+//! the fewest routes wins (with LMC > 0 the system/node spreading is redone in that order, as
+//! OpenSM's second pass does); `scatter_ports` still overrides it.
+//!
+//! Not modelled: hop-weight, port-search-ordering and port-profile-ignore files.
 
 use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
@@ -313,7 +317,9 @@ fn balance_with(
             lmc_routing: max_lids > 1,
             count_switches: opts.port_profile_switch_nodes,
             scatter,
-            plain: (plain_loop && scatter == 0 && max_lids <= 1).then(|| PlainDests::new(&dests)),
+            port_shifting: opts.port_shifting,
+            plain: (plain_loop && scatter == 0 && max_lids <= 1 && !opts.port_shifting)
+                .then(|| PlainDests::new(&dests)),
         };
         let existing = opts.existing_lfts.as_deref();
         let run = |sw: NodeId, row: &mut [u8]| {
@@ -368,6 +374,8 @@ struct Ctx<'a> {
     lmc_routing: bool,
     count_switches: bool,
     scatter: u64,
+    /// OpenSM's `port_shifting` ([`EngineOptions::port_shifting`]).
+    port_shifting: bool,
     /// The destinations as [`Ctx::route_switch_plain`] walks them (when it may be used).
     plain: Option<PlainDests>,
 }
@@ -487,6 +495,27 @@ impl Candidates {
             *cur = (min, 0);
         }
     }
+}
+
+/// OpenSM's `port_shifting` pick without LMC: the candidates (in port order) scanned from
+/// position (routes on them ÷ their number) mod their number, the first with the fewest
+/// routes.
+fn shifted(list: &[u8], counts: &Counters) -> u8 {
+    let n = list.len();
+    if n == 0 {
+        return NO_PATH;
+    }
+    let total: u64 = list.iter().map(|&p| u64::from(counts.count(p))).sum();
+    let first = (total / n as u64) as usize;
+    let mut best = (u32::MAX, NO_PATH);
+    for i in 0..n {
+        let p = list[(first + i) % n];
+        let c = counts.count(p);
+        if c < best.0 {
+            best = (c, p);
+        }
+    }
+    best.1
 }
 
 /// Per-port route counters packed as `count << 8 | port`, so the minimum key is the port with
@@ -663,6 +692,8 @@ impl Ctx<'_> {
                         p
                     } else if let (true, Some(r)) = (d.scatter, srng.as_mut()) {
                         cand.scattered(t, &counts, r).unwrap_or(NO_PATH)
+                    } else if self.port_shifting && !self.lmc_routing {
+                        shifted(cand.of(t), &counts)
                     } else if !self.lmc_routing {
                         match cand.least(t, &counts, &mut cursors) {
                             Some((p, l, pos)) => {
@@ -844,6 +875,12 @@ impl Ctx<'_> {
         let (mut least_node, mut best_node) = (u32::MAX, 0u8);
         let mut least_fwd = u32::MAX;
         let split = list.partition_point(|&p| u32::from(p) < start);
+        // For port_shifting: each candidate in scan order as OpenSM's `port_paths` keeps it
+        // (port, routes, system used, node used, times its node was used). Its
+        // `found_node_guid` is one variable across the scan, so a port whose system is
+        // unused carries the previous port's node flag; that is kept here.
+        let mut paths: Vec<(u8, u32, bool, bool, u32)> = Vec::new();
+        let mut node_flag = false;
         for &p in list[split..].iter().chain(&list[..split]) {
             let cc = counts.count(p);
             let mut rg: Option<u32> = None;
@@ -871,6 +908,10 @@ impl Ctx<'_> {
                     least_fwd = 0;
                 }
                 rg = node_hit.map(|e| e.1);
+                node_flag = node_hit.is_some();
+            }
+            if self.port_shifting {
+                paths.push((p, cc, sys_hit, node_flag, rg.unwrap_or(0)));
             }
             if cc < least {
                 found = true;
@@ -890,6 +931,31 @@ impl Ctx<'_> {
         }
         if !found {
             return NO_PATH;
+        }
+        if self.port_shifting && !paths.is_empty() {
+            // OpenSM's second pass: the same scan from a place that moves with the routes
+            // already on the candidates.
+            let n = paths.len();
+            let total: u64 = paths.iter().map(|x| u64::from(x.1)).sum();
+            let first = (total / n as u64) as usize;
+            (least, best, least_fwd) = (u32::MAX, 0, u32::MAX);
+            (least_sys, best_sys, least_node, best_node) = (u32::MAX, 0, u32::MAX, 0);
+            for i in 0..n {
+                let (p, cc, sys, node, fwd) = paths[(first + i) % n];
+                if !sys && cc < least_sys {
+                    (least_sys, best_sys, least_fwd) = (cc, p, 0);
+                } else if !node && cc < least_node {
+                    (least_node, best_node, least_fwd) = (cc, p, 0);
+                }
+                if cc < least {
+                    (best, least) = (p, cc);
+                    if (sys || node) && fwd < least_fwd {
+                        least_fwd = fwd;
+                    }
+                } else if (sys || node) && cc == least && fwd < least_fwd {
+                    (least_fwd, best) = (fwd, p);
+                }
+            }
         }
         if best != 0 {
             if best_sys != 0 {

@@ -418,6 +418,11 @@ pub struct EngineOptions {
     /// `scatter_ports`: 0 = off; otherwise minhop and updn choose at random (from the RNG
     /// handed to the engine, so reproducibly) among the equally loaded minimum-hop ports.
     pub scatter_ports: u64,
+    /// `port_shifting`: minhop, updn and dnup scan a switch's equally short ports from a
+    /// place that moves with the routes already on them, so that the LIDs of a destination
+    /// group do not line up on the same port of every switch (OpenSM's `port_shifting`).
+    /// Default false.
+    pub port_shifting: bool,
     /// `root_guid_file` for updn/dnup, as read by the caller (engines do no I/O).
     pub root_guid_file: Option<OptionFile>,
     /// `lfts_file` for the `file` engine, as read by the caller.
@@ -525,6 +530,7 @@ impl Default for EngineOptions {
             guid_routing_order_file: None,
             guid_routing_order_no_scatter: false,
             connect_roots: false,
+            port_shifting: false,
             existing_lfts: None,
         }
     }

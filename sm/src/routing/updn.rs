@@ -65,7 +65,7 @@
 //! second-phase route even where going up first would be shorter, because packets that reach
 //! it on a down hop may not turn up; on fat trees both are equal and routes are min-hop. Among
 //! the candidate next hops, the port is chosen by minhop's balancing (the same per-port
-//! counters, destination order and LMC spreading; `scatter_ports` honoured).
+//! counters, destination order and LMC spreading; `scatter_ports` and `port_shifting` honoured).
 
 use ibmad::{Guid, PortNum};
 
