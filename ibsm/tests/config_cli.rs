@@ -309,10 +309,10 @@ fn unknown_options_are_errors_with_hints() {
     let (opt, h) = hint(&["--routing_engin", "updn"]);
     assert_eq!(opt, "--routing_engin");
     assert_eq!(h, "did you mean --routing_engine?");
-    let (opt, h) = hint(&["-i"]);
-    assert_eq!(opt, "-i");
+    let (opt, h) = hint(&["-M"]);
+    assert_eq!(opt, "-M");
     assert!(
-        h.contains("--ignore_guids") && h.contains("not implemented"),
+        h.contains("--lid_matrix_file") && h.contains("not implemented"),
         "{h}"
     );
     let (_, h) = hint(&["--sweep_interval", "5"]);

@@ -750,3 +750,116 @@ fn port_shifting_moves_routes_and_keeps_them_minimal() {
         assert_eq!(r.reach.non_shortest, 0, "{spec}");
     }
 }
+
+fn minhop_with(s: &Subnet, opts: &EngineOptions) -> (Lfts, Vec<String>) {
+    let out = route_chain_with(&["minhop".to_string()], true, s, 0, opts).unwrap();
+    (out.routes.lfts, out.log)
+}
+
+fn file(name: &str, text: &str) -> Option<sm::routing::OptionFile> {
+    Some(sm::routing::OptionFile::from_text(name, text))
+}
+
+/// `port_prof_ignore_file` (OpenSM `-i`): routes out of a listed switch port are not counted.
+/// On the tie fabric with Z, Z's route leaves A on p1, so H13 takes the emptier p2; with A's
+/// p1 ignored Z's route is not counted, the ports tie, and H13 takes p1. A line that is no
+/// GUID ends the file with OpenSM's ERR 3A0E, the lines before it kept.
+#[test]
+fn port_prof_ignore_file_leaves_routes_uncounted() {
+    let (s, a) = tie(false, true);
+    let guid = s.node(a).guid.0;
+    let opts = |text: &str| EngineOptions {
+        port_prof_ignore_file: file("ignore", text),
+        ..EngineOptions::default()
+    };
+    assert_eq!(minhop(&s).get(a, Lid(8)), Some(PortNum(2)));
+    let (l, log) = minhop_with(&s, &opts(&format!("# A's first port\n{guid:#x} 1\n")));
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(1)), "{log:?}");
+    // Another port, a port A does not have, a switch that does not exist: no effect.
+    let (l, _) = minhop_with(&s, &opts(&format!("{guid:#x} 2\n{guid:#x} 9\n0x77 1\n")));
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(2)));
+    let (l, log) = minhop_with(&s, &opts(&format!("{guid:#x} 1\nnot-a-guid\n")));
+    assert_eq!(
+        l.get(a, Lid(8)),
+        Some(PortNum(1)),
+        "the line before the bad one counts"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("ERR 3A0E") && l.contains("line 2")),
+        "{log:?}"
+    );
+}
+
+/// `hop_weights_file` (OpenSM `-w`): a hop out of a weighted port counts as that many hops.
+/// On the tie fabric H13 is two hops from A through p1 or p2; p1 weighted 3 leaves p2 the
+/// only shortest port, whatever the counters say (with Y loading p2 first, p1 would win
+/// unweighted). Weight 0, above 255 or missing: the line is skipped, as OpenSM does.
+#[test]
+fn hop_weights_file_weighs_the_hops_out_of_a_port() {
+    let (s, a) = tie(true, false);
+    let guid = s.node(a).guid.0;
+    let opts = |text: &str| EngineOptions {
+        hop_weights_file: file("weights", text),
+        ..EngineOptions::default()
+    };
+    assert_eq!(minhop(&s).get(a, Lid(8)), Some(PortNum(1)));
+    let (l, log) = minhop_with(&s, &opts(&format!("{guid:#x} 1 3\n")));
+    assert_eq!(l.get(a, Lid(8)), Some(PortNum(2)), "{log:?}");
+    assert!(check_all_pairs(&s, &l).is_ok());
+    for skipped in ["1 0", "1 256", "1", "1 x"] {
+        let (l, _) = minhop_with(&s, &opts(&format!("{guid:#x} {skipped}\n")));
+        assert_eq!(l.get(a, Lid(8)), Some(PortNum(1)), "{skipped}");
+    }
+    let (_, log) = minhop_with(&s, &opts("0x1zz 1 2\n"));
+    assert!(log.iter().any(|l| l.contains("ERR 3A05")), "{log:?}");
+}
+
+/// On generated fabrics both files move routes; weighted routes reach every pair.
+#[test]
+fn port_files_move_routes_on_generated_fabrics() {
+    for spec in ["fat-tree:2,8", "random:24,40,20,1,ports=12"] {
+        let t = fabric_sim::topo::Topology::generate(spec).unwrap();
+        let mut s = fabric_sim::topo::subnet::to_subnet(&t);
+        lids(&mut s, &[], 0);
+        // The first switch-facing port of every switch with a CA: it has equally short
+        // alternatives on both fabrics.
+        let remote = |sw: NodeId, p: u8| s.port(sw, PortNum(p)).and_then(|x| x.remote);
+        let picked: Vec<(u64, u8)> = s
+            .switches()
+            .filter(|&sw| {
+                (1..=s.node(sw).num_ports)
+                    .any(|p| remote(sw, p).is_some_and(|(r, _)| !s.node(r).is_switch()))
+            })
+            .filter_map(|sw| {
+                let p = (1..=s.node(sw).num_ports)
+                    .find(|&p| remote(sw, p).is_some_and(|(r, _)| s.node(r).is_switch()))?;
+                Some((s.node(sw).guid.0, p))
+            })
+            .collect();
+        assert!(!picked.is_empty());
+        let lines = |extra: &str| -> String {
+            picked
+                .iter()
+                .map(|(g, p)| format!("{g:#x} {p}{extra}\n"))
+                .collect()
+        };
+        let plain = minhop(&s);
+        let ignore = EngineOptions {
+            port_prof_ignore_file: file("ignore", &lines("")),
+            ..EngineOptions::default()
+        };
+        let weights = EngineOptions {
+            hop_weights_file: file("weights", &lines(" 3")),
+            ..EngineOptions::default()
+        };
+        let (li, _) = minhop_with(&s, &ignore);
+        let (lw, _) = minhop_with(&s, &weights);
+        assert_ne!(plain, li, "{spec}: the ignore file moved no route");
+        assert_ne!(plain, lw, "{spec}: the weights moved no route");
+        for l in [&li, &lw] {
+            let r = sm::verify::verify(&s, l);
+            assert!(r.reach.unreachable.is_empty(), "{spec}: {}", r.summary(&s));
+        }
+    }
+}

@@ -82,6 +82,10 @@ static CLI: &[CliOpt] = &[
         help: "I/O node GUIDs for ftree" },
     CliOpt { short: Some('H'), long: &["max_reverse_hops"], metavar: Some("N"), act: Act::Key("max_reverse_hops"),
         help: "reverse hops allowed for I/O nodes" },
+    CliOpt { short: Some('i'), long: &["ignore_guids", "port_prof_ignore_file"], metavar: Some("FILE"), act: Act::Key("port_prof_ignore_file"),
+        help: "switch ports (GUID PORT) the load balancing does not count" },
+    CliOpt { short: Some('w'), long: &["hop_weights_file"], metavar: Some("FILE"), act: Act::Key("hop_weights_file"),
+        help: "hop weight per switch port (GUID PORT WEIGHT) for minhop" },
     CliOpt { short: Some('X'), long: &["guid_routing_order_file"], metavar: Some("FILE"), act: Act::Key("guid_routing_order_file"),
         help: "port GUIDs in routing order (minhop, updn)" },
     CliOpt { short: Some('U'), long: &["lfts_file"], metavar: Some("FILE"), act: Act::Key("lfts_file"),
@@ -172,8 +176,6 @@ static CLI: &[CliOpt] = &[
 
 /// OpenSM options ibsm does not implement, (short, long), for error hints.
 static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
-    (Some('i'), "ignore_guids"),
-    (Some('w'), "hop_weights_file"),
     (Some('O'), "port_search_ordering_file"),
     (None, "dimn_ports_file"),
     (None, "congestion_control"),

@@ -708,6 +708,26 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "port_prof_ignore_file",
+        section: Section::Routing,
+        doc: &["Name of file with port guids to be ignored by port profiling"],
+        get: |o| fmt_opt_path(&o.port_prof_ignore_file),
+        set: |o, v| {
+            o.port_prof_ignore_file = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "hop_weights_file",
+        section: Section::Routing,
+        doc: &["The file holding routing weighting factors per output port"],
+        get: |o| fmt_opt_path(&o.hop_weights_file),
+        set: |o, v| {
+            o.hop_weights_file = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "port_shifting",
         section: Section::Routing,
         doc: &["Port Shifting (use FALSE if unsure)"],

@@ -377,6 +377,12 @@ pub struct Options {
     /// `port_profile_switch_nodes`: count routes to switches in the per-port load balancing.
     /// Default FALSE.
     pub port_profile_switch_nodes: bool,
+    /// `port_prof_ignore_file` (`-i`, `--ignore_guids`): lines `SWITCH-GUID PORT` whose routes
+    /// the balancing of minhop, updn and dnup does not count. Default none.
+    pub port_prof_ignore_file: Option<PathBuf>,
+    /// `hop_weights_file` (`-w`): lines `SWITCH-GUID PORT WEIGHT` (1..=255): a hop out of
+    /// that port counts WEIGHT hops when minhop chooses the shortest ports. Default none.
+    pub hop_weights_file: Option<PathBuf>,
     /// `do_mesh_analysis` (`--do_mesh_analysis`): lash treats parallel links as one and
     /// shares their routes round-robin. Default false.
     pub do_mesh_analysis: bool,
@@ -549,6 +555,8 @@ impl Default for Options {
             io_guid_file: None,
             max_reverse_hops: 0,
             guid_routing_order_file: None,
+            port_prof_ignore_file: None,
+            hop_weights_file: None,
             lfts_file: None,
             port_profile_switch_nodes: false,
             do_mesh_analysis: false,

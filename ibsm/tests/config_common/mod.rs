@@ -62,6 +62,8 @@ pub fn perturbed() -> Options {
         io_guid_file: Some(PathBuf::from("/tmp/io")),
         max_reverse_hops: 2,
         guid_routing_order_file: Some(PathBuf::from("/tmp/order")),
+        port_prof_ignore_file: Some(PathBuf::from("/tmp/ignore")),
+        hop_weights_file: Some(PathBuf::from("/tmp/weights")),
         lfts_file: Some(PathBuf::from("/tmp/lfts")),
         port_profile_switch_nodes: true,
         scatter_ports: 7919,

@@ -57,7 +57,16 @@
 //! the fewest routes wins (with LMC > 0 the system/node spreading is redone in that order, as
 //! OpenSM's second pass does); `scatter_ports` still overrides it.
 //!
-//! Not modelled: hop-weight, port-search-ordering and port-profile-ignore files.
+//! [`EngineOptions::port_prof_ignore_file`] (OpenSM `-i`) names switch ports whose routes are
+//! not counted (nor their remote node for the LMC spreading). [`EngineOptions::hop_weights_file`]
+//! (OpenSM `-w`) gives switch ports a hop weight: minhop's candidates are then the ports of
+//! least weighted distance (Dijkstra toward each switch), as OpenSM's lid matrices with
+//! `hop_wf`. A line that is no GUID ends either file (ERR 3A0E, ERR 3A05), the lines before it
+//! kept, as OpenSM does.
+//!
+//! Not modelled: the port-search-ordering file.
+
+use std::collections::HashMap;
 
 use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
@@ -104,11 +113,179 @@ pub(crate) fn routing_order(opts: &EngineOptions) -> Result<Vec<ibmad::Guid>, St
         })
 }
 
-/// Logs [`routing_order`]'s error, if any: for the engines that balance with [`balance`].
+/// Logs [`routing_order`]'s error, if any, and those of the port files ([`ignored_ports`],
+/// [`hop_weights`]): for the engines that balance with [`balance`].
 pub(crate) fn log_routing_order(opts: &EngineOptions, log: &mut Vec<String>) {
     if let Err(e) = routing_order(opts) {
         log.push(e);
     }
+    let empty = Subnet::new();
+    log.extend(ignored_ports(&empty, opts).1);
+    log.extend(hop_weights(&empty, opts).1);
+}
+
+/// C's `strtoul(s, &end, 0)`: leading whitespace and a `+` skipped, `0x` hex, a leading `0`
+/// octal, else decimal; the value and the text after it, or `None` without digits.
+fn c_strtoul(s: &str) -> Option<(u64, &str)> {
+    let s = s.trim_start();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (h, 16),
+        _ if s.starts_with('0') => (s, 8),
+        _ => (s, 10),
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 {
+        return None;
+    }
+    let v = u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX);
+    Some((v, &digits[end..]))
+}
+
+/// The lines of a `SWITCH-GUID PORT …` file that name a switch and one of its ports
+/// (1..=NumPorts): (switch, port, the text after the port). OpenSM skips the other lines
+/// (logged at debug level) and stops at a line that is no GUID, keeping those before it;
+/// that error comes back as OpenSM's line (`what`, `code`).
+fn switch_port_lines<'a>(
+    subnet: &Subnet,
+    f: &'a super::OptionFile,
+    code: &str,
+    what: &str,
+) -> (Vec<(NodeId, u8, &'a str)>, Option<String>) {
+    let text = match &f.contents {
+        Ok(t) => t.as_str(),
+        Err(e) => {
+            return (
+                Vec::new(),
+                Some(format!(
+                    "ucast_mgr: ERR {code}: cannot parse {what} '{}': {e}",
+                    f.path
+                )),
+            )
+        }
+    };
+    let (lines, err) = super::updn::parse_node_map_upto(text);
+    let out = lines
+        .into_iter()
+        .filter_map(|(_, g, rest)| {
+            let sw = subnet
+                .node_by_guid(g)
+                .filter(|&n| subnet.node(n).is_switch())?;
+            let (port, after) = c_strtoul(rest)?;
+            (port >= 1 && port <= u64::from(subnet.node(sw).num_ports))
+                .then_some((sw, port as u8, after))
+        })
+        .collect();
+    let err = err.map(|e| {
+        format!(
+            "ucast_mgr: ERR {code}: cannot parse {what} '{}': {e}",
+            f.path
+        )
+    });
+    (out, err)
+}
+
+/// The switch ports of [`EngineOptions::port_prof_ignore_file`] (OpenSM `mark_ignored_port`):
+/// routes sent out of them are not counted by the balancing. With the error line (ERR 3A0E)
+/// if the file cannot be read or has a line that is no GUID.
+pub(crate) fn ignored_ports(
+    subnet: &Subnet,
+    opts: &EngineOptions,
+) -> (HashMap<NodeId, [u64; 4]>, Option<String>) {
+    let Some(f) = &opts.port_prof_ignore_file else {
+        return (HashMap::new(), None);
+    };
+    let (lines, err) = switch_port_lines(subnet, f, "3A0E", "port prof ignore file");
+    let mut out: HashMap<NodeId, [u64; 4]> = HashMap::new();
+    for (sw, p, _) in lines {
+        out.entry(sw).or_default()[usize::from(p / 64)] |= 1 << (p % 64);
+    }
+    (out, err)
+}
+
+/// The hop weights of [`EngineOptions::hop_weights_file`] (OpenSM `set_hop_wf`): (switch,
+/// port) → weight 1..=255; a line whose weight is missing, 0 or above 255 is skipped. With the
+/// error line (ERR 3A05) if the file cannot be read or has a line that is no GUID.
+pub(crate) fn hop_weights(
+    subnet: &Subnet,
+    opts: &EngineOptions,
+) -> (HashMap<(NodeId, u8), u8>, Option<String>) {
+    let Some(f) = &opts.hop_weights_file else {
+        return (HashMap::new(), None);
+    };
+    let (lines, err) = switch_port_lines(subnet, f, "3A05", "hop_weights_file");
+    let mut out = HashMap::new();
+    for (sw, p, after) in lines {
+        // OpenSM skips the one character after the port, then reads the weight.
+        let mut rest = after.chars();
+        rest.next();
+        if let Some((w, _)) = c_strtoul(rest.as_str()) {
+            if (1..0x100).contains(&w) {
+                out.insert((sw, p), w as u8);
+            }
+        }
+    }
+    (out, err)
+}
+
+/// Per-switch candidates under hop weights: the ports toward each destination switch whose
+/// weight plus the far switch's weighted distance is the least (OpenSM's lid matrices with
+/// `hop_wf`). Distances by Dijkstra toward each destination over the usable links.
+fn weighted_candidates(g: &SwitchGraph, weights: &HashMap<(NodeId, u8), u8>) -> Vec<Candidates> {
+    let n = g.switch_count();
+    let w = |a: usize, port: u8| -> u32 {
+        g.switch_at(a)
+            .and_then(|sw| weights.get(&(sw, port)))
+            .map_or(1, |&x| u32::from(x))
+    };
+    // Reverse adjacency: for each switch, the (neighbour, weight of the neighbour's port).
+    let mut rev: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+    for a in 0..n {
+        for e in g.neighbors(a) {
+            rev[e.to as usize].push((a as u32, w(a, e.port)));
+        }
+    }
+    let mut dist = vec![u32::MAX; n * n]; // dist[t * n + a]
+    let mut heap = std::collections::BinaryHeap::new();
+    for t in 0..n {
+        let d = &mut dist[t * n..(t + 1) * n];
+        d[t] = 0;
+        heap.push(std::cmp::Reverse((0u32, t as u32)));
+        while let Some(std::cmp::Reverse((du, u))) = heap.pop() {
+            if du > d[u as usize] {
+                continue;
+            }
+            for &(v, wv) in &rev[u as usize] {
+                let nd = du.saturating_add(wv);
+                if nd < d[v as usize] {
+                    d[v as usize] = nd;
+                    heap.push(std::cmp::Reverse((nd, v)));
+                }
+            }
+        }
+    }
+    (0..n)
+        .map(|a| {
+            let (mut start, mut ports) = (Vec::with_capacity(n + 1), Vec::new());
+            for t in 0..n {
+                start.push(ports.len() as u32);
+                let da = dist[t * n + a];
+                if t == a || da == u32::MAX {
+                    continue;
+                }
+                for e in g.neighbors(a) {
+                    let dr = dist[t * n + e.to as usize];
+                    if dr != u32::MAX && dr.saturating_add(w(a, e.port)) == da {
+                        ports.push(e.port);
+                    }
+                }
+            }
+            start.push(ports.len() as u32);
+            Candidates::from_csr(start, ports)
+        })
+        .collect()
 }
 
 /// OpenSM's `port_order_list` (see the module docs), as destinations with LIDs.
@@ -256,6 +433,24 @@ impl MinHop {
     }
 
     fn route_with_seed(&self, subnet: &Subnet, hm: &HopMatrix, scatter: u64) -> Lfts {
+        let (weights, _) = hop_weights(subnet, &self.opts);
+        if !weights.is_empty() {
+            let cands = weighted_candidates(hm.graph(), &weights);
+            return balance_with(
+                subnet,
+                hm.graph(),
+                &self.opts,
+                scatter,
+                &|si: usize| {
+                    cands
+                        .get(si)
+                        .cloned()
+                        .unwrap_or_else(|| Candidates::from_csr(vec![0], Vec::new()))
+                },
+                None,
+                self.plain_loop,
+            );
+        }
         balance_with(
             subnet,
             hm.graph(),
@@ -310,6 +505,7 @@ fn balance_with(
         let mut lfts = Lfts::with_slots_unfilled(hm.slots().clone(), top);
         let dests = destinations(subnet, hm, opts);
         let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
+        let (ignored, _) = ignored_ports(subnet, opts);
         let ctx = Ctx {
             subnet,
             dests: &dests,
@@ -318,8 +514,13 @@ fn balance_with(
             count_switches: opts.port_profile_switch_nodes,
             scatter,
             port_shifting: opts.port_shifting,
-            plain: (plain_loop && scatter == 0 && max_lids <= 1 && !opts.port_shifting)
-                .then(|| PlainDests::new(&dests)),
+            plain: (plain_loop
+                && scatter == 0
+                && max_lids <= 1
+                && !opts.port_shifting
+                && ignored.is_empty())
+            .then(|| PlainDests::new(&dests)),
+            ignored,
         };
         let existing = opts.existing_lfts.as_deref();
         let run = |sw: NodeId, row: &mut [u8]| {
@@ -376,6 +577,8 @@ struct Ctx<'a> {
     scatter: u64,
     /// OpenSM's `port_shifting` ([`EngineOptions::port_shifting`]).
     port_shifting: bool,
+    /// Per switch, the ports whose routes are not counted ([`ignored_ports`]).
+    ignored: HashMap<NodeId, [u64; 4]>,
     /// The destinations as [`Ctx::route_switch_plain`] walks them (when it may be used).
     plain: Option<PlainDests>,
 }
@@ -655,6 +858,7 @@ impl Ctx<'_> {
                     .map(|(rn, _)| rn)
             })
             .collect();
+        let ignored = self.ignored.get(&sw);
         let mut counts = Counters::new();
         let mut cursors = cand.cursors();
         // LMC tracking: per destination, up to max_lids (node, forwarded_to).
@@ -720,6 +924,9 @@ impl Ctx<'_> {
                     DestKind::Ca(Some((t, p))) if t as usize == si => (p, true),
                     DestKind::Ca(Some((t, _))) => (pick(t), true),
                 };
+                // OpenSM's is_prof_ignored: a route out of an ignored port is not counted.
+                let counted = counted
+                    && ignored.is_none_or(|m| m[usize::from(port / 64)] >> (port % 64) & 1 == 0);
                 if let (true, Some((l, pos))) = (counted && port != NO_PATH, fast) {
                     cursors[l as usize].1 = pos + 1;
                 }

@@ -423,6 +423,13 @@ pub struct EngineOptions {
     /// group do not line up on the same port of every switch (OpenSM's `port_shifting`).
     /// Default false.
     pub port_shifting: bool,
+    /// `port_prof_ignore_file` (`-i`): lines `SWITCH-GUID PORT`; routes minhop, updn and dnup
+    /// send out those switch ports are not counted by the balancing. As read by the caller.
+    pub port_prof_ignore_file: Option<OptionFile>,
+    /// `hop_weights_file` (`-w`): lines `SWITCH-GUID PORT WEIGHT` (1..=255, default 1): minhop
+    /// and dor count a hop out of that port as WEIGHT hops when choosing the shortest ports.
+    /// As read by the caller.
+    pub hop_weights_file: Option<OptionFile>,
     /// `root_guid_file` for updn/dnup, as read by the caller (engines do no I/O).
     pub root_guid_file: Option<OptionFile>,
     /// `lfts_file` for the `file` engine, as read by the caller.
@@ -531,6 +538,8 @@ impl Default for EngineOptions {
             guid_routing_order_no_scatter: false,
             connect_roots: false,
             port_shifting: false,
+            port_prof_ignore_file: None,
+            hop_weights_file: None,
             existing_lfts: None,
         }
     }
@@ -538,7 +547,7 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The files these options name, by OpenSM option name.
-    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 6] {
+    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 8] {
         [
             ("root_guid_file", &mut self.root_guid_file),
             ("lfts_file", &mut self.lfts_file),
@@ -546,6 +555,8 @@ impl EngineOptions {
             ("io_guid_file", &mut self.io_guid_file),
             ("torus_config", &mut self.torus_config),
             ("guid_routing_order_file", &mut self.guid_routing_order_file),
+            ("port_prof_ignore_file", &mut self.port_prof_ignore_file),
+            ("hop_weights_file", &mut self.hop_weights_file),
         ]
     }
 

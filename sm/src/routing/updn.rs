@@ -97,7 +97,36 @@ pub struct GuidFileError {
 /// leading whitespace skipped, blank lines and `#` lines skipped, one `strtoull(…, 0)` number
 /// per line followed by whitespace, `#` or the end of the line. Returns `(line, GUID)` pairs.
 pub fn parse_guid_file(text: &str) -> Result<Vec<(usize, Guid)>, GuidFileError> {
+    Ok(parse_node_map(text)?
+        .into_iter()
+        .map(|(line, g, _)| (line, g))
+        .collect())
+}
+
+/// [`parse_guid_file`] keeping what follows each GUID (leading whitespace skipped), as
+/// OpenSM's `parse_node_map` hands it on: a port number for `port_prof_ignore_file`, a port
+/// and a weight for `hop_weights_file`.
+pub fn parse_node_map(text: &str) -> Result<Vec<(usize, Guid, &str)>, GuidFileError> {
+    match parse_node_map_upto(text) {
+        (out, None) => Ok(out),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// [`parse_node_map`] as OpenSM runs it: the lines before a bad one are taken (its callback
+/// has run for them) and the bad one ends the file, with its error.
+pub fn parse_node_map_upto(text: &str) -> (Vec<(usize, Guid, &str)>, Option<GuidFileError>) {
     let mut out = Vec::new();
+    match node_map_lines(text, &mut out) {
+        Ok(()) => (out, None),
+        Err(e) => (out, Some(e)),
+    }
+}
+
+fn node_map_lines<'a>(
+    text: &'a str,
+    out: &mut Vec<(usize, Guid, &'a str)>,
+) -> Result<(), GuidFileError> {
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let s = raw.trim_start();
@@ -136,9 +165,9 @@ pub fn parse_guid_file(text: &str) -> Result<Vec<(usize, Guid)>, GuidFileError> 
         } else {
             u64::from_str_radix(num, radix).map_err(|_| bad("number out of range"))?
         };
-        out.push((line, Guid(v)));
+        out.push((line, Guid(v), rest.trim()));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The updn/dnup engine.
