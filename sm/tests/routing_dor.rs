@@ -62,6 +62,41 @@ fn dor_uses_the_lowest_dimension() {
     assert_eq!(out.routes.lfts.get(a, far), Some(ibmad::PortNum(1)));
 }
 
+/// `port_search_ordering_file` (OpenSM `-O`) sets dor's dimension order: on a hypercube
+/// with every switch scanning port 3 first, the first hop toward the opposite corner is
+/// dimension 2 (port 3), and the routes stay shortest and deadlock-free; a switch whose line
+/// names a port it does not have keeps the port order.
+#[test]
+fn search_ordering_file_sets_the_dimension_order() {
+    let s = subnet("hypercube:3", 0, 1);
+    let a = s.node_by_guid(ibmad::Guid(0x0002_0000_0000_0000)).unwrap(); // sw-000
+    let far = s
+        .end_ports()
+        .find(|&(n, _)| s.node(n).desc == "ca-111-0")
+        .map(|(n, p)| s.port(n, p).unwrap().lid)
+        .unwrap();
+    let with = |line: &str| {
+        let text: String = s
+            .switches()
+            .map(|sw| format!("{:#x} {line}\n", s.node(sw).guid.0))
+            .collect();
+        let opts = EngineOptions {
+            port_search_ordering_file: Some(sm::routing::OptionFile::from_text("o", &text)),
+            ..EngineOptions::default()
+        };
+        route_chain_with(&["dor".to_string()], true, &s, 0, &opts).unwrap()
+    };
+    let out = with("3 2 1");
+    assert_eq!(out.engine, "dor", "{:?}", out.log);
+    assert_eq!(out.routes.lfts.get(a, far), Some(ibmad::PortNum(3)));
+    let reach = check_all_pairs(&s, &out.routes.lfts);
+    assert_eq!((reach.unreachable_count, reach.non_shortest), (0, 0));
+    assert!(vl_check(&s, &out.routes, 5).ok());
+    // Port 9 is no port of these switches: every line is skipped.
+    let out = with("3 9");
+    assert_eq!(out.routes.lfts.get(a, far), Some(ibmad::PortNum(1)));
+}
+
 /// The pass over every switch's row that dor's credit-loop check uses finds the dependencies
 /// the walk of every destination's tree from every switch counts: on tori (credit loops),
 /// parallel links, meshes, a hypercube and an irregular graph, toward every LID.

@@ -863,3 +863,30 @@ fn port_files_move_routes_on_generated_fabrics() {
         }
     }
 }
+
+/// `port_search_ordering_file` (OpenSM `-O`): a listed switch scans its ports in the file's
+/// order (the rest after them, ascending), so ties go to the first listed. On the tie fabric
+/// A's ports tie for H13; "2 1" gives it p2. A repeated port or port 0 skips the line; a line
+/// that is no GUID ends the file with ERR 3A0F.
+#[test]
+fn port_search_ordering_file_orders_the_scan() {
+    let (s, a) = tie(false, false);
+    let guid = s.node(a).guid.0;
+    let opts = |text: &str| EngineOptions {
+        port_search_ordering_file: file("order", text),
+        ..EngineOptions::default()
+    };
+    assert_eq!(minhop(&s).get(a, Lid(8)), Some(PortNum(1)));
+    for (text, want) in [
+        (format!("{guid:#x} 2 1\n"), 2),
+        (format!("{guid:#x} 2 # then the rest\n"), 2),
+        (format!("{guid:#x} 2 2\n"), 1),
+        (format!("{guid:#x} 0 2\n"), 1),
+        (format!("{guid:#x} 1 2\n{guid:#x} 2 1\n"), 1),
+    ] {
+        let (l, log) = minhop_with(&s, &opts(&text));
+        assert_eq!(l.get(a, Lid(8)), Some(PortNum(want)), "{text:?} {log:?}");
+    }
+    let (_, log) = minhop_with(&s, &opts("zz 2 1\n"));
+    assert!(log.iter().any(|l| l.contains("ERR 3A0F")), "{log:?}");
+}

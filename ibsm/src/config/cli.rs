@@ -86,6 +86,8 @@ static CLI: &[CliOpt] = &[
         help: "switch ports (GUID PORT) the load balancing does not count" },
     CliOpt { short: Some('w'), long: &["hop_weights_file"], metavar: Some("FILE"), act: Act::Key("hop_weights_file"),
         help: "hop weight per switch port (GUID PORT WEIGHT) for minhop" },
+    CliOpt { short: Some('O'), long: &["port_search_ordering_file", "dimn_ports_file"], metavar: Some("FILE"), act: Act::Key("port_search_ordering_file"),
+        help: "port scan order per switch (GUID PORT PORT ...), dor's dimensions" },
     CliOpt { short: Some('X'), long: &["guid_routing_order_file"], metavar: Some("FILE"), act: Act::Key("guid_routing_order_file"),
         help: "port GUIDs in routing order (minhop, updn)" },
     CliOpt { short: Some('U'), long: &["lfts_file"], metavar: Some("FILE"), act: Act::Key("lfts_file"),
@@ -176,8 +178,6 @@ static CLI: &[CliOpt] = &[
 
 /// OpenSM options ibsm does not implement, (short, long), for error hints.
 static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
-    (Some('O'), "port_search_ordering_file"),
-    (None, "dimn_ports_file"),
     (None, "congestion_control"),
     (None, "cc_key"),
     (Some('q'), "console"),

@@ -728,6 +728,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "port_search_ordering_file",
+        section: Section::Routing,
+        doc: &["The file holding non-default port order per switch for routing"],
+        get: |o| fmt_opt_path(&o.port_search_ordering_file),
+        set: |o, v| {
+            o.port_search_ordering_file = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "port_shifting",
         section: Section::Routing,
         doc: &["Port Shifting (use FALSE if unsure)"],
@@ -1378,6 +1388,12 @@ pub(crate) fn all_keys() -> impl Iterator<Item = &'static KeySpec> {
 
 /// Finds a key's entry.
 pub(crate) fn spec(key: &str) -> Option<&'static KeySpec> {
+    // OpenSM parses its old name into the same option (and writes only the new one).
+    let key = if key == "dimn_ports_file" {
+        "port_search_ordering_file"
+    } else {
+        key
+    };
     all_keys().find(|k| k.key == key)
 }
 

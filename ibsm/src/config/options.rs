@@ -383,6 +383,10 @@ pub struct Options {
     /// `hop_weights_file` (`-w`): lines `SWITCH-GUID PORT WEIGHT` (1..=255): a hop out of
     /// that port counts WEIGHT hops when minhop chooses the shortest ports. Default none.
     pub hop_weights_file: Option<PathBuf>,
+    /// `port_search_ordering_file` (`-O`; old name `dimn_ports_file`): lines `SWITCH-GUID PORT
+    /// PORT …`, the order in which minhop, updn, dnup and dor scan that switch's ports (dor's
+    /// dimensions). Default none.
+    pub port_search_ordering_file: Option<PathBuf>,
     /// `do_mesh_analysis` (`--do_mesh_analysis`): lash treats parallel links as one and
     /// shares their routes round-robin. Default false.
     pub do_mesh_analysis: bool,
@@ -557,6 +561,7 @@ impl Default for Options {
             guid_routing_order_file: None,
             port_prof_ignore_file: None,
             hop_weights_file: None,
+            port_search_ordering_file: None,
             lfts_file: None,
             port_profile_switch_nodes: false,
             do_mesh_analysis: false,

@@ -126,7 +126,7 @@ fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
 impl Options {
     /// The routing engines' options, with the files they name **read now** (engines do no
     /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, `torus_config`,
-    /// `guid_routing_order_file`, `port_prof_ignore_file`, `hop_weights_file`, plus `scatter_ports`, `port_shifting`, `guid_routing_order_no_scatter`,
+    /// `guid_routing_order_file`, `port_prof_ignore_file`, `hop_weights_file`, `port_search_ordering_file`, plus `scatter_ports`, `port_shifting`, `guid_routing_order_no_scatter`,
     /// `port_profile_switch_nodes` and `max_op_vls` (0 becomes 1). Fields the engines have but ibsm's options do not keep
     /// [`EngineOptions::default`]'s values.
     #[must_use]
@@ -150,6 +150,7 @@ impl Options {
             guid_routing_order_file: option_file(self.guid_routing_order_file.as_ref()),
             port_prof_ignore_file: option_file(self.port_prof_ignore_file.as_ref()),
             hop_weights_file: option_file(self.hop_weights_file.as_ref()),
+            port_search_ordering_file: option_file(self.port_search_ordering_file.as_ref()),
             guid_routing_order_no_scatter: self.guid_routing_order_no_scatter,
             connect_roots: self.connect_roots,
             qos: self.qos,
@@ -160,8 +161,8 @@ impl Options {
 
 impl Options {
     /// The files named by options (`root_guid_file`, `cn_guid_file`, `io_guid_file`,
-    /// `lfts_file`, `guid_routing_order_file`, `port_prof_ignore_file`, `hop_weights_file`)
-    /// that cannot be read, each as
+    /// `lfts_file`, `guid_routing_order_file`, `port_prof_ignore_file`, `hop_weights_file`,
+    /// `port_search_ordering_file`) that cannot be read, each as
     /// `KEY (-X) FILE: why`. A one-shot run refuses to start with any; a daemon logs the
     /// engine's error line and goes on as OpenSM does.
     #[must_use]
@@ -177,6 +178,10 @@ impl Options {
             ),
             ("port_prof_ignore_file (-i)", &self.port_prof_ignore_file),
             ("hop_weights_file (-w)", &self.hop_weights_file),
+            (
+                "port_search_ordering_file (-O)",
+                &self.port_search_ordering_file,
+            ),
         ];
         let mut v: Vec<String> = files
             .iter()

@@ -64,6 +64,7 @@ pub fn perturbed() -> Options {
         guid_routing_order_file: Some(PathBuf::from("/tmp/order")),
         port_prof_ignore_file: Some(PathBuf::from("/tmp/ignore")),
         hop_weights_file: Some(PathBuf::from("/tmp/weights")),
+        port_search_ordering_file: Some(PathBuf::from("/tmp/order-ports")),
         lfts_file: Some(PathBuf::from("/tmp/lfts")),
         port_profile_switch_nodes: true,
         scatter_ports: 7919,

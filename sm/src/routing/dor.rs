@@ -9,7 +9,8 @@
 //! destination order are min-hop's ([`super::minhop`]); with LMC > 0, min-hop's LMC spreading
 //! applies within that group.
 //!
-//! Port numbers are the dimensions, so the fabric must be cabled consistently: a hypercube
+//! Port numbers are the dimensions (or, for a switch a `port_search_ordering_file` lists, its
+//! order there), so the fabric must be cabled consistently: a hypercube
 //! uses the same port for a dimension on both ends of each cable, a mesh one pair of ports per
 //! dimension all along it (fabric-sim's `mesh:` and `hypercube:` generators do). Then the
 //! routes are deadlock-free on one VL. OpenSM routes any fabric this way and leaves the credit
@@ -22,6 +23,24 @@ use super::minhop::{balance, scatter_seed};
 use super::{EngineOptions, RouteError, Routes, RoutingEngine};
 use crate::subnet::Subnet;
 use ibmad::{Lid, PortNum};
+
+/// The lowest dimension of switch slot `si` under the scan order `rank`: toward each
+/// destination, the first min-hop port in that order and the ports reaching the same
+/// neighbour (OpenSM's `is_dor` with `port_search_ordering_file`).
+fn first_dimension_in(hm: &HopMatrix, si: usize, rank: &[u8; 256]) -> Candidates {
+    let all = Candidates::min_hop(hm, si).ordered_by(rank);
+    let to_of = |p: u8| hm.neighbors(si).iter().find(|e| e.port == p).map(|e| e.to);
+    let mut start = vec![0u32];
+    let mut ports = Vec::new();
+    for t in 0..all.len() {
+        if let Some(&first) = all.of(t).first() {
+            let to = to_of(first);
+            ports.extend(all.of(t).iter().copied().filter(|&p| to_of(p) == to));
+        }
+        start.push(ports.len() as u32);
+    }
+    Candidates::from_csr(start, ports)
+}
 
 /// The dor engine.
 #[derive(Clone, Debug, Default)]
@@ -51,8 +70,13 @@ impl RoutingEngine for Dor {
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
         super::minhop::log_routing_order(&self.opts, log);
+        let (orders, _) = super::minhop::search_orders(subnet, &self.opts);
         let lfts = balance(subnet, hm.graph(), &self.opts, scatter, &|si| {
-            Candidates::lowest_dimension(&hm, si)
+            // With a port_search_ordering_file the dimensions are the switch's scan order.
+            match hm.graph().switch_at(si).and_then(|sw| orders.get(&sw)) {
+                Some(rank) => first_dimension_in(&hm, si, rank),
+                None => Candidates::lowest_dimension(&hm, si),
+            }
         });
         // Credit loops of the CA-to-CA routes on the one VL dor uses.
         let g = hm.graph();

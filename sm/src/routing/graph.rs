@@ -496,6 +496,25 @@ impl PartialEq for Candidates {
 impl Eq for Candidates {}
 
 impl Candidates {
+    /// The same lists, each ordered by `rank` of its ports (a stable sort, so equal ranks
+    /// keep port order): OpenSM's `port_search_ordering_file` scan order. Stored lists stay
+    /// shared.
+    #[must_use]
+    pub fn ordered_by(&self, rank: &[u8; 256]) -> Candidates {
+        let mut ports = self.ports.clone();
+        for &(a, b) in &self.spans {
+            if let Some(l) = ports.get_mut(a as usize..b as usize) {
+                l.sort_by_key(|&p| rank[usize::from(p)]);
+            }
+        }
+        Candidates {
+            list: self.list.clone(),
+            spans: self.spans.clone(),
+            ports,
+            distinct: self.distinct,
+        }
+    }
+
     /// From CSR arrays: list `t` is `ports[start[t]..start[t + 1]]`, ports ascending (one
     /// stored list per destination).
     #[must_use]

@@ -64,7 +64,10 @@
 //! `hop_wf`. A line that is no GUID ends either file (ERR 3A0E, ERR 3A05), the lines before it
 //! kept, as OpenSM does.
 //!
-//! Not modelled: the port-search-ordering file.
+//! [`EngineOptions::port_search_ordering_file`] (OpenSM `-O`) gives a switch its own port
+//! scan order ([`search_orders`]): its candidate lists are taken in that order, so ties go to
+//! the first listed port, and with LMC > 0 the scan of the next LID starts at the position
+//! after the previous LID's port number, as OpenSM indexes its order with it.
 
 use std::collections::HashMap;
 
@@ -122,6 +125,72 @@ pub(crate) fn log_routing_order(opts: &EngineOptions, log: &mut Vec<String>) {
     let empty = Subnet::new();
     log.extend(ignored_ports(&empty, opts).1);
     log.extend(hop_weights(&empty, opts).1);
+    log.extend(search_orders(&empty, opts).1);
+}
+
+/// The scan order of each switch that [`EngineOptions::port_search_ordering_file`] lists
+/// (OpenSM `set_search_ordering_ports`), as port → position (port 0 at 0, the listed ports
+/// from 1, the others after them ascending). A switch's line is skipped (as OpenSM does) if a
+/// port on it is 0, beyond the switch's ports, not a number or repeated, or if the switch was
+/// listed before. With the error line (ERR 3A0F) if the file cannot be read or has a line
+/// that is no GUID.
+pub(crate) fn search_orders(
+    subnet: &Subnet,
+    opts: &EngineOptions,
+) -> (HashMap<NodeId, [u8; 256]>, Option<String>) {
+    let Some(f) = &opts.port_search_ordering_file else {
+        return (HashMap::new(), None);
+    };
+    let err = |e: String| {
+        format!(
+            "ucast_mgr_setup_all_switches: ERR 3A0F: cannot parse port_search_ordering_file '{}': {e}",
+            f.path
+        )
+    };
+    let text = match &f.contents {
+        Ok(t) => t.as_str(),
+        Err(e) => return (HashMap::new(), Some(err(e.clone()))),
+    };
+    let (lines, bad) = super::updn::parse_node_map_upto(text);
+    let mut out: HashMap<NodeId, [u8; 256]> = HashMap::new();
+    'line: for (_, g, rest) in lines {
+        let Some(sw) = subnet
+            .node_by_guid(g)
+            .filter(|&n| subnet.node(n).is_switch())
+        else {
+            continue;
+        };
+        if out.contains_key(&sw) {
+            continue;
+        }
+        let num_ports = subnet.node(sw).num_ports;
+        let mut listed: Vec<u8> = Vec::new();
+        let mut p = rest.split('#').next().unwrap_or("");
+        while !p.trim().is_empty() {
+            let Some((v, after)) = c_strtoul(p) else {
+                continue 'line;
+            };
+            if v == 0 || v > u64::from(num_ports) || listed.contains(&(v as u8)) {
+                continue 'line;
+            }
+            listed.push(v as u8);
+            p = after;
+        }
+        if listed.is_empty() {
+            continue;
+        }
+        let mut rank = [0u8; 256];
+        let rest_ports = (1..=num_ports).filter(|q| !listed.contains(q));
+        for (i, q) in listed.iter().copied().chain(rest_ports).enumerate() {
+            rank[usize::from(q)] = (i + 1) as u8;
+        }
+        // Ports the switch does not have keep their number's place after the others.
+        for (q, r) in rank.iter_mut().enumerate().skip(usize::from(num_ports) + 1) {
+            *r = q as u8;
+        }
+        out.insert(sw, rank);
+    }
+    (out, bad.map(|e| err(e.to_string())))
 }
 
 /// C's `strtoul(s, &end, 0)`: leading whitespace and a `+` skipped, `0x` hex, a leading `0`
@@ -506,6 +575,7 @@ fn balance_with(
         let dests = destinations(subnet, hm, opts);
         let max_lids = dests.iter().map(|d| d.nlids).max().unwrap_or(1);
         let (ignored, _) = ignored_ports(subnet, opts);
+        let (orders, _) = search_orders(subnet, opts);
         let ctx = Ctx {
             subnet,
             dests: &dests,
@@ -521,6 +591,7 @@ fn balance_with(
                 && ignored.is_empty())
             .then(|| PlainDests::new(&dests)),
             ignored,
+            orders,
         };
         let existing = opts.existing_lfts.as_deref();
         let run = |sw: NodeId, row: &mut [u8]| {
@@ -532,7 +603,11 @@ fn balance_with(
                         return;
                     }
                 }
-                ctx.route_switch(sw, si, row, &cands(si), cur);
+                let c = cands(si);
+                match ctx.orders.get(&sw) {
+                    Some(rank) => ctx.route_switch(sw, si, row, &c.ordered_by(rank), cur),
+                    None => ctx.route_switch(sw, si, row, &c, cur),
+                }
             }
         };
         #[cfg(feature = "parallel")]
@@ -579,6 +654,8 @@ struct Ctx<'a> {
     port_shifting: bool,
     /// Per switch, the ports whose routes are not counted ([`ignored_ports`]).
     ignored: HashMap<NodeId, [u64; 4]>,
+    /// Per switch, its port scan order ([`search_orders`]).
+    orders: HashMap<NodeId, [u8; 256]>,
     /// The destinations as [`Ctx::route_switch_plain`] walks them (when it may be used).
     plain: Option<PlainDests>,
 }
@@ -914,7 +991,8 @@ impl Ctx<'_> {
                             1 % num_ports
                         };
                         let entries = &used[di * cap..di * cap + usize::from(used_n[di])];
-                        self.recommend_lmc(cand.of(t), start, &counts, &remote, entries)
+                        let order = self.orders.get(&sw);
+                        self.recommend_lmc(cand.of(t), start, order, &counts, &remote, entries)
                     }
                 };
                 let (port, counted) = match d.kind {
@@ -1071,6 +1149,7 @@ impl Ctx<'_> {
         &self,
         list: &[u8],
         start: u32,
+        order: Option<&[u8; 256]>,
         counts: &Counters,
         remote: &[Option<NodeId>],
         entries: &[(u32, u32)],
@@ -1081,7 +1160,10 @@ impl Ctx<'_> {
         let (mut least_sys, mut best_sys) = (u32::MAX, 0u8);
         let (mut least_node, mut best_node) = (u32::MAX, 0u8);
         let mut least_fwd = u32::MAX;
-        let split = list.partition_point(|&p| u32::from(p) < start);
+        // OpenSM scans from position `start` of the switch's port order (the port number
+        // itself without a search ordering file); `list` is in that order.
+        let pos = |p: u8| u32::from(order.map_or(p, |r| r[usize::from(p)]));
+        let split = list.partition_point(|&p| pos(p) < start);
         // For port_shifting: each candidate in scan order as OpenSM's `port_paths` keeps it
         // (port, routes, system used, node used, times its node was used). Its
         // `found_node_guid` is one variable across the scan, so a port whose system is

@@ -430,6 +430,11 @@ pub struct EngineOptions {
     /// and dor count a hop out of that port as WEIGHT hops when choosing the shortest ports.
     /// As read by the caller.
     pub hop_weights_file: Option<OptionFile>,
+    /// `port_search_ordering_file` (`-O`, formerly `dimn_ports_file`): lines `SWITCH-GUID
+    /// PORT PORT …`, the order in which minhop, updn, dnup and dor scan that switch's ports
+    /// (the listed ones first, then the rest ascending); for dor, the dimension order. As read
+    /// by the caller.
+    pub port_search_ordering_file: Option<OptionFile>,
     /// `root_guid_file` for updn/dnup, as read by the caller (engines do no I/O).
     pub root_guid_file: Option<OptionFile>,
     /// `lfts_file` for the `file` engine, as read by the caller.
@@ -540,6 +545,7 @@ impl Default for EngineOptions {
             port_shifting: false,
             port_prof_ignore_file: None,
             hop_weights_file: None,
+            port_search_ordering_file: None,
             existing_lfts: None,
         }
     }
@@ -547,7 +553,7 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The files these options name, by OpenSM option name.
-    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 8] {
+    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 9] {
         [
             ("root_guid_file", &mut self.root_guid_file),
             ("lfts_file", &mut self.lfts_file),
@@ -557,6 +563,10 @@ impl EngineOptions {
             ("guid_routing_order_file", &mut self.guid_routing_order_file),
             ("port_prof_ignore_file", &mut self.port_prof_ignore_file),
             ("hop_weights_file", &mut self.hop_weights_file),
+            (
+                "port_search_ordering_file",
+                &mut self.port_search_ordering_file,
+            ),
         ]
     }
 
