@@ -14,7 +14,8 @@
 #                        [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE]
 #                        [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots]
 #                        [--port-shifting] [--lmc N] [--ignore-guids FILE]
-#                        [--hop-weights FILE] [--search-order FILE] TOPOLOGY.net
+#                        [--hop-weights FILE] [--search-order FILE] [--ids-guid-file FILE]
+#                        TOPOLOGY.net
 #
 #   --partitions FILE   both SMs read this partitions.conf (-P FILE): P_Key tables, the groups
 #                       the partitions pre-create (MCG, MCMR: mtu=, rate=, sl=, scope=, Q_Key=
@@ -40,6 +41,8 @@
 #   --hop-weights FILE  the hop_weights_file both SMs read (-w FILE): minhop's weighted hops
 #   --search-order FILE the port_search_ordering_file both SMs read (-O FILE): the order in
 #                       which minhop, updn, dnup and dor scan a switch's ports
+#   --ids-guid-file FILE  the ids_guid_file both SMs read (-m FILE): the ids updn orders the
+#                       switches of one rank by
 #
 # Environment: IBSM_UMAD_SHIM (default: built with cargo), IBSM_BIN (default: built with cargo).
 #
@@ -100,6 +103,7 @@ lmc=
 ignore=
 weights=
 sorder=
+ids=
 while [ $# -gt 0 ]; do
     case "$1" in
         --server) server=${2:-}; shift 2 ;;
@@ -117,12 +121,13 @@ while [ $# -gt 0 ]; do
         --ignore-guids) ignore=$2; shift 2 ;;
         --hop-weights) weights=$2; shift 2 ;;
         --search-order) sorder=$2; shift 2 ;;
+        --ids-guid-file) ids=$2; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 0 ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) net=$1; shift ;;
     esac
 done
-[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots] [--port-shifting] [--lmc N] [--ignore-guids FILE] [--hop-weights FILE] [--search-order FILE] TOPOLOGY.net" >&2; exit 2; }
+[ -n "$net" ] || { echo "usage: $0 [--server ibsim|ibsm] [--keep] [--partitions FILE] [--qos] [--qos-policy FILE] [--routing ENGINE] [--torus-config FILE] [--guid-routing-order FILE] [--root-guid-file FILE] [--connect-roots] [--port-shifting] [--lmc N] [--ignore-guids FILE] [--hop-weights FILE] [--search-order FILE] [--ids-guid-file FILE] TOPOLOGY.net" >&2; exit 2; }
 absolute() { # option file: the file's absolute path, or exit 2 if it cannot be read
     [ -r "$2" ] || { echo "$1: cannot read $2" >&2; exit 2; }
     echo "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
@@ -141,6 +146,7 @@ sm_args=()
 [ -z "$ignore" ] || sm_args+=(-i "$(absolute --ignore-guids "$ignore")") || exit 2
 [ -z "$weights" ] || sm_args+=(-w "$(absolute --hop-weights "$weights")") || exit 2
 [ -z "$sorder" ] || sm_args+=(-O "$(absolute --search-order "$sorder")") || exit 2
+[ -z "$ids" ] || sm_args+=(-m "$(absolute --ids-guid-file "$ids")") || exit 2
 case "$server" in ibsim|ibsm) ;; *) echo "--server: expected ibsim or ibsm" >&2; exit 2 ;; esac
 for prog in opensm saquery; do
     command -v "$prog" >/dev/null || { echo "$prog not installed (apt-get install opensm infiniband-diags)" >&2; exit 2; }

@@ -673,3 +673,37 @@ fn search_ordering_file_matches_opensm_on_ibsim() {
         assert!(lftr.ends_with("PASS"), "{spec}: {out}");
     }
 }
+
+/// `ids_guid_file` (`-m`) against OpenSM: updn on a 5×5 torus (same-rank links) with one root
+/// and the switches' ids in reverse GUID order; every switch's LFT (LFTR) equals OpenSM's.
+/// (The ids move routes there: `updn_fixtures::ids_guid_file_orders_switches_of_one_rank`.)
+#[test]
+fn ids_guid_file_matches_opensm_on_ibsim() {
+    let dir = umad::testutil::TempDir::new("sa-diff-ids").unwrap();
+    let topo = fabric_sim::topo::Topology::generate("torus:5,5").unwrap();
+    let net = dir.path().join("torus.net");
+    std::fs::write(&net, topo.to_net()).unwrap();
+    let s = fabric_sim::topo::subnet::to_subnet(&topo);
+    let sws: Vec<sm::NodeId> = s.switches().collect();
+    let roots = dir.path().join("roots");
+    std::fs::write(&roots, format!("{:#018x}\n", s.node(sws[0]).guid.0)).unwrap();
+    let ids = dir.path().join("ids");
+    let text: String = sws
+        .iter()
+        .enumerate()
+        .map(|(i, &sw)| format!("{:#018x} {}\n", s.node(sw).guid.0, 1000 - i))
+        .collect();
+    std::fs::write(&ids, text).unwrap();
+    lfts_match_opensm(
+        &net,
+        &[
+            "--routing",
+            "updn",
+            "--root-guid-file",
+            roots.to_str().unwrap(),
+            "--ids-guid-file",
+            ids.to_str().unwrap(),
+        ],
+        topo.num_switches(),
+    );
+}

@@ -598,3 +598,54 @@ fn dnup_connect_roots_routes_what_down_up_cannot_by_min_hop() {
         }
     }
 }
+
+/// `ids_guid_file` (OpenSM `-m`): updn orders switches of one rank by the file's ids, not
+/// their GUIDs, which decides the direction of same-rank links. On a 5×5 torus (odd rings:
+/// same-rank links) with one root, reversing the order moves routes, which stay free of credit
+/// loops and reach every pair; a bad id ends the file with ERR AA05 / AA03, the lines before
+/// it kept.
+#[test]
+fn ids_guid_file_orders_switches_of_one_rank() {
+    let t = fabric_sim::topo::Topology::generate("torus:5,5").unwrap();
+    let mut s = fabric_sim::topo::subnet::to_subnet(&t);
+    lids(&mut s);
+    let sws: Vec<NodeId> = s.switches().collect();
+    let root = format!("{:#x}\n", s.node(sws[0]).guid.0);
+    let route = |ids: Option<String>| {
+        let opts = EngineOptions {
+            root_guid_file: Some(OptionFile::from_text("roots", &root)),
+            ids_guid_file: ids.map(|t| OptionFile::from_text("ids", &t)),
+            ..EngineOptions::default()
+        };
+        let (l, log, e) = run("updn", &s, &opts);
+        assert_eq!(e, "updn", "{log:?}");
+        (l, log)
+    };
+    let reversed: String = sws
+        .iter()
+        .enumerate()
+        .map(|(i, &sw)| format!("{:#x} {}\n", s.node(sw).guid.0, 1000 - i))
+        .collect();
+    let (plain, _) = route(None);
+    let (rev, log) = route(Some(reversed.clone()));
+    assert_ne!(plain, rev, "the ids moved no route");
+    let r = verify(&s, &rev);
+    assert!(r.is_ok() && r.credit_loop.is_none(), "{}", r.summary(&s));
+    // The GUIDs as ids: the same tables.
+    let same: String = sws
+        .iter()
+        .map(|&sw| format!("{0:#x} {0:#x}\n", s.node(sw).guid.0))
+        .collect();
+    assert_eq!(route(Some(same)).0, plain, "{log:?}");
+    // A bad id on the last line: the ids before it still count.
+    let (bad, log) = route(Some(format!(
+        "{reversed}{:#x} twelve\n",
+        s.node(sws[1]).guid.0
+    )));
+    assert_eq!(bad, rev);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("ERR AA03") && l.contains("ERR AA05")),
+        "{log:?}"
+    );
+}

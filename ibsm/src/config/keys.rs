@@ -629,6 +629,19 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "ids_guid_file",
+        section: Section::Routing,
+        doc: &[
+            "The file holding the node ids which will be used by Up/Down algorithm instead",
+            "of GUIDs (one guid and id in each line)",
+        ],
+        get: |o| fmt_opt_path(&o.ids_guid_file),
+        set: |o, v| {
+            o.ids_guid_file = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "guid_routing_order_file",
         section: Section::Routing,
         doc: &["The file holding guid routing order guids (for MinHop and Up/Down)"],

@@ -367,6 +367,9 @@ pub struct Options {
     pub cn_guid_file: Option<PathBuf>,
     /// `io_guid_file` (`-G`): I/O-node port GUIDs for ftree. Default none.
     pub io_guid_file: Option<PathBuf>,
+    /// `ids_guid_file` (`-m`): lines `SWITCH-GUID ID`, the ids updn orders switches of one
+    /// rank by instead of their GUIDs. Default none.
+    pub ids_guid_file: Option<PathBuf>,
     /// `max_reverse_hops` (`-H`): reverse hops allowed for I/O nodes (ftree). Default 0.
     pub max_reverse_hops: u16,
     /// `guid_routing_order_file` (`-X`): port GUIDs that minhop, updn, dnup, dor and dfp route
@@ -557,6 +560,7 @@ impl Default for Options {
             root_guid_file: None,
             cn_guid_file: None,
             io_guid_file: None,
+            ids_guid_file: None,
             max_reverse_hops: 0,
             guid_routing_order_file: None,
             port_prof_ignore_file: None,

@@ -125,7 +125,7 @@ fn option_file(path: Option<&PathBuf>) -> Option<OptionFile> {
 
 impl Options {
     /// The routing engines' options, with the files they name **read now** (engines do no
-    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, `torus_config`,
+    /// I/O): `root_guid_file`, `lfts_file`, `cn_guid_file`, `io_guid_file`, `ids_guid_file`, `torus_config`,
     /// `guid_routing_order_file`, `port_prof_ignore_file`, `hop_weights_file`, `port_search_ordering_file`, plus `scatter_ports`, `port_shifting`, `guid_routing_order_no_scatter`,
     /// `port_profile_switch_nodes` and `max_op_vls` (0 becomes 1). Fields the engines have but ibsm's options do not keep
     /// [`EngineOptions::default`]'s values.
@@ -141,6 +141,7 @@ impl Options {
             lfts_file: option_file(self.lfts_file.as_ref()),
             cn_guid_file: option_file(self.cn_guid_file.as_ref()),
             io_guid_file: option_file(self.io_guid_file.as_ref()),
+            ids_guid_file: option_file(self.ids_guid_file.as_ref()),
             max_op_vls: self.max_op_vls.max(1),
             lash_start_vl: self.lash_start_vl,
             do_mesh_analysis: self.do_mesh_analysis,
@@ -160,7 +161,7 @@ impl Options {
 }
 
 impl Options {
-    /// The files named by options (`root_guid_file`, `cn_guid_file`, `io_guid_file`,
+    /// The files named by options (`root_guid_file`, `cn_guid_file`, `io_guid_file`, `ids_guid_file`,
     /// `lfts_file`, `guid_routing_order_file`, `port_prof_ignore_file`, `hop_weights_file`,
     /// `port_search_ordering_file`) that cannot be read, each as
     /// `KEY (-X) FILE: why`. A one-shot run refuses to start with any; a daemon logs the
@@ -171,6 +172,7 @@ impl Options {
             ("root_guid_file (-a)", &self.root_guid_file),
             ("cn_guid_file (-u)", &self.cn_guid_file),
             ("io_guid_file (-G)", &self.io_guid_file),
+            ("ids_guid_file (-m)", &self.ids_guid_file),
             ("lfts_file (-U)", &self.lfts_file),
             (
                 "guid_routing_order_file (-X)",

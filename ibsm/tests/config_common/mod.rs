@@ -60,6 +60,7 @@ pub fn perturbed() -> Options {
         root_guid_file: Some(PathBuf::from("/etc/opensm/root_guid.conf")),
         cn_guid_file: Some(PathBuf::from("/tmp/cn guids")),
         io_guid_file: Some(PathBuf::from("/tmp/io")),
+        ids_guid_file: Some(PathBuf::from("/tmp/ids")),
         max_reverse_hops: 2,
         guid_routing_order_file: Some(PathBuf::from("/tmp/order")),
         port_prof_ignore_file: Some(PathBuf::from("/tmp/ignore")),

@@ -435,6 +435,9 @@ pub struct EngineOptions {
     /// (the listed ones first, then the rest ascending); for dor, the dimension order. As read
     /// by the caller.
     pub port_search_ordering_file: Option<OptionFile>,
+    /// `ids_guid_file` (`-m`): lines `SWITCH-GUID ID`; updn orders switches of one rank by
+    /// these ids instead of their GUIDs. As read by the caller.
+    pub ids_guid_file: Option<OptionFile>,
     /// `root_guid_file` for updn/dnup, as read by the caller (engines do no I/O).
     pub root_guid_file: Option<OptionFile>,
     /// `lfts_file` for the `file` engine, as read by the caller.
@@ -546,6 +549,7 @@ impl Default for EngineOptions {
             port_prof_ignore_file: None,
             hop_weights_file: None,
             port_search_ordering_file: None,
+            ids_guid_file: None,
             existing_lfts: None,
         }
     }
@@ -553,7 +557,7 @@ impl Default for EngineOptions {
 
 impl EngineOptions {
     /// The files these options name, by OpenSM option name.
-    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 9] {
+    pub fn files_mut(&mut self) -> [(&'static str, &mut Option<OptionFile>); 10] {
         [
             ("root_guid_file", &mut self.root_guid_file),
             ("lfts_file", &mut self.lfts_file),
@@ -567,6 +571,7 @@ impl EngineOptions {
                 "port_search_ordering_file",
                 &mut self.port_search_ordering_file,
             ),
+            ("ids_guid_file", &mut self.ids_guid_file),
         ]
     }
 

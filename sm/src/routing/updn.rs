@@ -20,6 +20,8 @@
 //!   the root, and the log says so — updn then works on every connected topology.
 //! - `dnup`: rank 0 are the leaf switches (those with a CA attached), as OpenSM's dnup.
 //! - Ranks: BFS from the roots over usable switch–switch links.
+//! - `updn` with [`EngineOptions::ids_guid_file`] (OpenSM `-m`): switches of one rank are
+//!   ordered by the ids the file gives them (`SWITCH-GUID ID` lines) instead of their GUIDs.
 //!
 //! # Directions
 //! Each switch gets the key `(rank, NodeGUID)`; a hop to a smaller key is *up* (toward the
@@ -298,10 +300,21 @@ impl UpDn {
             });
         };
         let n = hm.switch_count();
+        // updn: a switch's id (its GUID, or its `ids_guid_file` id) orders switches of one
+        // rank, as OpenSM's updn_get_dir compares them.
+        let ids = match self.mode {
+            Mode::UpDown => {
+                let (ids, err) = node_ids(subnet, &self.opts);
+                log.extend(err);
+                ids
+            }
+            Mode::DownUp => std::collections::HashMap::new(),
+        };
         let key: Vec<(u32, u64)> = (0..n)
             .map(|i| {
                 hm.switch_at(i).map_or((UNRANKED, 0), |s| {
-                    (ranking.rank[s.idx()], subnet.node(s).guid.0)
+                    let id = ids.get(&s).copied().unwrap_or(subnet.node(s).guid.0);
+                    (ranking.rank[s.idx()], id)
                 })
             })
             .collect();
@@ -379,6 +392,67 @@ impl RoutingEngine for UpDn {
     ) -> Result<Routes, RouteError> {
         self.route_inner(subnet, rng, log)
     }
+}
+
+/// The ids of [`EngineOptions::ids_guid_file`] (OpenSM `update_id`): switch → id. A line
+/// naming no switch is skipped; an id that is not a number (`strtoull(…, 0)`; nothing at all
+/// reads as 0) ends the file, the lines before it kept, with OpenSM's ERR AA05 and AA03.
+pub(crate) fn node_ids(
+    subnet: &Subnet,
+    opts: &EngineOptions,
+) -> (std::collections::HashMap<NodeId, u64>, Option<String>) {
+    let mut out = std::collections::HashMap::new();
+    let Some(f) = &opts.ids_guid_file else {
+        return (out, None);
+    };
+    let fail = |e: &str| {
+        format!(
+            "updn_lid_matrices: ERR AA03: cannot parse node ids file '{}': {e}",
+            f.path
+        )
+    };
+    let text = match &f.contents {
+        Ok(t) => t,
+        Err(e) => return (out, Some(fail(e))),
+    };
+    let (lines, err) = parse_node_map_upto(text);
+    for (line, g, rest) in lines {
+        let Some(sw) = subnet
+            .node_by_guid(g)
+            .filter(|&n| subnet.node(n).is_switch())
+        else {
+            continue;
+        };
+        let id = if rest.is_empty() {
+            Some(0)
+        } else {
+            let (digits, radix) = match rest.strip_prefix("0x").or(rest.strip_prefix("0X")) {
+                Some(h) => (h, 16),
+                None if rest.starts_with('0') => (rest, 8),
+                None => (rest, 10),
+            };
+            let end = digits
+                .find(|c: char| !c.is_digit(radix))
+                .unwrap_or(digits.len());
+            let tail_ok = digits[end..].chars().next().is_none_or(char::is_whitespace);
+            (end > 0 && tail_ok)
+                .then(|| u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX))
+        };
+        match id {
+            Some(id) => {
+                out.insert(sw, id);
+            }
+            None => {
+                return (
+                    out,
+                    Some(fail(&format!(
+                        "line {line}: ERR AA05: cannot parse node id '{rest}'"
+                    ))),
+                )
+            }
+        }
+    }
+    (out, err.map(|e| fail(&e.to_string())))
 }
 
 /// CA ports attached to switch `s` by usable links.
