@@ -58,9 +58,9 @@
 #
 # Normalised (documented differences, each for a reason):
 #   SMIR  act_count: the SMs' activity counters differ by nature.
-#   CPI   cap_mask / cap_mask2: each SA advertises what it serves (OpenSM: multicast,
-#         GetSet(Notice), extended speeds … that ibsm's SA does not serve yet); compared:
-#         base/class version and resp_time_val.
+#   CPI   cap_mask / cap_mask2: each SA advertises what it serves (both: UD multicast
+#         unless disable_multicast; OpenSM also GetSet(Notice), extended speeds … that
+#         ibsm's SA does not announce); compared: base/class version and resp_time_val.
 #   PKTR  OpenSM reads every port's P_Key table, ibsm serves the tables it programmed
 #         (the default table until partitions land) of CA ports and switch ports 0: OpenSM's
 #         records are compared on the (LID, Port) keys ibsm serves, and ibsm must serve the

@@ -409,6 +409,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         // A re-sweep's snapshot answers once its PathRecord index is built (below, off the
         // loop); the previous one answers meanwhile.
         swap_when_warm: true,
+        multicast: !opts.disable_multicast,
         ..sm::sa::SaConfig::default()
     });
     // The snapshot whose index is being built.

@@ -494,7 +494,10 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     let mut d = Driver {
         fabric,
         sm,
-        sa: sm::sa::Sa::new(),
+        sa: sm::sa::Sa::with_config(sm::sa::SaConfig {
+            multicast: !args.sm.disable_multicast,
+            ..sm::sa::SaConfig::default()
+        }),
         h: att.handle,
         events: VecDeque::new(),
     };

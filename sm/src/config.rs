@@ -107,6 +107,9 @@ pub struct SmConfig {
     /// Never set PortInfo.ClientReregister (`no_clients_rereg`, default false: it is set for
     /// every CA port whose MasterSMLID changes, so SA clients re-join after a new master).
     pub no_clients_rereg: bool,
+    /// No multicast routing: the SM computes and programs no MFTs (OpenSM
+    /// `disable_multicast`, default false; the SA still answers MCMemberRecords).
+    pub disable_multicast: bool,
     /// SM_Key (`sm_key`, default 1 as OpenSM).
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
@@ -201,6 +204,7 @@ impl Default for SmConfig {
             use_ucast_cache: false,
             honor_guid2lid_file: false,
             no_clients_rereg: false,
+            disable_multicast: false,
             sm_key: 1,
             m_key: 0,
             sm_sl: 0,

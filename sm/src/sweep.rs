@@ -1651,6 +1651,10 @@ impl Sweep {
     /// what differs ([`crate::mcast::program`]).
     fn mcast_pass(&mut self, cx: &mut Ctx<'_>) {
         self.mcast.dirty = false;
+        if cx.cfg.disable_multicast {
+            // OpenSM's disable_multicast: no multicast manager pass at all.
+            return;
+        }
         let mfts = crate::mcast::compute_for(
             &self.disc.subnet,
             &self.mcast.groups,

@@ -330,3 +330,28 @@ Hca 1 "ca-b2"
         }
     }
 }
+
+/// `disable_multicast` (OpenSM `-d 3`): the SM runs no multicast pass, so a group the SA
+/// hands it gets no MFT entry anywhere and its packets reach nobody; with the option off the
+/// same group is programmed (the first test).
+#[test]
+fn disable_multicast_programs_no_mft() {
+    let mut b = Bed::with(
+        "fat-tree:2,4",
+        SmConfig {
+            disable_multicast: true,
+            ..SmConfig::default()
+        },
+    );
+    let mlid = Lid(0xC000);
+    let g = McastGroup {
+        mlid,
+        members: b.cas.iter().map(|&c| member(b.guid(c), true)).collect(),
+    };
+    b.groups(vec![g]);
+    let st = b.sm.mft_programmer().stats();
+    assert_eq!(st.last_sets, 0, "{st:?}");
+    assert!(b.sm.mfts().is_none(), "a multicast pass ran");
+    let d = b.f.send_multicast(b.cas[0], PortNum(1), mlid).unwrap();
+    assert!(d.received.is_empty() && d.no_entry >= 1, "{d:?}");
+}

@@ -164,7 +164,7 @@ static CLI: &[CliOpt] = &[
     CliOpt { short: Some('D'), long: &["D"], metavar: Some("FLAGS"), act: Act::Key("log_flags"),
         help: "log flags: 0x01 ERROR 0x02 INFO 0x04 VERBOSE 0x08 DEBUG 0x10 FUNCS 0x20 FRAMES 0x40 ROUTING" },
     CliOpt { short: Some('d'), long: &["debug"], metavar: Some("N"), act: Act::Debug,
-        help: "debug option: 0 ignore other SMs, 2 flush the log after every message" },
+        help: "debug option: 0 ignore other SMs, 2 flush the log after every message, 3 no multicast" },
     CliOpt { short: None, long: &["transport"], metavar: Some("umad|sim"), act: Act::Key("transport"),
         help: "how to reach the fabric (ibsm)" },
     CliOpt { short: None, long: &["ca"], metavar: Some("NAME"), act: Act::Key("ca_name"),
@@ -448,12 +448,16 @@ fn apply(
                 o.force_log_flush = true;
                 Ok(())
             }
+            Some(3) => {
+                o.disable_multicast = true;
+                Ok(())
+            }
             _ => Err(bad_value(
                 typed,
                 "debug",
                 v,
-                "0 (ignore other SMs) or 2 (flush the log after every message); \
-                 OpenSM's -d 1, -d 3 and -d 10 are not implemented"
+                "0 (ignore other SMs), 2 (flush the log after every message) or 3 (disable \
+                 multicast); OpenSM's -d 1 and -d 10 are not implemented"
                     .to_string(),
             )),
         },

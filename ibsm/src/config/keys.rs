@@ -1132,6 +1132,19 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "disable_multicast",
+        section: Section::Debug,
+        doc: &[
+            "If TRUE OpenSM should disable multicast support and",
+            "no multicast routing is performed if TRUE",
+        ],
+        get: |o| fmt_bool(o.disable_multicast),
+        set: |o, v| {
+            o.disable_multicast = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "use_optimized_slvl",
         section: Section::Misc,
         doc: &[

@@ -349,6 +349,9 @@ pub struct Options {
     /// `no_clients_rereg`: never set PortInfo:ClientReregister (end ports then keep their SA
     /// registrations across an SM change only if they do so on their own). Default FALSE.
     pub no_clients_rereg: bool,
+    /// `disable_multicast` (`-d 3`): no multicast routing (no MFTs programmed; the SA still
+    /// answers MCMemberRecords and no longer announces IsUDMulticastSupported). Default FALSE.
+    pub disable_multicast: bool,
     /// `sweep_on_trap`: traps 128/144 force a heavy sweep. Default TRUE.
     pub sweep_on_trap: bool,
 
@@ -530,6 +533,7 @@ impl Default for Options {
             sm_sl: 0,
             packet_life_time: 0x12,
             no_clients_rereg: false,
+            disable_multicast: false,
             vl_stall_count: 7,
             leaf_vl_stall_count: 7,
             head_of_queue_lifetime: 0x12,

@@ -21,6 +21,7 @@ pub fn perturbed() -> Options {
         packet_life_time: 0x13,
         vl_stall_count: 5,
         no_clients_rereg: true,
+        disable_multicast: true,
         port_shifting: true,
         leaf_vl_stall_count: 6,
         head_of_queue_lifetime: 0x11,

@@ -111,6 +111,9 @@ pub struct SaConfig {
     /// never makes PathRecord queries wait for an index. The first snapshot is taken at once.
     /// False (the default): every new snapshot at once (an owner that warms nothing).
     pub swap_when_warm: bool,
+    /// ClassPortInfo announces IsUDMulticastSupported (OpenSM: unless `disable_multicast`).
+    /// Default true.
+    pub multicast: bool,
 }
 
 impl Default for SaConfig {
@@ -124,6 +127,7 @@ impl Default for SaConfig {
             report_retries: 3,
             max_pending: 1024,
             swap_when_warm: false,
+            multicast: true,
         }
     }
 }
@@ -740,7 +744,14 @@ impl Sa {
     /// One arm per attribute.
     fn dispatch(&mut self, snap: &SaSnapshot, q: &SaQuery<'_>) -> Answer {
         match q.attr {
-            SaAttrId::CLASS_PORT_INFO => records::class_port_info(q, self.cfg.resp_time, 0, 0),
+            SaAttrId::CLASS_PORT_INFO => {
+                let mcast = if self.cfg.multicast {
+                    records::cap::UD_MCAST
+                } else {
+                    0
+                };
+                records::class_port_info(q, self.cfg.resp_time, mcast, 0)
+            }
             SaAttrId::NODE_RECORD => records::node_records(snap, q),
             SaAttrId::PORT_INFO_RECORD => records::port_info_records(snap, q),
             SaAttrId::SL_TO_VL_RECORD => records::sl2vl_records(snap, q),

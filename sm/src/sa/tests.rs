@@ -603,7 +603,26 @@ fn class_port_info_capabilities_and_resp_time() {
     assert_eq!(st, 0);
     let cpi = <ibmad::ClassPortInfoRepr as ibmad::GmpAttrRepr>::parse(&recs[0]).unwrap();
     assert_eq!((cpi.base_version, cpi.class_version), (1, 2));
-    assert_eq!(cpi.capability_mask, records::cap::PORT_INFO_CAPMASK_MATCH);
+    // IsUDMulticastSupported, as OpenSM unless disable_multicast.
+    assert_eq!(
+        cpi.capability_mask,
+        records::cap::PORT_INFO_CAPMASK_MATCH | records::cap::UD_MCAST
+    );
+    let mut off = Sa::with_config(SaConfig {
+        multicast: false,
+        ..SaConfig::default()
+    });
+    off.set_snapshot(rich_snapshot());
+    off.set_serving(Serving {
+        master: true,
+        up: true,
+    });
+    let (_, recs) = query(&mut off, Method::GET, SaAttrId::CLASS_PORT_INFO, 0, 0, &[]);
+    let cpi_off = <ibmad::ClassPortInfoRepr as ibmad::GmpAttrRepr>::parse(&recs[0]).unwrap();
+    assert_eq!(
+        cpi_off.capability_mask,
+        records::cap::PORT_INFO_CAPMASK_MATCH
+    );
     assert_eq!(
         cpi.capability_mask2 & records::cap::CAP2_PORT_INFO_CAPMASK2_MATCH,
         1 << 10
