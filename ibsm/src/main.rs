@@ -326,6 +326,11 @@ fn cmd_run(args: &[String]) -> ExitCode {
                 socket_required: required,
                 metrics_listen,
             };
+            if parsed.options.once && parsed.options.sm_inactive {
+                return fail(
+                    "-o with -I (sm_inactive): an inactive SM sweeps nothing, so it would never configure the subnet",
+                );
+            }
             if parsed.options.daemon {
                 // As OpenSM's -B: detached once the options are read (their errors were
                 // printed above); what goes wrong later is in the log file.

@@ -732,3 +732,12 @@ fn progress_shows_on_a_terminal() {
     assert!(text.contains("loading fat-tree:3,8"), "{text}");
     assert!(text.contains("verdict          PASSED"), "{text}");
 }
+
+/// `ibsm run -o -I`: an inactive SM would never configure the subnet, so the one-shot run is
+/// refused as bad usage (status 2) before any port is opened.
+#[test]
+fn once_with_inactive_is_refused() {
+    let (code, _, err) = ibsm(&["run", "-o", "-I"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("-o with -I"), "{err}");
+}

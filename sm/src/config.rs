@@ -110,6 +110,9 @@ pub struct SmConfig {
     /// No multicast routing: the SM computes and programs no MFTs (OpenSM
     /// `disable_multicast`, default false; the SA still answers MCMemberRecords).
     pub disable_multicast: bool,
+    /// Start in NOTACTIVE (OpenSM `sm_inactive`, `-I`): the SM does not sweep, and answers
+    /// SMInfo as NOTACTIVE, until another SM sets it to STANDBY. Default false.
+    pub sm_inactive: bool,
     /// SM_Key (`sm_key`, default 1 as OpenSM).
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
@@ -205,6 +208,7 @@ impl Default for SmConfig {
             honor_guid2lid_file: false,
             no_clients_rereg: false,
             disable_multicast: false,
+            sm_inactive: false,
             sm_key: 1,
             m_key: 0,
             sm_sl: 0,
@@ -261,6 +265,7 @@ impl SmConfig {
             polling_retries: self.polling_retry_number,
             sm_key: self.sm_key,
             ignore_other_sm: self.ignore_other_sm,
+            start_inactive: self.sm_inactive,
         }
     }
 

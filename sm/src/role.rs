@@ -249,6 +249,9 @@ pub struct RoleConfig {
     pub sm_key: u64,
     /// `ignore_other_sm`: take no part in elections (always MASTER).
     pub ignore_other_sm: bool,
+    /// `sm_inactive` (OpenSM `-I`): start in NOTACTIVE instead of DISCOVERING: no sweep until
+    /// another SM sets this one to STANDBY.
+    pub start_inactive: bool,
 }
 
 impl Default for RoleConfig {
@@ -260,6 +263,7 @@ impl Default for RoleConfig {
             polling_retries: 4,
             sm_key: 1,
             ignore_other_sm: false,
+            start_inactive: false,
         }
     }
 }
@@ -296,8 +300,12 @@ impl SmRole {
     #[must_use]
     pub fn new(cfg: RoleConfig) -> SmRole {
         SmRole {
+            role: if cfg.start_inactive {
+                Role::NotActive
+            } else {
+                Role::Discovering
+            },
             cfg,
-            role: Role::Discovering,
             own_guid: Guid(0),
             sms: Vec::new(),
             contender: None,

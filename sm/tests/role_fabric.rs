@@ -777,3 +777,33 @@ fn a_failed_link_moves_only_the_routes_that_used_it() {
         used.len()
     );
 }
+
+/// `sm_inactive` (OpenSM `-I`): an SM started NOTACTIVE sends no SMP and never comes up on
+/// its own; another SM started later becomes master and brings the subnet up, passes over the
+/// NOTACTIVE one in its election (OpenSM skips NOTACTIVE SMs), and the inactive SM stays
+/// NOTACTIVE with one master on the subnet throughout.
+#[test]
+fn an_inactive_sm_stays_out_until_told() {
+    let mut bed = Bed::new();
+    let a = bed.start(
+        0,
+        SmConfig {
+            sm_inactive: true,
+            ..cfg(15)
+        },
+    );
+    bed.run_for(Duration::from_secs(30));
+    assert_eq!(bed.procs[a].sm.role(), Role::NotActive);
+    assert!(!bed.procs[a].sm.is_up());
+    assert!(bed.procs[a].sent.is_empty(), "{:?}", bed.procs[a].sent);
+    let b = bed.start(1, cfg(0));
+    bed.run_for(Duration::from_secs(30));
+    assert_eq!(bed.procs[b].sm.role(), Role::Master);
+    assert!(
+        bed.procs[b].sm.is_up(),
+        "the active SM brings the subnet up"
+    );
+    assert_eq!(bed.procs[a].sm.role(), Role::NotActive);
+    assert!(bed.procs[a].role_changes().is_empty());
+    assert_eq!(bed.max_masters, 1);
+}

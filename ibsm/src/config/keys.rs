@@ -965,6 +965,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "sm_inactive",
+        section: Section::Misc,
+        doc: &["SM Inactive"],
+        get: |o| fmt_bool(o.sm_inactive),
+        set: |o, v| {
+            o.sm_inactive = boolean(v)?;
+            Ok(())
+        },
+    },
     // ---------------- PERFMGR ----------------
     KeySpec {
         key: "perfmgr",

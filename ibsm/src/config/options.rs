@@ -484,6 +484,9 @@ pub struct Options {
     /// daemon(3) once the options are read, standard streams on `/dev/null`, the working
     /// directory kept, as OpenSM's). Default FALSE.
     pub daemon: bool,
+    /// `sm_inactive` (`-I`, `--inactive`): start NOTACTIVE: no sweep, SMInfo answered as
+    /// NOTACTIVE, until another SM sets this one to STANDBY. Default FALSE.
+    pub sm_inactive: bool,
     /// `log_flags` (`-D`, `-v`, `-V`): OpenSM log-level bit mask (0x01 ERROR, 0x02 INFO,
     /// 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS, 0x20 FRAMES, 0x40 ROUTING). Default 0x03.
     pub log_flags: u8,
@@ -534,6 +537,7 @@ impl Default for Options {
             packet_life_time: 0x12,
             no_clients_rereg: false,
             disable_multicast: false,
+            sm_inactive: false,
             vl_stall_count: 7,
             leaf_vl_stall_count: 7,
             head_of_queue_lifetime: 0x12,

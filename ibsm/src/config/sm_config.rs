@@ -74,6 +74,7 @@ impl Options {
             force_heavy_sweep: self.force_heavy_sweep,
             no_clients_rereg: self.no_clients_rereg,
             disable_multicast: self.disable_multicast,
+            sm_inactive: self.sm_inactive,
             use_ucast_cache: self.use_ucast_cache,
             honor_guid2lid_file: self.honor_guid2lid_file,
             sm_key: self.sm_key,

@@ -22,6 +22,7 @@ pub fn perturbed() -> Options {
         vl_stall_count: 5,
         no_clients_rereg: true,
         disable_multicast: true,
+        sm_inactive: true,
         port_shifting: true,
         leaf_vl_stall_count: 6,
         head_of_queue_lifetime: 0x11,
