@@ -429,6 +429,7 @@ fn fresh_lids(s: &mut Subnet) -> Result<(), String> {
         &LidConfig {
             lmc: 0,
             reassign_lids: true,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )

@@ -46,7 +46,7 @@ fn comments_blank_lines_and_values() {
 
 #[test]
 fn unknown_key_is_a_warning_with_file_and_line() {
-    let f = parse("lmc 1\n\nrouting_engin updn\nfoo_bar 3\nlmc_esp0 TRUE\n").unwrap();
+    let f = parse("lmc 1\n\nrouting_engin updn\nfoo_bar 3\nm_key_lookup FALSE\n").unwrap();
     assert_eq!(f.options.lmc, 1);
     assert_eq!(f.options.routing_engine.engines, [RoutingEngineId::Minhop]);
     assert_eq!(f.warnings.len(), 3, "{:?}", f.warnings);

@@ -118,6 +118,7 @@ fn route_and_judge(t: &Topology) {
     let cfg = sm::lid::LidConfig {
         lmc: 0,
         reassign_lids: true,
+        lmc_esp0: false,
     };
     if sm::lid::assign_lids(&mut s, &cfg, &sm::lid::Guid2Lid::new()).is_err() {
         return;

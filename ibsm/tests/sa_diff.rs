@@ -373,6 +373,7 @@ fn fat_tree_2_8(dir: &Path) -> (fabric_sim::topo::Topology, std::path::PathBuf, 
         &sm::lid::LidConfig {
             lmc: 0,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &sm::lid::Guid2Lid::new(),
     )

@@ -113,6 +113,9 @@ pub struct SmConfig {
     /// Start in NOTACTIVE (OpenSM `sm_inactive`, `-I`): the SM does not sweep, and answers
     /// SMInfo as NOTACTIVE, until another SM sets it to STANDBY. Default false.
     pub sm_inactive: bool,
+    /// A switch with an enhanced port 0 gets `2^lmc` LIDs and LMC `lmc` on it (OpenSM
+    /// `lmc_esp0`, default false: one LID, LMC 0).
+    pub lmc_esp0: bool,
     /// SM_Key (`sm_key`, default 1 as OpenSM).
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
@@ -209,6 +212,7 @@ impl Default for SmConfig {
             no_clients_rereg: false,
             disable_multicast: false,
             sm_inactive: false,
+            lmc_esp0: false,
             sm_key: 1,
             m_key: 0,
             sm_sl: 0,

@@ -4,8 +4,9 @@
 //! Every end port from [`Subnet::end_ports`] gets one range of `2^LMC` LIDs whose base is aligned
 //! to the range size, inside the unicast range 0x0001–0xBFFF. A switch gets one range on port 0;
 //! under LMC > 0 that range is a **single LID**, OpenSM's rule for switches whose port 0 is not
-//! "enhanced port 0 with LMC" (`osm_switch_sp0_is_lmc_capable` is false unless the non-default
-//! `lmc_esp0` option is on; this implementation always uses the default).
+//! "enhanced port 0 with LMC" (`osm_switch_sp0_is_lmc_capable`): with the non-default
+//! [`LidConfig::lmc_esp0`], a switch whose SwitchInfo says EnhancedPort0 gets `2^LMC` LIDs
+//! like a CA port.
 //!
 //! # Order and rules (OpenSM `osm_lid_mgr.c`, `lid_mgr_get_port_lid`)
 //! Ports are processed SM port first ([`Subnet::sm_port`]), then in OpenSM's `port_guid_tbl`
@@ -319,6 +320,9 @@ pub struct LidConfig {
     pub lmc: u8,
     /// Ignore persisted and current LIDs and assign everything fresh (OpenSM `-r`).
     pub reassign_lids: bool,
+    /// OpenSM `lmc_esp0`: a switch whose port 0 is enhanced (SwitchInfo.EnhancedPort0) gets
+    /// `2^lmc` LIDs too; otherwise every switch gets one.
+    pub lmc_esp0: bool,
 }
 
 /// Why LID assignment failed.
@@ -427,11 +431,18 @@ pub fn assign_lids(
     }
     let lmc_n = 1u16 << cfg.lmc;
     let mut report = LidReport::default();
-    let switches = subnet.switches().count();
-    let ca_ports = subnet
-        .end_ports()
-        .filter(|&(n, _)| !subnet.node(n).is_switch())
-        .count();
+    // OpenSM osm_switch_sp0_is_lmc_capable: an enhanced port 0 under lmc_esp0.
+    let lmc_capable = |n: NodeId| {
+        let node = subnet.node(n);
+        !node.is_switch()
+            || (cfg.lmc_esp0
+                && node
+                    .switch_info
+                    .as_ref()
+                    .is_some_and(|si| si.enhanced_port0() != 0))
+    };
+    let switches = subnet.switches().filter(|&n| !lmc_capable(n)).count();
+    let ca_ports = subnet.end_ports().filter(|&(n, _)| lmc_capable(n)).count();
     lid_space_check(ca_ports, switches, cfg.lmc)?;
 
     // Processing order: SM port first, then port_guid_tbl order.
@@ -447,10 +458,10 @@ pub fn assign_lids(
         }
     }
     let num_lids = |n: NodeId| -> u16 {
-        if subnet.node(n).is_switch() {
-            1
-        } else {
+        if lmc_capable(n) {
             lmc_n
+        } else {
+            1
         }
     };
 
@@ -600,17 +611,17 @@ pub fn assign_lids(
     }
 
     // Write back.
+    let lmcs: Vec<u8> = ports
+        .iter()
+        .map(|&(n, _, _)| if lmc_capable(n) { cfg.lmc } else { 0 })
+        .collect();
     let mut top = 0u16;
     for (i, &(n, p, g)) in ports.iter().enumerate() {
         let Choice::Range(b, l) = choices[i] else {
             continue;
         };
         top = top.max(l);
-        let lmc = if subnet.node(n).is_switch() {
-            0
-        } else {
-            cfg.lmc
-        };
+        let lmc = lmcs[i];
         db.set(g, Lid(b), Lid(l));
         if let Some(port) = subnet.port_mut(n, p) {
             port.lid = Lid(b);

@@ -1437,6 +1437,7 @@ impl Sweep {
         let lc = LidConfig {
             lmc: cx.cfg.lmc,
             reassign_lids: cx.cfg.reassign_lids && self.heavy_sweeps == 1,
+            lmc_esp0: cx.cfg.lmc_esp0,
         };
         // Coming out of standby the ports' LIDs (the old master's) come first: the guid2lid
         // map is only honoured if asked to (OpenSM `honor_guid2lid_file`).

@@ -15,6 +15,7 @@ fn cfg(lmc: u8) -> LidConfig {
     LidConfig {
         lmc,
         reassign_lids: false,
+        lmc_esp0: false,
     }
 }
 
@@ -179,6 +180,7 @@ fn reassign_ignores_persisted_and_existing() {
         &LidConfig {
             lmc: 0,
             reassign_lids: true,
+            lmc_esp0: false,
         },
         &g,
     )

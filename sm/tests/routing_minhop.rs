@@ -36,6 +36,7 @@ fn lids(s: &mut Subnet, pins: &[(u64, u16)], lmc: u8) {
         &LidConfig {
             lmc,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &g,
     )

@@ -50,6 +50,7 @@ fn check_fixture(t: &str, lmc: u8) {
         &LidConfig {
             lmc,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )
@@ -139,6 +140,7 @@ fn persisted_guid2lid_is_honoured() {
         &LidConfig {
             lmc: 1,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &g2l,
     )

@@ -35,6 +35,7 @@ fn route(s: &mut Subnet, engine: &str, lmc: u8) -> Lfts {
         &LidConfig {
             lmc,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )

@@ -27,6 +27,7 @@ fn lids(s: &mut Subnet) {
         &LidConfig {
             lmc: 0,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )
@@ -481,6 +482,7 @@ fn updn_with_lmc_routes_every_lid_deadlock_free() {
         &LidConfig {
             lmc: 2,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )

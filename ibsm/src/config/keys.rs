@@ -242,6 +242,20 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "lmc_esp0",
+        section: Section::Device,
+        doc: &[
+            "lmc_esp0 determines whether LMC value used on subnet is used for",
+            "enhanced switch port 0. If TRUE, LMC value for subnet is used for",
+            "ESP0. Otherwise, LMC value for ESP0s is 0.",
+        ],
+        get: |o| fmt_bool(o.lmc_esp0),
+        set: |o, v| {
+            o.lmc_esp0 = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "sm_sl",
         section: Section::Device,
         doc: &["sm_sl determines SMSL used for SM/SA communication"],

@@ -275,6 +275,8 @@ pub struct Options {
     pub subnet_prefix: u64,
     /// `lmc`: LID mask control, 0..=7; every port gets 2^lmc LIDs. Default 0.
     pub lmc: u8,
+    /// `lmc_esp0`: switches with an enhanced port 0 get `2^lmc` LIDs too. Default FALSE.
+    pub lmc_esp0: bool,
     /// `sm_sl`: the SL ports reach the SM and SA on (PortInfo.MasterSMSL), where the routing
     /// engine gives no path SL. Default 0.
     pub sm_sl: u8,
@@ -533,6 +535,7 @@ impl Default for Options {
             sa_key: 1,
             subnet_prefix: 0xfe80_0000_0000_0000,
             lmc: 0,
+            lmc_esp0: false,
             sm_sl: 0,
             packet_life_time: 0x12,
             no_clients_rereg: false,

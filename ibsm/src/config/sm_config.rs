@@ -34,6 +34,7 @@ impl Options {
         SmConfig {
             port: PortNum(if self.ca_port == 0 { 1 } else { self.ca_port }),
             lmc: self.lmc,
+            lmc_esp0: self.lmc_esp0,
             sm_sl: self.sm_sl,
             routing_engine: self
                 .routing_engine

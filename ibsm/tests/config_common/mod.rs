@@ -23,6 +23,7 @@ pub fn perturbed() -> Options {
         no_clients_rereg: true,
         disable_multicast: true,
         sm_inactive: true,
+        lmc_esp0: true,
         port_shifting: true,
         leaf_vl_stall_count: 6,
         head_of_queue_lifetime: 0x11,

@@ -26,6 +26,7 @@ pub fn subnet_of(t: &Topology, lmc: u8) -> Subnet {
         &LidConfig {
             lmc,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )

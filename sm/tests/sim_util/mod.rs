@@ -16,7 +16,15 @@ pub fn drive(f: &mut Fabric, h: SmHandle, sm: &mut Sm, until: Time) {
 /// The generated fabric `spec` brought up by an SM on the first CA with `cfg` (its port and
 /// sweeping set here); asserts SUBNET UP.
 pub fn bring_up(spec: &str, cfg: SmConfig) -> (Topology, Fabric, SmHandle, Sm) {
-    let topo = Topology::generate(spec).unwrap();
+    bring_up_topo(Topology::generate(spec).unwrap(), spec, cfg)
+}
+
+/// [`bring_up`] of `topo` (named `spec` in messages).
+pub fn bring_up_topo(
+    topo: Topology,
+    spec: &str,
+    cfg: SmConfig,
+) -> (Topology, Fabric, SmHandle, Sm) {
     let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
     let cas: Vec<_> = topo.nodes_of_type(NodeType::CA).collect();
     let h = f.attach_sm(cas[0], PortNum(1)).unwrap().handle;

@@ -16,6 +16,7 @@ pub fn lids(s: &mut Subnet) {
         &LidConfig {
             lmc: 0,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )

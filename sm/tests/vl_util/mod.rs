@@ -29,6 +29,7 @@ pub fn topo_subnet(t: &Topology, lmc: u8, vl_cap: u8) -> Subnet {
         &LidConfig {
             lmc,
             reassign_lids: false,
+            lmc_esp0: false,
         },
         &Guid2Lid::new(),
     )
