@@ -41,6 +41,7 @@ fn perturbed_options_map_field_by_field_and_validate() {
     assert_eq!(c.disable_multicast, o.disable_multicast);
     assert_eq!(c.sm_inactive, o.sm_inactive);
     assert_eq!(c.lmc_esp0, o.lmc_esp0);
+    assert_eq!(c.babbling_port_policy, o.babbling_port_policy);
     assert!(c.no_clients_rereg, "perturbed");
     assert_eq!(c.sm_priority, o.sm_priority);
     assert_eq!(c.master_sm_priority, o.master_sm_priority);

@@ -538,7 +538,8 @@ fn not_implemented_keys_are_listed_and_warned_about() {
     assert!(text.contains("# NOT IMPLEMENTED BY IBSM"), "{text}");
     // An OpenSM key ibsm lacks, with OpenSM's default, and a key ibsm reads but ignores.
     assert!(
-        text.lines().any(|l| l == "# babbling_port_policy FALSE"),
+        text.lines()
+            .any(|l| l == "# drop_event_subscriptions FALSE"),
         "{text}"
     );
     let hops = text.find("\nmax_reverse_hops 0").unwrap();
@@ -594,9 +595,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("babbling_port_policy TRUE\nmax_reverse_hops 2\n");
+    let err = warnings_for("drop_event_subscriptions TRUE\nmax_reverse_hops 2\n");
     assert!(
-        err.contains("babbling_port_policy TRUE is not implemented"),
+        err.contains("drop_event_subscriptions TRUE is not implemented"),
         "{err}"
     );
     assert!(
@@ -618,9 +619,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         let err = warnings_for(implemented);
         assert!(!err.contains("not implemented"), "{implemented}: {err}");
     }
-    let err = warnings_for("babbling_port_policy FALSE\nmax_reverse_hops 0\n");
+    let err = warnings_for("drop_event_subscriptions FALSE\nmax_reverse_hops 0\n");
     assert!(!err.contains("max_reverse_hops"), "{err}");
-    assert!(!err.contains("babbling_port_policy"), "{err}");
+    assert!(!err.contains("drop_event_subscriptions"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -116,6 +116,9 @@ pub struct SmConfig {
     /// A switch with an enhanced port 0 gets `2^lmc` LIDs and LMC `lmc` on it (OpenSM
     /// `lmc_esp0`, default false: one LID, LMC 0).
     pub lmc_esp0: bool,
+    /// A port that sends 250 identical link-integrity traps (129–131) is disabled (OpenSM
+    /// `babbling_port_policy`, default false: it is only marked unhealthy and routed around).
+    pub babbling_port_policy: bool,
     /// SM_Key (`sm_key`, default 1 as OpenSM).
     pub sm_key: u64,
     /// M_Key written into every port and carried in every SMP (`m_key`, default 0 = none).
@@ -213,6 +216,7 @@ impl Default for SmConfig {
             disable_multicast: false,
             sm_inactive: false,
             lmc_esp0: false,
+            babbling_port_policy: false,
             sm_key: 1,
             m_key: 0,
             sm_sl: 0,

@@ -193,6 +193,13 @@ impl Sm {
     pub fn sa_snapshot(&self) -> Option<&std::sync::Arc<crate::sa::SaSnapshot>> {
         self.sweep.sa_snapshot()
     }
+    /// Switch ports marked unhealthy by link-integrity trap floods (not aged out yet), by
+    /// (node GUID, port): no route crosses their links.
+    #[must_use]
+    pub fn unhealthy_ports(&self) -> Vec<(ibmad::Guid, u8)> {
+        self.sweep.unhealthy_ports()
+    }
+
     /// The multicast tables (MLID → port mask per switch) of the last multicast pass: what
     /// the SA's MulticastForwardingTableRecords report ([`crate::sa::Sa::set_mfts`]); a new
     /// `Arc` only when a pass changed them.
@@ -750,6 +757,9 @@ impl Sm {
             source: meta.slid,
             notice,
         });
+        if flood && self.role.may_sweep() && notice.is_generic() != 0 {
+            self.on_trap_flood(now, &notice, count);
+        }
         if flood || !self.role.may_sweep() {
             return;
         }
@@ -781,6 +791,65 @@ impl Sm {
         }
     }
 }
+
+impl Sm {
+    /// A flood of link-integrity traps (129 local link integrity, 130 excessive buffer
+    /// overrun, 131 flow-control watchdog) names a bad port (OpenSM `shutup_noisy_port`):
+    /// with `babbling_port_policy`, from [`BABBLING_THRESHOLD`] traps on, the port is disabled;
+    /// else it is marked unhealthy for [`UNHEALTHY_TIMEOUT`] and a heavy sweep routes around it.
+    fn on_trap_flood(&mut self, now: Time, notice: &Notice, count: u32) {
+        let integrity = [
+            TrapNum::LOCAL_LINK_INTEGRITY,
+            TrapNum::EXCESSIVE_BUFFER_OVERRUN,
+            TrapNum::FLOW_CONTROL_WATCHDOG,
+        ];
+        if !integrity.contains(&notice.trap_num()) {
+            return;
+        }
+        // DataDetails of traps 129–131: reserved (2 bytes), LIDADDR, PORTNO.
+        let d = &notice.data_details;
+        let lid = Lid(u16::from_be_bytes([d[2], d[3]]));
+        let port = d[4];
+        if self.cfg.babbling_port_policy && count >= BABBLING_THRESHOLD {
+            let mut cx = ctx!(self);
+            if let Some(g) = self.sweep.disable_port(lid, port, &mut cx) {
+                self.events.log(
+                    Level::Info,
+                    format!(
+                        "babbling_port_policy: disabling port {port} of 0x{:016x} (LID {}) after {count} traps {}",
+                        g.0,
+                        lid.0,
+                        notice.trap_num().0
+                    ),
+                );
+            }
+            return;
+        }
+        if let Some(g) = self
+            .sweep
+            .mark_unhealthy(lid, port, now + UNHEALTHY_TIMEOUT)
+        {
+            self.events.log(
+                Level::Info,
+                format!(
+                    "port {port} of 0x{:016x} (LID {}) sent trap {} {count} times: marked unhealthy for {} s, routes avoid it",
+                    g.0,
+                    lid.0,
+                    notice.trap_num().0,
+                    UNHEALTHY_TIMEOUT.as_secs()
+                ),
+            );
+        }
+    }
+}
+
+/// How long a port that flooded link-integrity traps stays unhealthy (OpenSM
+/// `OSM_DEFAULT_UNHEALTHY_TIMEOUT`, 60 s).
+pub const UNHEALTHY_TIMEOUT: core::time::Duration = core::time::Duration::from_secs(60);
+
+/// The count of identical link-integrity traps from which on `babbling_port_policy` disables
+/// the port (OpenSM: 250).
+pub const BABBLING_THRESHOLD: u32 = 250;
 
 /// Writes `req` as an SMP with TID `tid` into `out` (directed route, or LID-routed from
 /// `own_lid` when the request has a DLID).

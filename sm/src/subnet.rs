@@ -91,6 +91,10 @@ pub struct Port {
     pub lid: Lid,
     /// The LMC assigned with the LID.
     pub lmc: u8,
+    /// OpenSM's unhealthy physical port: a switch port that flooded link-integrity traps
+    /// (129–131). No route crosses a switch-to-switch link with an unhealthy end
+    /// ([`crate::routing::graph::link_usable`]) until the mark ages out.
+    pub unhealthy: bool,
 }
 
 impl Port {
@@ -101,6 +105,7 @@ impl Port {
             remote: None,
             lid: Lid::UNASSIGNED,
             lmc: 0,
+            unhealthy: false,
         }
     }
     /// The port's logical state as last read (Down if unknown).

@@ -147,6 +147,9 @@ pub(crate) struct Sweep {
     heavy_requested: bool,
     /// The next routing ignores what the switches hold (a reroute request).
     reroute_requested: bool,
+    /// Switch ports marked unhealthy by link-integrity trap floods, by (node GUID, port),
+    /// with when the mark ages out (OpenSM's `OSM_DEFAULT_UNHEALTHY_TIMEOUT`).
+    unhealthy: HashMap<(ibmad::Guid, u8), Time>,
     /// The switch ports with a link when routes were last computed (by switch GUID): a
     /// routing that finds a new one (a new switch, a new link, a new end port) balances
     /// afresh, as OpenSM sets `ignore_existing_lfts` for a port that needs an update.
@@ -242,6 +245,7 @@ impl Sweep {
             up: false,
             heavy_requested: false,
             reroute_requested: false,
+            unhealthy: HashMap::new(),
             routed_links: None,
             reading_lfts: false,
             light_changed: false,
@@ -456,6 +460,67 @@ impl Sweep {
     pub fn request_reroute(&mut self) {
         self.reroute_requested = true;
         self.request_full("reroute requested");
+    }
+
+    /// Port `port` of the node at `lid` flooded link-integrity traps (129–131): it is marked
+    /// unhealthy until `until`, and a heavy sweep routes around it (OpenSM
+    /// `shutup_noisy_port`). Returns the node's GUID if the port was not marked yet; `None`
+    /// if it was, or if no node has that LID.
+    pub fn mark_unhealthy(&mut self, lid: Lid, port: u8, until: Time) -> Option<ibmad::Guid> {
+        let (id, _) = self.port_by_lid(lid)?;
+        let guid = self.disc.subnet.node(id).guid;
+        let fresh = self.unhealthy.insert((guid, port), until).is_none();
+        if let Some(p) = self.disc.subnet.port_mut(id, PortNum(port)) {
+            p.unhealthy = true;
+        }
+        if fresh {
+            self.request_full("a port flooded link-integrity traps");
+        }
+        fresh.then_some(guid)
+    }
+
+    /// The unhealthy marks that have not aged out by `now`, applied to the subnet about to be
+    /// routed (discovery builds its ports afresh).
+    fn apply_health(&mut self, now: Time) {
+        self.unhealthy.retain(|_, until| *until > now);
+        let s = &mut self.disc.subnet;
+        let ids: Vec<_> = s.node_ids().collect();
+        for id in ids {
+            let guid = s.node(id).guid;
+            for p in 0..=s.node(id).num_ports {
+                let bad = self.unhealthy.contains_key(&(guid, p));
+                if let Some(port) = s.port_mut(id, PortNum(p)) {
+                    port.unhealthy = bad;
+                }
+            }
+        }
+    }
+
+    /// `babbling_port_policy`: disables port `port` of the node at `lid` (a PortInfo Set with
+    /// PortPhysicalState Disabled, OpenSM `disable_port`). Returns the node's GUID, or `None`
+    /// if no node has that LID or the port was never read.
+    pub fn disable_port(&mut self, lid: Lid, port: u8, cx: &mut Ctx<'_>) -> Option<ibmad::Guid> {
+        let (id, _) = self.port_by_lid(lid)?;
+        let p = PortNum(port);
+        let info = self.disc.subnet.port(id, p)?.info?;
+        let mut set = crate::program::state_set(&info, ibmad::PortState::NO_CHANGE);
+        set.set_phys_state(ibmad::PhysState::DISABLED);
+        cx.txn.submit(Request::set(
+            self.disc.port_path(id, p),
+            SmpAttrId::PORT_INFO,
+            crate::program::port_info_set_mod(&self.disc.subnet, id, p),
+            crate::discovery::data_of(&set),
+            Purpose::SetPortInfo(id, p),
+        ));
+        Some(self.disc.subnet.node(id).guid)
+    }
+
+    /// Switch ports marked unhealthy now, by (node GUID, port).
+    #[must_use]
+    pub fn unhealthy_ports(&self) -> Vec<(ibmad::Guid, u8)> {
+        let mut v: Vec<_> = self.unhealthy.keys().copied().collect();
+        v.sort();
+        v
     }
 
     /// A trap (128, 144) from `issuer` asks for a heavy sweep: the node at that LID is
@@ -1482,6 +1547,7 @@ impl Sweep {
     }
 
     fn routing_step(&mut self, now: Time, cx: &mut Ctx<'_>) {
+        self.apply_health(now);
         // Keep what the switches hold where it is still valid (OpenSM without
         // ignore_existing_lfts), unless this is the first sweep as master, a reroute, or the
         // fabric gained a link.

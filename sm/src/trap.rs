@@ -6,7 +6,10 @@
 //! module decides). Then:
 //! - identical traps (same issuer, trap number and DataDetails) are counted while each arrives
 //!   within [`AGING_WINDOW`] of the previous one; from the [`FLOOD_THRESHOLD`]th on they are
-//!   repressed but otherwise ignored ([`TrapTracker`]);
+//!   repressed but otherwise ignored ([`TrapTracker`]); a flood of link-integrity traps
+//!   (129–131) names a bad port, which is marked unhealthy for 60 s — no route crosses its
+//!   link, a heavy sweep moves them off it — or, with `babbling_port_policy`, disabled from
+//!   the 250th trap on (OpenSM `shutup_noisy_port`; [`crate::Sm`]);
 //! - with `sweep_on_trap`, trap 128 (a switch port changed state) and trap 144 (local changes:
 //!   capability mask — an SM appeared or left —, SM priority, link width or speed) start a heavy
 //!   sweep at once; trap 144 reporting only a NodeDescription change refreshes that node's

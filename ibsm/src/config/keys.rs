@@ -989,6 +989,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "babbling_port_policy",
+        section: Section::Misc,
+        doc: &["Babbling Port Policy"],
+        get: |o| fmt_bool(o.babbling_port_policy),
+        set: |o, v| {
+            o.babbling_port_policy = boolean(v)?;
+            Ok(())
+        },
+    },
     // ---------------- PERFMGR ----------------
     KeySpec {
         key: "perfmgr",

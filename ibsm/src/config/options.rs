@@ -489,6 +489,10 @@ pub struct Options {
     /// `sm_inactive` (`-I`, `--inactive`): start NOTACTIVE: no sweep, SMInfo answered as
     /// NOTACTIVE, until another SM sets this one to STANDBY. Default FALSE.
     pub sm_inactive: bool,
+    /// `babbling_port_policy`: a port that sends 250 identical link-integrity traps is
+    /// disabled (without it, from the tenth it is marked unhealthy and routed around for
+    /// 60 s). Default FALSE.
+    pub babbling_port_policy: bool,
     /// `log_flags` (`-D`, `-v`, `-V`): OpenSM log-level bit mask (0x01 ERROR, 0x02 INFO,
     /// 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS, 0x20 FRAMES, 0x40 ROUTING). Default 0x03.
     pub log_flags: u8,
@@ -541,6 +545,7 @@ impl Default for Options {
             no_clients_rereg: false,
             disable_multicast: false,
             sm_inactive: false,
+            babbling_port_policy: false,
             vl_stall_count: 7,
             leaf_vl_stall_count: 7,
             head_of_queue_lifetime: 0x12,

@@ -76,6 +76,7 @@ impl Options {
             no_clients_rereg: self.no_clients_rereg,
             disable_multicast: self.disable_multicast,
             sm_inactive: self.sm_inactive,
+            babbling_port_policy: self.babbling_port_policy,
             use_ucast_cache: self.use_ucast_cache,
             honor_guid2lid_file: self.honor_guid2lid_file,
             sm_key: self.sm_key,

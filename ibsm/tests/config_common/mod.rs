@@ -24,6 +24,7 @@ pub fn perturbed() -> Options {
         disable_multicast: true,
         sm_inactive: true,
         lmc_esp0: true,
+        babbling_port_policy: true,
         port_shifting: true,
         leaf_vl_stall_count: 6,
         head_of_queue_lifetime: 0x11,

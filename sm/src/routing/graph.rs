@@ -20,19 +20,28 @@ use crate::subnet::{NodeId, Subnet};
 pub const UNREACHABLE: u8 = 0xFF;
 const NO_SLOT: u32 = u32::MAX;
 
-/// True if the link at (n, p) can carry routes: linked, local port Init/Armed/Active, and the
-/// remote port not known to be Down.
+/// True if the link at (n, p) can carry routes: linked, local port Init/Armed/Active, the
+/// remote port not known to be Down, and, between two switches, neither end marked unhealthy
+/// ([`crate::subnet::Port::unhealthy`]).
 #[must_use]
 pub fn link_usable(subnet: &Subnet, n: NodeId, p: PortNum) -> bool {
     if !subnet.is_link_up(n, p) {
         return false;
     }
-    let Some((rn, rp)) = subnet.port(n, p).and_then(|x| x.remote) else {
+    let Some(port) = subnet.port(n, p) else {
         return false;
     };
-    subnet
-        .port(rn, rp)
-        .is_some_and(|rport| rport.info.is_none() || rport.state() != ibmad::PortState::DOWN)
+    let Some((rn, rp)) = port.remote else {
+        return false;
+    };
+    let Some(rport) = subnet.port(rn, rp) else {
+        return false;
+    };
+    // OpenSM routes no transit over an unhealthy switch port (osm_link_is_healthy).
+    let unhealthy = (port.unhealthy || rport.unhealthy)
+        && subnet.node(n).is_switch()
+        && subnet.node(rn).is_switch();
+    !unhealthy && (rport.info.is_none() || rport.state() != ibmad::PortState::DOWN)
 }
 
 /// A dense index (slot) per switch: `NodeId` → slot and back. Slots follow the order the
