@@ -246,8 +246,18 @@ fn take_engine_files(
 fn status_text(sm: &Sm, opts: &Options, c: Counts) -> String {
     let subnet = sm.subnet();
     let switches = subnet.switches().count();
+    let unhealthy: Vec<String> = sm
+        .unhealthy_ports()
+        .iter()
+        .map(|(g, p)| format!("0x{:016x} port {p}", g.0))
+        .collect();
+    let unhealthy = if unhealthy.is_empty() {
+        "none".to_string()
+    } else {
+        unhealthy.join(", ")
+    };
     format!(
-        "SM state: {:?}{}\nsweep stage: {:?}\nSM priority: {}\nSM LID: {}\nheavy sweeps: {}\nSMPs sent: {}\nMADs received: {}\nnodes: {} (switches {switches}, CAs {})\n",
+        "SM state: {:?}{}\nsweep stage: {:?}\nSM priority: {}\nSM LID: {}\nheavy sweeps: {}\nSMPs sent: {}\nMADs received: {}\nnodes: {} (switches {switches}, CAs {})\nunhealthy ports: {unhealthy}\n",
         sm.role(),
         if sm.is_up() { " (SUBNET UP)" } else { "" },
         sm.stage(),

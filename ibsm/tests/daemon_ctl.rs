@@ -118,6 +118,7 @@ fn daemon_is_a_controllable_service() {
     assert!(status.contains("(SUBNET UP)"), "{status}");
     assert!(status.contains("SM priority: 3\n"), "{status}");
     assert!(status.contains("nodes: 4 (switches 2, CAs 2)"), "{status}");
+    assert!(status.contains("unhealthy ports: none\n"), "{status}");
     let h0 = heavy_sweeps(&status);
 
     // Metrics: valid exposition, values that match the fabric (2 switches, 2 CAs, 4 links).
