@@ -964,6 +964,19 @@ fn run_once(sim: &IbsimGuard, dir: &Path, cache: &Path, args: &[&std::ffi::OsStr
     );
 }
 
+/// The LID of port GUID `guid` in the guid2lid file ibsm saved in `cache`.
+fn saved_lid(cache: &Path, guid: u64) -> u16 {
+    let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
+    g2l.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((hex(w.next()?), hex(w.next()?)))
+        })
+        .find(|&(pg, _)| pg == guid)
+        .map(|(_, l)| u16::try_from(l).unwrap())
+        .unwrap_or_else(|| panic!("no LID for {guid:#x} in guid2lid\n{g2l}"))
+}
+
 both_shims! {
     /// Two partitions in a partitions.conf (`ibsm run -o -P FILE` on ibsim): stock
     /// `smpquery pkeys` reads back from every CA port and from the switch port facing it the
@@ -998,17 +1011,7 @@ both_shims! {
         )
         .unwrap();
         run_once(&sim, dir.path(), &cache, &["-P".as_ref(), conf.as_os_str()]);
-        let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
-        let lid_of = |g: u64| -> u16 {
-            g2l.lines()
-                .filter_map(|l| {
-                    let mut w = l.split_whitespace();
-                    Some((hex(w.next()?), hex(w.next()?)))
-                })
-                .find(|&(pg, _)| pg == g)
-                .map(|(_, l)| u16::try_from(l).unwrap())
-                .unwrap_or_else(|| panic!("no LID for {g:#x} in guid2lid\n{g2l}"))
-        };
+        let lid_of = |g: u64| saved_lid(&cache, g);
         let sm_guid = {
             let first = ex.topo.nodes().next().unwrap().0;
             ex.ca_ports
@@ -1168,16 +1171,7 @@ both_shims! {
         // The port's own GUID.
         let g = format!("{guid1:#x}");
         run_once(&sim, dir.path(), &cache, &["-g".as_ref(), g.as_ref()]);
-        let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
-        let lid1 = g2l
-            .lines()
-            .filter_map(|l| {
-                let mut w = l.split_whitespace();
-                Some((hex(w.next()?), hex(w.next()?)))
-            })
-            .find(|&(pg, _)| pg == guid1)
-            .map(|(_, l)| l)
-            .unwrap_or_else(|| panic!("no LID for {guid1:#x} in guid2lid\n{g2l}"));
+        let lid1 = saved_lid(&cache, guid1);
         let log = std::fs::read_to_string(dir.path().join("ibsm.log")).unwrap();
         assert!(
             log.lines().any(|l| l.contains("bound to") && l.ends_with(" port 1")),
@@ -1299,16 +1293,7 @@ both_shims! {
         )
         .unwrap();
         run_once(&sim, dir.path(), &cache, &["-F".as_ref(), conf.as_os_str()]);
-        let g2l = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
-        let lid = g2l
-            .lines()
-            .filter_map(|l| {
-                let mut w = l.split_whitespace();
-                Some((hex(w.next()?), hex(w.next()?)))
-            })
-            .find(|&(g, _)| g == sw1)
-            .map(|(_, l)| l.to_string())
-            .unwrap_or_else(|| panic!("no LID for Switch1\n{g2l}"));
+        let lid = saved_lid(&cache, sw1).to_string();
         let hoq = |port: &str| {
             let out = diag(&sim, dir.path(), "smpquery", &["portinfo", &lid, port]);
             out.lines()

@@ -519,6 +519,51 @@ fn ftree_connect_roots_matches_opensm_on_ibsim() {
     );
 }
 
+/// `spec` generated and written as `DIR/<spec>.net`.
+fn generated_net(dir: &Path, spec: &str) -> (fabric_sim::topo::Topology, std::path::PathBuf) {
+    let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
+    let net = dir.join(format!("{}.net", spec.replace([':', ',', '='], "-")));
+    std::fs::write(&net, topo.to_net()).unwrap();
+    (topo, net)
+}
+
+/// sa-diff on ibsim with `extra`: false if it was skipped (no peers); else it asserts that
+/// every switch's LFT equals OpenSM's: the LFTR line (one record per switch and block of 64
+/// LIDs, so at least `switches`) passes.
+fn lftr_pass(net: &Path, extra: &[&str], switches: usize) -> bool {
+    let out = run_on("ibsim", net, extra);
+    if out.is_empty() {
+        return false;
+    }
+    let lftr = out.lines().find(|l| l.contains(" LFTR ")).unwrap_or("");
+    let n: usize = lftr
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("opensm="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        n >= switches && lftr.ends_with(&format!("ibsm={n} PASS")),
+        "{extra:?}: {out}"
+    );
+    true
+}
+
+/// The first switch-facing port of every switch with a CA: (switch GUID, port).
+fn leaf_uplinks(s: &sm::Subnet) -> Vec<(u64, u8)> {
+    let remote = |sw: sm::NodeId, p: u8| s.port(sw, ibmad::PortNum(p)).and_then(|x| x.remote);
+    s.switches()
+        .filter(|&sw| {
+            (1..=s.node(sw).num_ports)
+                .any(|p| remote(sw, p).is_some_and(|(r, _)| !s.node(r).is_switch()))
+        })
+        .filter_map(|sw| {
+            let p = (1..=s.node(sw).num_ports)
+                .find(|&p| remote(sw, p).is_some_and(|(r, _)| s.node(r).is_switch()))?;
+            Some((s.node(sw).guid.0, p))
+        })
+        .collect()
+}
+
 /// `connect_roots` (`-z`) with dnup against OpenSM: the top switches of two- and three-level
 /// fat trees reach each other only toward the leaves and away again, which down/up forbids;
 /// with connect_roots both SMs route those LIDs by min-hop, and every switch's LFT (LFTR)
@@ -527,16 +572,11 @@ fn ftree_connect_roots_matches_opensm_on_ibsim() {
 fn dnup_connect_roots_matches_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-dnup-roots").unwrap();
     for spec in ["fat-tree:2,8", "fat-tree:3,4"] {
-        let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
-        let net = dir
-            .path()
-            .join(format!("{}.net", spec.replace([':', ','], "-")));
-        std::fs::write(&net, topo.to_net()).unwrap();
-        lfts_match_opensm(
-            &net,
-            &["--routing", "dnup", "--connect-roots"],
-            topo.num_switches(),
-        );
+        let (topo, net) = generated_net(dir.path(), spec);
+        let args = ["--routing", "dnup", "--connect-roots"];
+        if !lftr_pass(&net, &args, topo.num_switches()) {
+            return; // skipped
+        }
     }
 }
 
@@ -548,30 +588,11 @@ fn dnup_connect_roots_matches_opensm_on_ibsim() {
 fn port_shifting_matches_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-shift").unwrap();
     for (spec, lmc) in [("fat-tree:2,8", "0"), ("random:24,40,20,1,ports=12", "1")] {
-        let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
-        let net = dir
-            .path()
-            .join(format!("{}.net", spec.replace([':', ',', '='], "-")));
-        std::fs::write(&net, topo.to_net()).unwrap();
-        let out = run_on(
-            "ibsim",
-            &net,
-            &["--routing", "minhop", "--port-shifting", "--lmc", lmc],
-        );
-        if out.is_empty() {
+        let (topo, net) = generated_net(dir.path(), spec);
+        let args = ["--routing", "minhop", "--port-shifting", "--lmc", lmc];
+        if !lftr_pass(&net, &args, topo.num_switches()) {
             return; // skipped
         }
-        // One LFTR per switch and block of 64 LIDs (more than one block with LMC 1).
-        let lftr = out.lines().find(|l| l.contains(" LFTR ")).unwrap_or("");
-        let n: usize = lftr
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("opensm="))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        assert!(
-            n >= topo.num_switches() && lftr.ends_with(&format!("ibsm={n} PASS")),
-            "{spec}: {out}"
-        );
     }
 }
 
@@ -584,30 +605,14 @@ fn port_shifting_matches_opensm_on_ibsim() {
 fn port_files_match_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-portfiles").unwrap();
     for spec in ["fat-tree:2,8", "random:24,40,20,1,ports=12"] {
-        let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
-        let stem = spec.replace([':', ',', '='], "-");
-        let net = dir.path().join(format!("{stem}.net"));
-        std::fs::write(&net, topo.to_net()).unwrap();
-        let s = fabric_sim::topo::subnet::to_subnet(&topo);
-        let remote = |sw: sm::NodeId, p: u8| s.port(sw, ibmad::PortNum(p)).and_then(|x| x.remote);
-        let picked: Vec<(u64, u8)> = s
-            .switches()
-            .filter(|&sw| {
-                (1..=s.node(sw).num_ports)
-                    .any(|p| remote(sw, p).is_some_and(|(r, _)| !s.node(r).is_switch()))
-            })
-            .filter_map(|sw| {
-                let p = (1..=s.node(sw).num_ports)
-                    .find(|&p| remote(sw, p).is_some_and(|(r, _)| s.node(r).is_switch()))?;
-                Some((s.node(sw).guid.0, p))
-            })
-            .collect();
+        let (topo, net) = generated_net(dir.path(), spec);
+        let picked = leaf_uplinks(&fabric_sim::topo::subnet::to_subnet(&topo));
         let write = |name: &str, extra: &str| {
             let text: String = picked
                 .iter()
                 .map(|(g, p)| format!("{g:#018x} {p}{extra}\n"))
                 .collect();
-            let path = dir.path().join(format!("{stem}-{name}"));
+            let path = net.with_extension(name);
             std::fs::write(&path, text).unwrap();
             path
         };
@@ -619,12 +624,9 @@ fn port_files_match_opensm_on_ibsim() {
         ] {
             let mut args = vec!["--routing", "minhop"];
             args.extend(extra);
-            let out = run_on("ibsim", &net, &args);
-            if out.is_empty() {
+            if !lftr_pass(&net, &args, topo.num_switches()) {
                 return; // skipped
             }
-            let lftr = out.lines().find(|l| l.contains(" LFTR ")).unwrap_or("");
-            assert!(lftr.ends_with("PASS"), "{spec} {extra:?}: {out}");
         }
     }
 }
@@ -636,42 +638,29 @@ fn port_files_match_opensm_on_ibsim() {
 #[test]
 fn search_ordering_file_matches_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-order-ports").unwrap();
-    for (spec, engine, lmc) in [("fat-tree:2,8", "minhop", "1"), ("mesh:4,3", "dor", "0")] {
-        let topo = fabric_sim::topo::Topology::generate(spec).unwrap();
-        let stem = spec.replace([':', ','], "-");
-        let net = dir.path().join(format!("{stem}.net"));
-        std::fs::write(&net, topo.to_net()).unwrap();
+    for (spec, engine, lmc, order) in [
+        ("fat-tree:2,8", "minhop", "1", "8 7 6 5"),
+        ("mesh:4,3", "dor", "0", "3 4 1 2"),
+    ] {
+        let (topo, net) = generated_net(dir.path(), spec);
         let s = fabric_sim::topo::subnet::to_subnet(&topo);
         let text: String = s
             .switches()
-            .map(|sw| {
-                let order = if engine == "dor" {
-                    "3 4 1 2"
-                } else {
-                    "8 7 6 5"
-                };
-                format!("{:#018x} {order}\n", s.node(sw).guid.0)
-            })
+            .map(|sw| format!("{:#018x} {order}\n", s.node(sw).guid.0))
             .collect();
-        let order = dir.path().join(format!("{stem}-order"));
-        std::fs::write(&order, text).unwrap();
-        let out = run_on(
-            "ibsim",
-            &net,
-            &[
-                "--routing",
-                engine,
-                "--search-order",
-                order.to_str().unwrap(),
-                "--lmc",
-                lmc,
-            ],
-        );
-        if out.is_empty() {
+        let file = net.with_extension("order");
+        std::fs::write(&file, text).unwrap();
+        let args = [
+            "--routing",
+            engine,
+            "--search-order",
+            file.to_str().unwrap(),
+            "--lmc",
+            lmc,
+        ];
+        if !lftr_pass(&net, &args, topo.num_switches()) {
             return; // skipped
         }
-        let lftr = out.lines().find(|l| l.contains(" LFTR ")).unwrap_or("");
-        assert!(lftr.ends_with("PASS"), "{spec}: {out}");
     }
 }
 
@@ -681,9 +670,7 @@ fn search_ordering_file_matches_opensm_on_ibsim() {
 #[test]
 fn ids_guid_file_matches_opensm_on_ibsim() {
     let dir = umad::testutil::TempDir::new("sa-diff-ids").unwrap();
-    let topo = fabric_sim::topo::Topology::generate("torus:5,5").unwrap();
-    let net = dir.path().join("torus.net");
-    std::fs::write(&net, topo.to_net()).unwrap();
+    let (topo, net) = generated_net(dir.path(), "torus:5,5");
     let s = fabric_sim::topo::subnet::to_subnet(&topo);
     let sws: Vec<sm::NodeId> = s.switches().collect();
     let roots = dir.path().join("roots");

@@ -47,18 +47,24 @@ fn dor_refuses_a_torus() {
     );
 }
 
-#[test]
-fn dor_uses_the_lowest_dimension() {
-    // On a hypercube the first hop toward the opposite corner is dimension 0 (port 1).
+/// hypercube:3 with the switch `sw-000` and the LID of the CA at the opposite corner.
+fn cube_corners() -> (sm::Subnet, sm::NodeId, ibmad::Lid) {
     let s = subnet("hypercube:3", 0, 1);
-    let out =
-        route_chain_with(&["dor".to_string()], true, &s, 0, &EngineOptions::default()).unwrap();
     let a = s.node_by_guid(ibmad::Guid(0x0002_0000_0000_0000)).unwrap(); // sw-000
     let far = s
         .end_ports()
         .find(|&(n, _)| s.node(n).desc == "ca-111-0")
         .map(|(n, p)| s.port(n, p).unwrap().lid)
         .unwrap();
+    (s, a, far)
+}
+
+#[test]
+fn dor_uses_the_lowest_dimension() {
+    // On a hypercube the first hop toward the opposite corner is dimension 0 (port 1).
+    let (s, a, far) = cube_corners();
+    let out =
+        route_chain_with(&["dor".to_string()], true, &s, 0, &EngineOptions::default()).unwrap();
     assert_eq!(out.routes.lfts.get(a, far), Some(ibmad::PortNum(1)));
 }
 
@@ -68,13 +74,7 @@ fn dor_uses_the_lowest_dimension() {
 /// names a port it does not have keeps the port order.
 #[test]
 fn search_ordering_file_sets_the_dimension_order() {
-    let s = subnet("hypercube:3", 0, 1);
-    let a = s.node_by_guid(ibmad::Guid(0x0002_0000_0000_0000)).unwrap(); // sw-000
-    let far = s
-        .end_ports()
-        .find(|&(n, _)| s.node(n).desc == "ca-111-0")
-        .map(|(n, p)| s.port(n, p).unwrap().lid)
-        .unwrap();
+    let (s, a, far) = cube_corners();
     let with = |line: &str| {
         let text: String = s
             .switches()

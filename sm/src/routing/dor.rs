@@ -28,18 +28,9 @@ use ibmad::{Lid, PortNum};
 /// destination, the first min-hop port in that order and the ports reaching the same
 /// neighbour (OpenSM's `is_dor` with `port_search_ordering_file`).
 fn first_dimension_in(hm: &HopMatrix, si: usize, rank: &[u8; 256]) -> Candidates {
-    let all = Candidates::min_hop(hm, si).ordered_by(rank);
-    let to_of = |p: u8| hm.neighbors(si).iter().find(|e| e.port == p).map(|e| e.to);
-    let mut start = vec![0u32];
-    let mut ports = Vec::new();
-    for t in 0..all.len() {
-        if let Some(&first) = all.of(t).first() {
-            let to = to_of(first);
-            ports.extend(all.of(t).iter().copied().filter(|&p| to_of(p) == to));
-        }
-        start.push(ports.len() as u32);
-    }
-    Candidates::from_csr(start, ports)
+    Candidates::min_hop(hm, si)
+        .ordered_by(rank)
+        .first_neighbour_only(hm, si)
 }
 
 /// The dor engine.

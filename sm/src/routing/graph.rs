@@ -505,6 +505,23 @@ impl PartialEq for Candidates {
 impl Eq for Candidates {}
 
 impl Candidates {
+    /// Of each list of switch slot `si`, the first port and the others reaching the same
+    /// neighbour (dor's "first dimension, spread over its parallel links").
+    #[must_use]
+    pub fn first_neighbour_only(&self, hm: &HopMatrix, si: usize) -> Candidates {
+        let to_of = |p: u8| hm.neighbors(si).iter().find(|e| e.port == p).map(|e| e.to);
+        let mut start = vec![0u32];
+        let mut ports = Vec::new();
+        for t in 0..self.len() {
+            if let Some(&first) = self.of(t).first() {
+                let to = to_of(first);
+                ports.extend(self.of(t).iter().copied().filter(|&p| to_of(p) == to));
+            }
+            start.push(ports.len() as u32);
+        }
+        Candidates::from_csr(start, ports)
+    }
+
     /// The same lists, each ordered by `rank` of its ports (a stable sort, so equal ranks
     /// keep port order): OpenSM's `port_search_ordering_file` scan order. Stored lists stay
     /// shared.
@@ -1016,18 +1033,7 @@ mod tests {
     /// dor's lists straight from their definition: the min-hop ports reaching the same
     /// neighbour as the first of them.
     fn lowest_dimension_by_scan(hm: &HopMatrix, si: usize) -> Candidates {
-        let all = min_hop_by_scan(hm, si);
-        let to_of = |p: u8| hm.neighbors(si).iter().find(|e| e.port == p).map(|e| e.to);
-        let mut start = vec![0u32];
-        let mut ports = Vec::new();
-        for t in 0..all.len() {
-            if let Some(&first) = all.of(t).first() {
-                let to = to_of(first);
-                ports.extend(all.of(t).iter().copied().filter(|&p| to_of(p) == to));
-            }
-            start.push(ports.len() as u32);
-        }
-        Candidates::from_csr(start, ports)
+        min_hop_by_scan(hm, si).first_neighbour_only(hm, si)
     }
 
     fn assert_candidates_match_scan(hm: &HopMatrix) {
