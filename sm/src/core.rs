@@ -806,7 +806,8 @@ impl Sm {
         if !integrity.contains(&notice.trap_num()) {
             return;
         }
-        // DataDetails of traps 129–131: reserved (2 bytes), LIDADDR, PORTNO.
+        // DataDetails of traps 129–131 (IBA vol1 §14.2.5.1, Notice): reserved (2 bytes),
+        // LIDADDR, PORTNO.
         let d = &notice.data_details;
         let lid = Lid(u16::from_be_bytes([d[2], d[3]]));
         let port = d[4];

@@ -497,7 +497,7 @@ impl Sweep {
     }
 
     /// `babbling_port_policy`: disables port `port` of the node at `lid` (a PortInfo Set with
-    /// PortPhysicalState Disabled, OpenSM `disable_port`). Returns the node's GUID, or `None`
+    /// PortPhysicalState Disabled, IBA vol1 §14.2.5.6; OpenSM `disable_port`). Returns the node's GUID, or `None`
     /// if no node has that LID or the port was never read.
     pub fn disable_port(&mut self, lid: Lid, port: u8, cx: &mut Ctx<'_>) -> Option<ibmad::Guid> {
         let (id, _) = self.port_by_lid(lid)?;

@@ -936,6 +936,7 @@ impl Ctx<'_> {
             })
             .collect();
         let ignored = self.ignored.get(&sw);
+        let order = self.orders.get(&sw);
         let mut counts = Counters::new();
         let mut cursors = cand.cursors();
         // LMC tracking: per destination, up to max_lids (node, forwarded_to).
@@ -991,7 +992,6 @@ impl Ctx<'_> {
                             1 % num_ports
                         };
                         let entries = &used[di * cap..di * cap + usize::from(used_n[di])];
-                        let order = self.orders.get(&sw);
                         self.recommend_lmc(cand.of(t), start, order, &counts, &remote, entries)
                     }
                 };
