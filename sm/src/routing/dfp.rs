@@ -665,7 +665,7 @@ impl RoutingEngine for Dfp {
             }
         }
         let scatter = scatter_seed(&self.opts, rng);
-        super::minhop::log_routing_order(&self.opts, log);
+        super::minhop::log_option_files(&self.opts, log);
         let lfts = balance(subnet, &g, &self.opts, scatter, &|si| {
             Candidates::from_csr(ch.prim_start[si].clone(), ch.prim[si].clone())
         });

@@ -60,7 +60,7 @@ impl RoutingEngine for Dor {
     ) -> Result<Routes, RouteError> {
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
-        super::minhop::log_routing_order(&self.opts, log);
+        super::minhop::log_option_files(&self.opts, log);
         let (orders, _) = super::minhop::search_orders(subnet, &self.opts);
         let lfts = balance(subnet, hm.graph(), &self.opts, scatter, &|si| {
             // With a port_search_ordering_file the dimensions are the switch's scan order.

@@ -75,6 +75,7 @@ use ibmad::{Lid, PortNum};
 use rand::{Rng, SeedableRng};
 
 use super::graph::{link_usable, Candidates, HopMatrix, SwitchGraph, UNREACHABLE};
+use super::updn::{node_map_file, strtoul, switch_by_guid};
 use super::{max_lid, EngineOptions, Lfts, RouteError, Routes, RoutingEngine, NO_PATH};
 use crate::subnet::{NodeId, Subnet};
 
@@ -116,17 +117,29 @@ pub(crate) fn routing_order(opts: &EngineOptions) -> Result<Vec<ibmad::Guid>, St
         })
 }
 
-/// Logs [`routing_order`]'s error, if any, and those of the port files ([`ignored_ports`],
-/// [`hop_weights`]): for the engines that balance with [`balance`].
-pub(crate) fn log_routing_order(opts: &EngineOptions, log: &mut Vec<String>) {
+/// Logs [`routing_order`]'s error, if any, and the error lines of the port files
+/// ([`ignored_ports`], [`hop_weights`], [`search_orders`]): for the engines that balance with
+/// [`balance`].
+pub(crate) fn log_option_files(opts: &EngineOptions, log: &mut Vec<String>) {
     if let Err(e) = routing_order(opts) {
         log.push(e);
     }
-    let empty = Subnet::new();
-    log.extend(ignored_ports(&empty, opts).1);
-    log.extend(hop_weights(&empty, opts).1);
-    log.extend(search_orders(&empty, opts).1);
+    for (f, prefix) in [
+        (&opts.port_prof_ignore_file, IGNORE_ERR),
+        (&opts.hop_weights_file, WEIGHTS_ERR),
+        (&opts.port_search_ordering_file, ORDER_ERR),
+    ] {
+        if let Some(f) = f {
+            log.extend(node_map_file(f, prefix).1);
+        }
+    }
 }
+
+/// OpenSM's error lines for the port files.
+const IGNORE_ERR: &str = "ucast_mgr: ERR 3A0E: cannot parse port prof ignore file";
+const WEIGHTS_ERR: &str = "ucast_mgr: ERR 3A05: cannot parse hop_weights_file";
+const ORDER_ERR: &str =
+    "ucast_mgr_setup_all_switches: ERR 3A0F: cannot parse port_search_ordering_file";
 
 /// The scan order of each switch that [`EngineOptions::port_search_ordering_file`] lists
 /// (OpenSM `set_search_ordering_ports`), as port → position (port 0 at 0, the listed ports
@@ -141,23 +154,10 @@ pub(crate) fn search_orders(
     let Some(f) = &opts.port_search_ordering_file else {
         return (HashMap::new(), None);
     };
-    let err = |e: String| {
-        format!(
-            "ucast_mgr_setup_all_switches: ERR 3A0F: cannot parse port_search_ordering_file '{}': {e}",
-            f.path
-        )
-    };
-    let text = match &f.contents {
-        Ok(t) => t.as_str(),
-        Err(e) => return (HashMap::new(), Some(err(e.clone()))),
-    };
-    let (lines, bad) = super::updn::parse_node_map_upto(text);
+    let (lines, err) = node_map_file(f, ORDER_ERR);
     let mut out: HashMap<NodeId, [u8; 256]> = HashMap::new();
     'line: for (_, g, rest) in lines {
-        let Some(sw) = subnet
-            .node_by_guid(g)
-            .filter(|&n| subnet.node(n).is_switch())
-        else {
+        let Some(sw) = switch_by_guid(subnet, g) else {
             continue;
         };
         if out.contains_key(&sw) {
@@ -167,7 +167,7 @@ pub(crate) fn search_orders(
         let mut listed: Vec<u8> = Vec::new();
         let mut p = rest.split('#').next().unwrap_or("");
         while !p.trim().is_empty() {
-            let Some((v, after)) = c_strtoul(p) else {
+            let Some((v, after)) = strtoul(p) else {
                 continue 'line;
             };
             if v == 0 || v > u64::from(num_ports) || listed.contains(&(v as u8)) {
@@ -190,69 +190,28 @@ pub(crate) fn search_orders(
         }
         out.insert(sw, rank);
     }
-    (out, bad.map(|e| err(e.to_string())))
-}
-
-/// C's `strtoul(s, &end, 0)`: leading whitespace and a `+` skipped, `0x` hex, a leading `0`
-/// octal, else decimal; the value and the text after it, or `None` without digits.
-fn c_strtoul(s: &str) -> Option<(u64, &str)> {
-    let s = s.trim_start();
-    let s = s.strip_prefix('+').unwrap_or(s);
-    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (h, 16),
-        _ if s.starts_with('0') => (s, 8),
-        _ => (s, 10),
-    };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    if end == 0 {
-        return None;
-    }
-    let v = u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX);
-    Some((v, &digits[end..]))
+    (out, err)
 }
 
 /// The lines of a `SWITCH-GUID PORT …` file that name a switch and one of its ports
 /// (1..=NumPorts): (switch, port, the text after the port). OpenSM skips the other lines
 /// (logged at debug level) and stops at a line that is no GUID, keeping those before it;
-/// that error comes back as OpenSM's line (`what`, `code`).
+/// that error comes back as OpenSM's line (starting with `prefix`).
 fn switch_port_lines<'a>(
     subnet: &Subnet,
     f: &'a super::OptionFile,
-    code: &str,
-    what: &str,
+    prefix: &str,
 ) -> (Vec<(NodeId, u8, &'a str)>, Option<String>) {
-    let text = match &f.contents {
-        Ok(t) => t.as_str(),
-        Err(e) => {
-            return (
-                Vec::new(),
-                Some(format!(
-                    "ucast_mgr: ERR {code}: cannot parse {what} '{}': {e}",
-                    f.path
-                )),
-            )
-        }
-    };
-    let (lines, err) = super::updn::parse_node_map_upto(text);
+    let (lines, err) = node_map_file(f, prefix);
     let out = lines
         .into_iter()
         .filter_map(|(_, g, rest)| {
-            let sw = subnet
-                .node_by_guid(g)
-                .filter(|&n| subnet.node(n).is_switch())?;
-            let (port, after) = c_strtoul(rest)?;
+            let sw = switch_by_guid(subnet, g)?;
+            let (port, after) = strtoul(rest)?;
             (port >= 1 && port <= u64::from(subnet.node(sw).num_ports))
                 .then_some((sw, port as u8, after))
         })
         .collect();
-    let err = err.map(|e| {
-        format!(
-            "ucast_mgr: ERR {code}: cannot parse {what} '{}': {e}",
-            f.path
-        )
-    });
     (out, err)
 }
 
@@ -266,7 +225,7 @@ pub(crate) fn ignored_ports(
     let Some(f) = &opts.port_prof_ignore_file else {
         return (HashMap::new(), None);
     };
-    let (lines, err) = switch_port_lines(subnet, f, "3A0E", "port prof ignore file");
+    let (lines, err) = switch_port_lines(subnet, f, IGNORE_ERR);
     let mut out: HashMap<NodeId, [u64; 4]> = HashMap::new();
     for (sw, p, _) in lines {
         out.entry(sw).or_default()[usize::from(p / 64)] |= 1 << (p % 64);
@@ -284,13 +243,13 @@ pub(crate) fn hop_weights(
     let Some(f) = &opts.hop_weights_file else {
         return (HashMap::new(), None);
     };
-    let (lines, err) = switch_port_lines(subnet, f, "3A05", "hop_weights_file");
+    let (lines, err) = switch_port_lines(subnet, f, WEIGHTS_ERR);
     let mut out = HashMap::new();
     for (sw, p, after) in lines {
         // OpenSM skips the one character after the port, then reads the weight.
         let mut rest = after.chars();
         rest.next();
-        if let Some((w, _)) = c_strtoul(rest.as_str()) {
+        if let Some((w, _)) = strtoul(rest.as_str()) {
             if (1..0x100).contains(&w) {
                 out.insert((sw, p), w as u8);
             }
@@ -636,7 +595,7 @@ impl RoutingEngine for MinHop {
         rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
-        log_routing_order(&self.opts, log);
+        log_option_files(&self.opts, log);
         let hm = HopMatrix::build(subnet);
         let scatter = scatter_seed(&self.opts, rng);
         Ok(Routes::new(self.route_with_seed(subnet, &hm, scatter)))

@@ -125,6 +125,51 @@ pub fn parse_node_map_upto(text: &str) -> (Vec<(usize, Guid, &str)>, Option<Guid
     }
 }
 
+/// An option's node-map file as OpenSM's `parse_node_map` reads it: its lines up to the first
+/// that is no GUID ([`parse_node_map_upto`]), and, when it cannot be read or has such a line,
+/// the error line OpenSM logs, `PREFIX 'PATH': why`.
+pub(crate) fn node_map_file<'a>(
+    f: &'a super::OptionFile,
+    prefix: &str,
+) -> (Vec<(usize, Guid, &'a str)>, Option<String>) {
+    let fail = |why: &dyn std::fmt::Display| format!("{prefix} '{}': {why}", f.path);
+    match &f.contents {
+        Ok(text) => {
+            let (lines, err) = parse_node_map_upto(text);
+            (lines, err.map(|e| fail(&e)))
+        }
+        Err(e) => (Vec::new(), Some(fail(e))),
+    }
+}
+
+/// The switch a node-map line names by its NodeGUID, if any.
+pub(crate) fn switch_by_guid(subnet: &Subnet, g: Guid) -> Option<NodeId> {
+    subnet
+        .node_by_guid(g)
+        .filter(|&n| subnet.node(n).is_switch())
+}
+
+/// C's `strtoul(s, &end, 0)`, as OpenSM reads the numbers after a node-map GUID: leading
+/// whitespace and a `+` skipped, `0x` hex, a leading `0` octal, else decimal; the value
+/// (saturated) and the text after it, or `None` without digits.
+pub(crate) fn strtoul(s: &str) -> Option<(u64, &str)> {
+    let s = s.trim_start();
+    let s = s.strip_prefix('+').unwrap_or(s);
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (h, 16),
+        _ if s.starts_with('0') => (s, 8),
+        _ => (s, 10),
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 {
+        return None;
+    }
+    let v = u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX);
+    Some((v, &digits[end..]))
+}
+
 fn node_map_lines<'a>(
     text: &'a str,
     out: &mut Vec<(usize, Guid, &'a str)>,
@@ -330,7 +375,7 @@ impl UpDn {
         let ranked: Vec<bool> = key.iter().map(|k| k.0 != UNRANKED).collect();
         let dist = UpDnDist::build(&hm, &ranked, &order, &first);
         let scatter = scatter_seed(&self.opts, rng);
-        super::minhop::log_routing_order(&self.opts, log);
+        super::minhop::log_option_files(&self.opts, log);
         // connect_roots: the roots' LIDs by plain min-hop (OpenSM keeps the min-hop hop
         // counts of root LIDs and clears the rest before the up/down BFS).
         let roots_min_hop = match self.mode {
@@ -405,54 +450,30 @@ pub(crate) fn node_ids(
     let Some(f) = &opts.ids_guid_file else {
         return (out, None);
     };
-    let fail = |e: &str| {
-        format!(
-            "updn_lid_matrices: ERR AA03: cannot parse node ids file '{}': {e}",
-            f.path
-        )
-    };
-    let text = match &f.contents {
-        Ok(t) => t,
-        Err(e) => return (out, Some(fail(e))),
-    };
-    let (lines, err) = parse_node_map_upto(text);
+    const PREFIX: &str = "updn_lid_matrices: ERR AA03: cannot parse node ids file";
+    let (lines, err) = node_map_file(f, PREFIX);
     for (line, g, rest) in lines {
-        let Some(sw) = subnet
-            .node_by_guid(g)
-            .filter(|&n| subnet.node(n).is_switch())
-        else {
+        let Some(sw) = switch_by_guid(subnet, g) else {
             continue;
         };
-        let id = if rest.is_empty() {
-            Some(0)
-        } else {
-            let (digits, radix) = match rest.strip_prefix("0x").or(rest.strip_prefix("0X")) {
-                Some(h) => (h, 16),
-                None if rest.starts_with('0') => (rest, 8),
-                None => (rest, 10),
-            };
-            let end = digits
-                .find(|c: char| !c.is_digit(radix))
-                .unwrap_or(digits.len());
-            let tail_ok = digits[end..].chars().next().is_none_or(char::is_whitespace);
-            (end > 0 && tail_ok)
-                .then(|| u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX))
+        // strtoull(…, 0): nothing at all reads as 0; the number must end the word.
+        let id = match strtoul(rest) {
+            None if rest.is_empty() => Some(0),
+            Some((v, after)) if after.chars().next().is_none_or(char::is_whitespace) => Some(v),
+            _ => None,
         };
-        match id {
-            Some(id) => {
-                out.insert(sw, id);
-            }
-            None => {
-                return (
-                    out,
-                    Some(fail(&format!(
-                        "line {line}: ERR AA05: cannot parse node id '{rest}'"
-                    ))),
-                )
-            }
-        }
+        let Some(id) = id else {
+            return (
+                out,
+                Some(format!(
+                    "{PREFIX} '{}': line {line}: ERR AA05: cannot parse node id '{rest}'",
+                    f.path
+                )),
+            );
+        };
+        out.insert(sw, id);
     }
-    (out, err.map(|e| fail(&e.to_string())))
+    (out, err)
 }
 
 /// CA ports attached to switch `s` by usable links.
