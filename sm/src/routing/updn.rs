@@ -99,24 +99,16 @@ pub struct GuidFileError {
 /// leading whitespace skipped, blank lines and `#` lines skipped, one `strtoull(…, 0)` number
 /// per line followed by whitespace, `#` or the end of the line. Returns `(line, GUID)` pairs.
 pub fn parse_guid_file(text: &str) -> Result<Vec<(usize, Guid)>, GuidFileError> {
-    Ok(parse_node_map(text)?
-        .into_iter()
-        .map(|(line, g, _)| (line, g))
-        .collect())
-}
-
-/// [`parse_guid_file`] keeping what follows each GUID (leading whitespace skipped), as
-/// OpenSM's `parse_node_map` hands it on: a port number for `port_prof_ignore_file`, a port
-/// and a weight for `hop_weights_file`.
-pub fn parse_node_map(text: &str) -> Result<Vec<(usize, Guid, &str)>, GuidFileError> {
     match parse_node_map_upto(text) {
-        (out, None) => Ok(out),
+        (lines, None) => Ok(lines.into_iter().map(|(line, g, _)| (line, g)).collect()),
         (_, Some(e)) => Err(e),
     }
 }
 
-/// [`parse_node_map`] as OpenSM runs it: the lines before a bad one are taken (its callback
-/// has run for them) and the bad one ends the file, with its error.
+/// A GUID list as OpenSM's `parse_node_map` runs it, keeping what follows each GUID
+/// (leading whitespace skipped: a port for `port_prof_ignore_file`, a port and a weight for
+/// `hop_weights_file`, …): the lines before a bad one are taken (its callback has run for
+/// them) and the bad one ends the file, with its error.
 pub fn parse_node_map_upto(text: &str) -> (Vec<(usize, Guid, &str)>, Option<GuidFileError>) {
     let mut out = Vec::new();
     match node_map_lines(text, &mut out) {
