@@ -420,6 +420,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         // loop); the previous one answers meanwhile.
         swap_when_warm: true,
         multicast: !opts.disable_multicast,
+        consolidate_ipv6_snm: opts.consolidate_ipv6_snm_req,
         ..sm::sa::SaConfig::default()
     });
     // The snapshot whose index is being built.

@@ -61,6 +61,8 @@ pub struct SimArgs {
     pub allow_no_pairs: bool,
     /// Show progress on standard error (only honoured when it is a terminal).
     pub progress: bool,
+    /// The SA's `consolidate_ipv6_snm_req` ([`sm::sa::SaConfig::consolidate_ipv6_snm`]).
+    pub consolidate_ipv6_snm: bool,
 }
 
 impl SimArgs {
@@ -81,6 +83,7 @@ impl SimArgs {
             allow_partial: false,
             allow_no_pairs: false,
             progress: false,
+            consolidate_ipv6_snm: false,
         }
     }
 }
@@ -496,6 +499,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         sm,
         sa: sm::sa::Sa::with_config(sm::sa::SaConfig {
             multicast: !args.sm.disable_multicast,
+            consolidate_ipv6_snm: args.consolidate_ipv6_snm,
             ..sm::sa::SaConfig::default()
         }),
         h: att.handle,
@@ -1095,6 +1099,7 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         allow_partial,
         allow_no_pairs,
         progress,
+        consolidate_ipv6_snm: options.consolidate_ipv6_snm_req,
     };
     let mut warnings = warnings;
     warnings.extend(engine_file_hints(&options, &args));

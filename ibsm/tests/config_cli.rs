@@ -211,6 +211,12 @@ fn verbosity_like_opensm() {
     assert_eq!(run(&["--D", "1", "-v"]).unwrap().options.log_flags, 0x03);
     assert!(run(&["-d", "0"]).unwrap().options.ignore_other_sm);
     assert!(run(&["-d", "3"]).unwrap().options.disable_multicast);
+    assert!(
+        run(&["--consolidate_ipv6_snm_req"])
+            .unwrap()
+            .options
+            .consolidate_ipv6_snm_req
+    );
     assert!(run(&["-d2"]).unwrap().options.force_log_flush);
     let e = run(&["-d", "1"]).unwrap_err();
     assert!(e.to_string().contains("-d"), "{e}");

@@ -22,9 +22,11 @@ use ibmad::rmpp::transfer::{ack_for, Receiver, RecvOutcome};
 use ibmad::rmpp::{RmppHeader, RmppType};
 use ibmad::sa::SA_DATA_OFFSET;
 use ibmad::sa_rec::inform::{InformInfo, SaNotice, ALL_16, ALL_24};
+use ibmad::sa_rec::mcmember::{join, Repr as McMemberRepr};
 use ibmad::zerocopy::{FromBytes, FromZeros, IntoBytes};
 use ibmad::{
-    gmp, Gid, Lid, MadMeta, Method, MgmtClass, NodeType, PortNum, RmppRepr, SaAttrId, SaRepr, Time,
+    gmp, Gid, Lid, MadMeta, Method, MgmtClass, NodeType, PKey, PortNum, QKey, RmppRepr, SaAttrId,
+    SaRepr, Time,
 };
 use sm::drive::Agents;
 use sm::sa::{Sa, SaConfig};
@@ -161,6 +163,11 @@ fn port_guid(topo: &Topology, n: NodeId) -> ibmad::Guid {
 /// A fat tree up, the SM at the first CA, the client at the second, CA `late` (the last one)
 /// unplugged.
 fn bring_up() -> (Bed, Topology, NodeId) {
+    bring_up_with(SaConfig::default())
+}
+
+/// [`bring_up`] with the SA configured as `sa`.
+fn bring_up_with(sa: SaConfig) -> (Bed, Topology, NodeId) {
     let topo = Topology::generate("fat-tree:2,4").unwrap();
     let mut f = Fabric::new(&topo, SimConfig::default()).unwrap();
     let cas: Vec<NodeId> = topo.nodes_of_type(NodeType::CA).collect();
@@ -181,7 +188,7 @@ fn bring_up() -> (Bed, Topology, NodeId) {
         f,
         h,
         sm: Sm::new(cfg).unwrap(),
-        sa: Sa::with_config(SaConfig::default()),
+        sa: Sa::with_config(sa),
         client,
         inbox: Vec::new(),
         ack: true,
@@ -366,4 +373,87 @@ fn a_table_longer_than_a_mad_arrives_whole() {
     );
     assert!(b.sa.state().transfers.is_empty());
     assert_eq!(b.sa.state().transfers.stats().aborted, 1);
+}
+
+/// The client creates, for `port`'s GID (its own or, as a proxy, another CA's), the IPv6
+/// solicited-node group of that port's last 24 GUID bits, as an IPoIB driver does for its
+/// link-local address; returns the MLID the SA answered with.
+fn join_snm(b: &mut Bed, topo: &Topology, port: NodeId, tid: u64) -> Lid {
+    let prefix = 0xfe80_0000_0000_0000;
+    let guid = port_guid(topo, port);
+    let mut mgid = [0u8; 16];
+    mgid[..4].copy_from_slice(&[0xff, 0x12, 0x60, 0x1b]);
+    mgid[4..6].copy_from_slice(&[0xff, 0xff]);
+    mgid[11] = 1;
+    mgid[12] = 0xff;
+    mgid[13..].copy_from_slice(&guid.0.to_be_bytes()[5..]);
+    let rec = McMemberRepr {
+        mgid: Gid(mgid),
+        port_gid: Gid::new(prefix, guid),
+        q_key: QKey(0x0B1B),
+        p_key: PKey(0xffff),
+        join_state: join::FULL,
+        ..McMemberRepr::default()
+    };
+    let repr = SaRepr {
+        header: gmp::Repr::request(
+            MgmtClass::SUBN_ADM,
+            Method::SET,
+            SaAttrId::MC_MEMBER_RECORD.0,
+            0,
+            tid,
+        ),
+        rmpp: RmppRepr::Inactive,
+        sm_key: 0,
+        attr_offset: 0,
+        comp_mask: sm::sa::mcmember::CREATE_COMP_MASK,
+    };
+    let mut m = repr.to_mad();
+    assert!(rec.emit(&mut m[SA_DATA_OFFSET..]));
+    let meta = MadMeta::gmp(PortNum(1), Lid(0), b.sm.sm_lid());
+    b.f.sm_send(b.client, &meta, &m).unwrap();
+    b.run_for(Duration::from_secs(2));
+    let (_, answer) = b
+        .inbox
+        .iter()
+        .find(|(_, m)| {
+            let h = SaRepr::parse_bytes(&m[..]).unwrap().header;
+            h.tid == tid && h.method == Method::GET_RESP
+        })
+        .expect("the SA answered the join");
+    let h = SaRepr::parse_bytes(&answer[..]).unwrap().header;
+    assert_eq!(h.status, ibmad::Status::OK, "join {tid:#x}");
+    McMemberRepr::parse(&answer[SA_DATA_OFFSET..]).unwrap().mlid
+}
+
+/// `consolidate_ipv6_snm_req` end to end: two CAs' IPv6 solicited-node groups, joined over
+/// the SA, get one MLID, and the SM programs that MLID's tree to both, so a neighbour
+/// solicitation sent on it reaches the other CA. Without the option each group has its own
+/// MLID and the packet reaches only the first group's member.
+#[test]
+fn consolidated_ipv6_solicited_node_groups_share_one_routed_mlid() {
+    for consolidate in [false, true] {
+        let (mut b, topo, _) = bring_up_with(SaConfig {
+            consolidate_ipv6_snm: consolidate,
+            ..SaConfig::default()
+        });
+        let cas: Vec<NodeId> = topo.nodes_of_type(NodeType::CA).collect();
+        let (me, other) = (cas[1], cas[2]);
+        let mine = join_snm(&mut b, &topo, me, 0x71);
+        let theirs = join_snm(&mut b, &topo, other, 0x72);
+        assert_eq!(mine == theirs, consolidate, "{mine:?} {theirs:?}");
+        let snm = b.sa.state().mcast.groups();
+        let snm = snm.filter(|g| sm::sa::mcmember::is_ipv6_snm(g.rec.mgid));
+        assert_eq!(snm.count(), 2, "two groups for the SA either way");
+        // The SM re-routes multicast with the new groups.
+        b.run_for(Duration::from_secs(5));
+        let d = b.f.send_multicast(me, PortNum(1), mine).unwrap();
+        let got: Vec<NodeId> = d.received.iter().map(|p| p.node).collect();
+        assert!(!d.storm, "{d:?}");
+        if consolidate {
+            assert_eq!(d.no_entry, 0, "{d:?}");
+        }
+        assert_eq!(got.contains(&other), consolidate, "{got:?}");
+        assert_eq!(got.len(), usize::from(consolidate), "{got:?}");
+    }
 }

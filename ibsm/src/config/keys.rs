@@ -18,6 +18,7 @@ pub(crate) enum Section {
     Timing,
     Misc,
     PerfMgr,
+    Snm,
     Qos,
     Debug,
     Ibsm,
@@ -33,6 +34,7 @@ impl Section {
             Section::Timing => "TIMING AND THREADING OPTIONS",
             Section::Misc => "MISC OPTIONS",
             Section::PerfMgr => "Performance Manager Options",
+            Section::Snm => "IPv6 Solicited Node Multicast (SNM) Options",
             Section::Qos => "QoS OPTIONS",
             Section::Debug => "DEBUG FEATURES",
             Section::Ibsm => "IBSM OPTIONS (not in OpenSM)",
@@ -1087,6 +1089,20 @@ pub(crate) static KEYS: &[KeySpec] = &[
         get: |o| o.perfmgr_xmit_wait_threshold.to_string(),
         set: |o, v| {
             o.perfmgr_xmit_wait_threshold = u32_in(v, 0, u32::MAX)?;
+            Ok(())
+        },
+    },
+    // ---------------- IPv6 SNM ----------------
+    KeySpec {
+        key: "consolidate_ipv6_snm_req",
+        section: Section::Snm,
+        doc: &[
+            "IPv6 solicited-node multicast groups of one scope and P_Key",
+            "share one MLID (saves an MLID per IPv6 port)",
+        ],
+        get: |o| fmt_bool(o.consolidate_ipv6_snm_req),
+        set: |o, v| {
+            o.consolidate_ipv6_snm_req = boolean(v)?;
             Ok(())
         },
     },

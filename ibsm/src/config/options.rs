@@ -354,6 +354,9 @@ pub struct Options {
     /// `disable_multicast` (`-d 3`): no multicast routing (no MFTs programmed; the SA still
     /// answers MCMemberRecords and no longer announces IsUDMulticastSupported). Default FALSE.
     pub disable_multicast: bool,
+    /// `consolidate_ipv6_snm_req`: IPv6 solicited-node multicast groups of one scope and
+    /// P_Key share one MLID (`sm::sa::SaConfig::consolidate_ipv6_snm`). Default FALSE.
+    pub consolidate_ipv6_snm_req: bool,
     /// `sweep_on_trap`: traps 128/144 force a heavy sweep. Default TRUE.
     pub sweep_on_trap: bool,
 
@@ -544,6 +547,7 @@ impl Default for Options {
             packet_life_time: 0x12,
             no_clients_rereg: false,
             disable_multicast: false,
+            consolidate_ipv6_snm_req: false,
             sm_inactive: false,
             babbling_port_policy: false,
             vl_stall_count: 7,

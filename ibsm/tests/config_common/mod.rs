@@ -22,6 +22,7 @@ pub fn perturbed() -> Options {
         vl_stall_count: 5,
         no_clients_rereg: true,
         disable_multicast: true,
+        consolidate_ipv6_snm_req: true,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,

@@ -16,8 +16,10 @@
 //!   MGID must start 0xFF, use no reserved flag and not combine the SA signature 0xA01B with
 //!   link-local scope (o15-0.1.5) — IPoIB-signed MGIDs (0x401B, 0x601B) are not checked;
 //!   MTU and rate selectors must be realisable on the joiner's port (o15-0.2.3: the SA picks
-//!   the port's values when none are given); a requested MLID is honoured if free, else the
-//!   lowest free MLID from 0xC000 (ERR_NO_RESOURCES when none is left). Joining an existing
+//!   the port's values when none are given); a requested MLID is honoured if free, else
+//!   (with [`McastDb::set_consolidate_ipv6_snm`], for an IPv6 solicited-node group) the MLID
+//!   of an existing solicited-node group of its scope and P_Key, else the lowest free MLID
+//!   from 0xC000 (ERR_NO_RESOURCES when none is left). Joining an existing
 //!   group checks the MTU/rate selectors against the group, the group's MTU and rate against
 //!   the port's capabilities, the port's membership of the group's partition, and — for a
 //!   member that exists already — that the requester is the port itself or, for a
@@ -208,13 +210,18 @@ fn rates_by_value() -> Vec<u8> {
 #[derive(Clone, Debug)]
 pub struct McastDb {
     groups: BTreeMap<Gid, Group>,
-    by_mlid: HashMap<Lid, Gid>,
+    /// The groups using each MLID, in MGID order: one, or with
+    /// [`McastDb::set_consolidate_ipv6_snm`] several IPv6 solicited-node groups.
+    by_mlid: HashMap<Lid, Vec<Gid>>,
     notices: VecDeque<McNotice>,
     changed: bool,
     /// The counter in SA-built MGIDs.
     next_mgid: u32,
     /// The highest MLID this SA hands out (OpenSM `max_mcast_lid`).
     mlid_last: u16,
+    /// New IPv6 solicited-node groups share the MLID of one that exists
+    /// ([`McastDb::set_consolidate_ipv6_snm`]).
+    consolidate_snm: bool,
 }
 
 impl Default for McastDb {
@@ -227,6 +234,7 @@ impl Default for McastDb {
             changed: false,
             next_mgid: 0,
             mlid_last: MLID_LAST,
+            consolidate_snm: false,
         }
     }
 }
@@ -258,6 +266,17 @@ impl McastDb {
         self.mlid_last = MLID_FIRST.saturating_add(count.max(1) - 1).min(MLID_LAST);
     }
 
+    /// OpenSM's `consolidate_ipv6_snm_req`: a new IPv6 solicited-node multicast group
+    /// ([`is_ipv6_snm`]) takes the MLID of an existing one of the same scope and P_Key,
+    /// instead of one of its own. Every IPv6 port of a fabric joins a solicited-node group of
+    /// its own (the last 24 bits of its address), so a large fabric would otherwise spend an
+    /// MLID per port — more than the switches' MulticastFDBCap holds. The groups stay apart
+    /// for the SA; their MLID's tree reaches every member of any of them (each port gets the
+    /// neighbour solicitations of its share, and filters them, as on Ethernet). Default off.
+    pub fn set_consolidate_ipv6_snm(&mut self, on: bool) {
+        self.consolidate_snm = on;
+    }
+
     /// The groups by MGID.
     pub fn groups(&self) -> impl Iterator<Item = &Group> {
         self.groups.values()
@@ -270,10 +289,10 @@ impl McastDb {
         self.groups.get(&mgid).map(|g| &g.rec)
     }
 
-    /// The group using this MLID.
+    /// The group using this MLID (of several, the first by MGID).
     #[must_use]
     pub fn by_mlid(&self, mlid: Lid) -> Option<&Group> {
-        self.groups.get(self.by_mlid.get(&mlid)?)
+        self.groups.get(self.by_mlid.get(&mlid)?.first()?)
     }
 
     /// The next trap 66/67 to report.
@@ -288,23 +307,46 @@ impl McastDb {
         std::mem::take(&mut self.changed)
     }
 
-    /// The groups as the SM routes them ([`crate::Command::McastGroups`]).
+    /// The groups as the SM routes them ([`crate::Command::McastGroups`]): one per MLID, in
+    /// MLID order; groups sharing an MLID give it every member of any of them (a port that
+    /// receives in one of them receives).
     #[must_use]
     pub fn routing_groups(&self) -> Vec<McastGroup> {
-        self.groups
-            .values()
-            .map(|g| McastGroup {
-                mlid: g.rec.mlid,
-                members: g
-                    .members
-                    .iter()
-                    .map(|(gid, m)| McastMember {
-                        port_guid: gid.guid(),
-                        receives: m.join_state & (join::FULL | join::NON_MEMBER) != 0,
+        let mut by_mlid: BTreeMap<Lid, BTreeMap<Guid, bool>> = BTreeMap::new();
+        for g in self.groups.values() {
+            let members = by_mlid.entry(g.rec.mlid).or_default();
+            for (gid, m) in &g.members {
+                let receives = m.join_state & (join::FULL | join::NON_MEMBER) != 0;
+                *members.entry(gid.guid()).or_default() |= receives;
+            }
+        }
+        by_mlid
+            .into_iter()
+            .map(|(mlid, members)| McastGroup {
+                mlid,
+                members: members
+                    .into_iter()
+                    .map(|(port_guid, receives)| McastMember {
+                        port_guid,
+                        receives,
                     })
                     .collect(),
             })
             .collect()
+    }
+
+    /// With [`McastDb::set_consolidate_ipv6_snm`], the MLID of the first group (by MGID) that
+    /// differs from `mgid`, an IPv6 solicited-node MGID, only in its last 24 bits (OpenSM
+    /// `find_ipv6_snm_mlid`).
+    fn snm_mlid(&self, mgid: Gid) -> Option<Lid> {
+        if !self.consolidate_snm || !is_ipv6_snm(mgid) {
+            return None;
+        }
+        let (mut lo, mut hi) = (mgid.0, mgid.0);
+        lo[13..].fill(0);
+        hi[13..].fill(0xFF);
+        let (_, g) = self.groups.range(Gid(lo)..=Gid(hi)).next()?;
+        Some(g.rec.mlid)
     }
 
     fn free_mlid(&self, wanted: Option<Lid>) -> Option<Lid> {
@@ -319,7 +361,10 @@ impl McastDb {
     }
 
     fn insert(&mut self, g: Group) {
-        self.by_mlid.insert(g.rec.mlid, g.rec.mgid);
+        let sharing = self.by_mlid.entry(g.rec.mlid).or_default();
+        if let Err(i) = sharing.binary_search(&g.rec.mgid) {
+            sharing.insert(i, g.rec.mgid);
+        }
         self.notices.push_back(McNotice {
             trap: 66,
             mgid: g.rec.mgid,
@@ -331,7 +376,12 @@ impl McastDb {
 
     fn remove(&mut self, mgid: Gid) {
         if let Some(g) = self.groups.remove(&mgid) {
-            self.by_mlid.remove(&g.rec.mlid);
+            if let Some(sharing) = self.by_mlid.get_mut(&g.rec.mlid) {
+                sharing.retain(|m| *m != mgid);
+                if sharing.is_empty() {
+                    self.by_mlid.remove(&g.rec.mlid);
+                }
+            }
             self.notices.push_back(McNotice {
                 trap: 67,
                 mgid,
@@ -579,8 +629,15 @@ impl McastDb {
         rec.mtu_selector = selector::EXACT;
         rec.rate_selector = selector::EXACT;
         rec.packet_life_selector = selector::EXACT;
-        let wanted = (mask & comp::MLID != 0 && r.mlid.0 != 0).then_some(r.mlid);
-        rec.mlid = self.free_mlid(wanted).ok_or(status::NO_RESOURCES)?;
+        // A requested MLID if it is free, else (an IPv6 solicited-node group, consolidated)
+        // its fellows' MLID, else the lowest free one: OpenSM `get_new_mlid`'s order.
+        let wanted = (mask & comp::MLID != 0 && r.mlid.0 != 0)
+            .then_some(r.mlid)
+            .filter(|&l| self.free_mlid(Some(l)) == Some(l));
+        rec.mlid = wanted
+            .or_else(|| self.snm_mlid(rec.mgid))
+            .or_else(|| self.free_mlid(None))
+            .ok_or(status::NO_RESOURCES)?;
         Ok(Group {
             rec,
             well_known: false,
@@ -912,6 +969,20 @@ fn realise(given: bool, sel: u8, want: u8, port: u8, order: &[u8]) -> Option<u8>
             _ => Some(want),
         },
     }
+}
+
+/// An IPv6 solicited-node multicast MGID of IPoIB (RFC 4391: `ff1<scope>:601b:<P_Key>::1:ffXX:XXXX`,
+/// the last 24 bits those of the IPv6 address), with the masks of OpenSM's
+/// `match_ipv6_snm_mgid`: the transient flag, the IPv6 signature, zero bytes 6–7 and 8–10,
+/// byte 11 with bit 0 set and bits 4–7 clear (bits 1–3 are not looked at), byte 12 0xFF.
+#[must_use]
+pub fn is_ipv6_snm(mgid: Gid) -> bool {
+    let mut prefix = [0u8; 8];
+    let mut id = [0u8; 8];
+    prefix.copy_from_slice(&mgid.0[..8]);
+    id.copy_from_slice(&mgid.0[8..]);
+    u64::from_be_bytes(prefix) & 0xFF10_FFFF_0000_FFFF == 0xFF10_601B_0000_0000
+        && u64::from_be_bytes(id) & 0xFFFF_FFF1_FF00_0000 == 0x0000_0001_FF00_0000
 }
 
 /// o15-0.1.5: a requested MGID is valid (IPoIB-signed MGIDs are not checked further, as
@@ -1415,5 +1486,110 @@ mod tests {
             .join(&Fake, &req(&create_rec(mgid(2), 1, 1), CREATE_COMP_MASK, 1))
             .unwrap();
         assert_eq!(again.mlid, made.mlid);
+    }
+
+    /// An IPv6 solicited-node MGID `ff1<scope>:601b:<pkey>::1:ff<low>` (low: 24 bits).
+    fn snm(scope: u8, pkey: u16, low: u32) -> Gid {
+        let mut g = [0u8; 16];
+        g[0] = 0xff;
+        g[1] = 0x10 | scope;
+        g[2] = 0x60;
+        g[3] = 0x1b;
+        g[4..6].copy_from_slice(&pkey.to_be_bytes());
+        g[11] = 1;
+        g[12] = 0xff;
+        g[13..].copy_from_slice(&low.to_be_bytes()[1..]);
+        Gid(g)
+    }
+
+    #[test]
+    fn ipv6_solicited_node_mgids_are_recognised_by_openssms_masks() {
+        assert!(is_ipv6_snm(snm(2, 0xffff, 0x12_3456)));
+        assert!(is_ipv6_snm(snm(5, 0x8001, 0)));
+        let cases: [(usize, u8); 6] = [
+            (1, 0x02),  // not transient
+            (2, 0x40),  // the IPv4 signature 401b
+            (7, 0x01),  // bytes 6-7 not zero
+            (10, 0x01), // bytes 8-10 not zero
+            (11, 0x11), // byte 11: bit 4 set
+            (12, 0xfe), // byte 12 not 0xff
+        ];
+        for (at, byte) in cases {
+            let mut g = snm(2, 0xffff, 1);
+            g.0[at] = byte;
+            assert!(!is_ipv6_snm(g), "byte {at} = {byte:#x}");
+        }
+        // Byte 11 with the bits the mask ignores (1-3) set still matches, as OpenSM's.
+        let mut g = snm(2, 0xffff, 1);
+        g.0[11] = 0x0f;
+        assert!(is_ipv6_snm(g));
+        assert!(!is_ipv6_snm(mgid(1)));
+    }
+
+    /// `consolidate_ipv6_snm_req`: solicited-node groups of one scope and P_Key share the
+    /// first one's MLID and are routed as one group; other groups, other scopes and P_Keys
+    /// get MLIDs of their own; the shared MLID is freed only with the last of its groups.
+    /// Without the option every group has its own.
+    #[test]
+    fn consolidated_ipv6_snm_groups_share_an_mlid_until_the_last_goes() {
+        let create = |db: &mut McastDb, g: Gid, port: u64| {
+            db.join(
+                &Fake,
+                &req(
+                    &create_rec(g, port, join::FULL),
+                    CREATE_COMP_MASK,
+                    port as u16,
+                ),
+            )
+            .unwrap()
+            .mlid
+        };
+        let mut off = McastDb::new();
+        assert_eq!(create(&mut off, snm(2, 0xffff, 1), 1), Lid(0xC000));
+        assert_eq!(create(&mut off, snm(2, 0xffff, 2), 2), Lid(0xC001));
+
+        let mut db = McastDb::new();
+        db.set_consolidate_ipv6_snm(true);
+        let shared = create(&mut db, snm(2, 0xffff, 1), 1);
+        assert_eq!(shared, Lid(0xC000));
+        assert_eq!(create(&mut db, snm(2, 0xffff, 2), 2), shared);
+        assert_eq!(create(&mut db, snm(2, 0xffff, 0xab_cdef), 3), shared);
+        assert_eq!(create(&mut db, snm(5, 0xffff, 1), 1), Lid(0xC001));
+        assert_eq!(create(&mut db, snm(2, 0x8001, 1), 1), Lid(0xC002));
+        assert_eq!(create(&mut db, mgid(7), 1), Lid(0xC003));
+        // A requested MLID that is free is still honoured (OpenSM's order).
+        let mut want = create_rec(snm(2, 0xffff, 4), 1, join::FULL);
+        want.mlid = Lid(0xC010);
+        let got = db.join(&Fake, &req(&want, CREATE_COMP_MASK | comp::MLID, 1));
+        assert_eq!(got.unwrap().mlid, Lid(0xC010));
+        // Four groups, each its own record and notice, one routed group on the shared MLID
+        // with every member of the three.
+        assert_eq!(db.groups().filter(|g| g.rec.mlid == shared).count(), 3);
+        let routed = db.routing_groups();
+        assert_eq!(routed.len(), 5, "{routed:?}");
+        let on_shared = routed.iter().find(|g| g.mlid == shared).unwrap();
+        let ports: Vec<u64> = on_shared.members.iter().map(|m| m.port_guid.0).collect();
+        assert_eq!(ports, [1, 2, 3]);
+        assert!(on_shared.members.iter().all(|m| m.receives));
+        assert_eq!(
+            db.by_mlid(shared).map(|g| g.rec.mgid),
+            Some(snm(2, 0xffff, 1))
+        );
+        // The groups leave one by one; the MLID stays taken while any of them is left.
+        while db.poll_notice().is_some() {}
+        for (i, (low, port)) in [(1, 1), (2, 2), (0xab_cdef, 3)].into_iter().enumerate() {
+            let r = create_rec(snm(2, 0xffff, low), port, join::FULL);
+            db.leave(&Fake, &req(&r, JOIN_COMP_MASK, port as u16))
+                .unwrap();
+            assert_eq!(db.poll_notice().map(|n| n.trap), Some(67));
+            let probe = create(&mut db, mgid(20 + i as u8), 1);
+            while db.poll_notice().is_some() {}
+            if i < 2 {
+                assert_ne!(probe, shared, "MLID reused while a group holds it");
+                assert!(db.by_mlid(shared).is_some());
+            } else {
+                assert_eq!(probe, shared, "MLID not freed with the last group");
+            }
+        }
     }
 }

@@ -114,6 +114,10 @@ pub struct SaConfig {
     /// ClassPortInfo announces IsUDMulticastSupported (OpenSM: unless `disable_multicast`).
     /// Default true.
     pub multicast: bool,
+    /// OpenSM's `consolidate_ipv6_snm_req`: IPv6 solicited-node multicast groups of one scope
+    /// and P_Key share an MLID ([`mcmember::McastDb::set_consolidate_ipv6_snm`]). Default
+    /// false.
+    pub consolidate_ipv6_snm: bool,
 }
 
 impl Default for SaConfig {
@@ -128,6 +132,7 @@ impl Default for SaConfig {
             max_pending: 1024,
             swap_when_warm: false,
             multicast: true,
+            consolidate_ipv6_snm: false,
         }
     }
 }
@@ -334,10 +339,14 @@ impl Sa {
     /// A new SA.
     #[must_use]
     pub fn with_config(cfg: SaConfig) -> Sa {
-        Sa {
+        let mut sa = Sa {
             cfg,
             ..Sa::default()
-        }
+        };
+        sa.state
+            .mcast
+            .set_consolidate_ipv6_snm(sa.cfg.consolidate_ipv6_snm);
+        sa
     }
 
     /// Counters.
