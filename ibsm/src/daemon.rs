@@ -394,6 +394,11 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {
         if let Ok(text) = std::fs::read_to_string(&g2l_path) {
+            if opts.exit_on_fatal {
+                if let Some(fatal) = crate::persist::guid2lid_fatal(&g2l_path, &text) {
+                    return Err(fatal);
+                }
+            }
             sm.handle_command(Time::ZERO, Command::Guid2Lid(text));
         }
     }

@@ -23,6 +23,26 @@ pub struct PersistError {
     pub source: io::Error,
 }
 
+/// OpenSM's `exit_on_fatal` for a guid2lid file read at start: the file's first line that
+/// is not three numbers (which makes the SM discard the whole file), as OpenSM's FATAL
+/// "Error restoring Guid-to-Lid persistent database" naming `path` and the line. `None` when
+/// every line reads (entries the SM drops one by one — duplicates, illegal ranges — are
+/// warnings, as in OpenSM's `lid_mgr_validate_db`).
+#[must_use]
+pub fn guid2lid_fatal(path: &Path, text: &str) -> Option<String> {
+    let (_, warnings) = sm::lid::Guid2Lid::parse(text);
+    let (line, raw) = warnings.iter().find_map(|w| match &w.problem {
+        sm::lid::Guid2LidProblem::Syntax(raw) => Some((w.line, raw)),
+        _ => None,
+    })?;
+    Some(format!(
+        "FATAL: Error restoring Guid-to-Lid persistent database {}: line {line}: \
+         {raw:?} is not `GUID BASE_LID LAST_LID` (exit_on_fatal; -y/--stay_on_fatal goes on \
+         and assigns LIDs afresh)",
+        path.display()
+    ))
+}
+
 fn err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> PersistError + 'a {
     move |source| PersistError {
         op,

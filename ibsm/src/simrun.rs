@@ -63,6 +63,9 @@ pub struct SimArgs {
     pub progress: bool,
     /// The SA's `consolidate_ipv6_snm_req` ([`sm::sa::SaConfig::consolidate_ipv6_snm`]).
     pub consolidate_ipv6_snm: bool,
+    /// `exit_on_fatal`: a `guid2lid` file with a line that is not three numbers stops the run
+    /// ([`crate::persist::guid2lid_fatal`]) instead of being discarded with an ERR line.
+    pub exit_on_fatal: bool,
 }
 
 impl SimArgs {
@@ -84,6 +87,7 @@ impl SimArgs {
             allow_no_pairs: false,
             progress: false,
             consolidate_ipv6_snm: false,
+            exit_on_fatal: true,
         }
     }
 }
@@ -108,6 +112,10 @@ pub enum SimRunError {
     /// `--sm-at` named nothing usable.
     #[error("--sm-at {0:?}: {1}")]
     Attach(String, String),
+    /// A fatal initialization issue (`exit_on_fatal`): a guid2lid file that cannot be read
+    /// back.
+    #[error("{0}")]
+    Fatal(String),
     /// Reading the guid2lid file failed.
     #[error("reading {path}: {source}")]
     Read {
@@ -465,6 +473,11 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     if let Some(path) = &args.guid2lid {
         match std::fs::read_to_string(path) {
             Ok(text) => {
+                if args.exit_on_fatal {
+                    if let Some(fatal) = crate::persist::guid2lid_fatal(path, &text) {
+                        return Err(SimRunError::Fatal(fatal));
+                    }
+                }
                 let (_, warnings) = sm::lid::Guid2Lid::parse(&text);
                 for w in &warnings {
                     writeln!(
@@ -1100,6 +1113,7 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         allow_no_pairs,
         progress,
         consolidate_ipv6_snm: options.consolidate_ipv6_snm_req,
+        exit_on_fatal: options.exit_on_fatal,
     };
     let mut warnings = warnings;
     warnings.extend(engine_file_hints(&options, &args));

@@ -1307,3 +1307,57 @@ both_shims! {
         assert_eq!(hoq("2"), "13", "Switch1 port 2 faces Hca3");
     }
 }
+
+/// `exit_on_fatal` (OpenSM's default TRUE) on ibsim: a guid2lid in `OSM_CACHE_DIR` with a
+/// line that is not `GUID BASE LAST` stops `ibsm run` at start, status 1, with OpenSM's FATAL
+/// line naming the file and the line; with `-y` (`--stay_on_fatal`) the same run comes up,
+/// assigns LIDs afresh and saves a good guid2lid over the bad one.
+#[test]
+fn a_corrupt_guid2lid_is_fatal_unless_stay_on_fatal() {
+    let test = "interop exit_on_fatal";
+    if !peers(test) {
+        return;
+    }
+    let net = example("net.2sw2path4hca");
+    let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+    let dir = TempDir::new("interop-fatal").unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let bad = "0x0002c90200000001 0x0001 0x0001\n\n0x0002c90200000002 0x0002\n";
+    std::fs::write(cache.join("guid2lid"), bad).unwrap();
+    let child = sim
+        .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
+        .args(["run", "-o", "-f"])
+        .arg(dir.path().join("ibsm.log"))
+        .env("OSM_CACHE_DIR", &cache)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        in_time && out.status.code() == Some(1),
+        "{:?}\n{err}",
+        out.status
+    );
+    assert!(
+        err.contains("FATAL: Error restoring Guid-to-Lid persistent database")
+            && err.contains("guid2lid: line 3"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cache.join("guid2lid")).unwrap(),
+        bad
+    );
+    run_once(&sim, dir.path(), &cache, &["-y".as_ref()]);
+    let saved = std::fs::read_to_string(cache.join("guid2lid")).unwrap();
+    assert!(persist_ok(&saved), "{saved}");
+}
+
+/// Every non-blank line of a guid2lid text is `GUID BASE LAST`.
+fn persist_ok(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
+    lines.peek().is_some() && lines.all(|l| l.split_whitespace().count() == 3)
+}

@@ -108,6 +108,40 @@ fn bad_input_gets_a_clear_error() {
     assert!(err.contains("unknown command"), "{err}");
 }
 
+/// `exit_on_fatal` (OpenSM's default TRUE): a `--guid2lid` file with a line that is not
+/// `GUID BASE LAST` stops the run with status 2 (bad input, as for an unreadable file) and
+/// OpenSM's FATAL line naming the file and
+/// the line; `-y` (`--stay_on_fatal`) goes on, says why the file is discarded, and comes up.
+/// Entries OpenSM drops one by one (an illegal range) are not fatal.
+#[test]
+fn a_corrupt_guid2lid_is_fatal_unless_stay_on_fatal() {
+    let dir = tmp("fatal");
+    let g2l = dir.path().join("guid2lid");
+    std::fs::write(&g2l, "0x0000000000000001 0x0001 0x0001\n\nnot a line\n").unwrap();
+    let g2l = g2l.to_str().unwrap();
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "--guid2lid", g2l]);
+    assert_eq!(code, 2, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("FATAL: Error restoring Guid-to-Lid persistent database")
+            && err.contains(&format!("{g2l}: line 3")),
+        "{err}"
+    );
+    assert!(!out.contains("SUBNET UP"), "{out}");
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "--guid2lid", g2l, "-y"]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("discarding the whole file"), "{out}");
+    assert!(out.contains("SUBNET UP"), "{out}");
+    // An illegal range is dropped with a warning, not fatal.
+    std::fs::write(
+        dir.path().join("guid2lid"),
+        "0x0000000000000001 0x0005 0x0001\n",
+    )
+    .unwrap();
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "--guid2lid", g2l]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("SUBNET UP"), "{out}");
+}
+
 #[test]
 fn faults_do_not_change_the_outcome() {
     let (code, out, err) = ibsm(&[

@@ -74,6 +74,8 @@ static CLI: &[CliOpt] = &[
         help: "updn/ftree connect the root switches" },
     CliOpt { short: None, long: &["consolidate_ipv6_snm_req"], metavar: None, act: Act::Flag(|o| o.consolidate_ipv6_snm_req = true),
         help: "IPv6 solicited-node multicast groups share one MLID" },
+    CliOpt { short: Some('y'), long: &["stay_on_fatal"], metavar: None, act: Act::Flag(|o| o.exit_on_fatal = false),
+        help: "go on after fatal initialization issues (a guid2lid file that cannot be read)" },
     CliOpt { short: Some('A'), long: &["ucast_cache"], metavar: None, act: Act::Flag(|o| o.use_ucast_cache = true),
         help: "use the unicast routing cache" },
     CliOpt { short: Some('a'), long: &["root_guid_file"], metavar: Some("FILE"), act: Act::Key("root_guid_file"),
@@ -190,7 +192,6 @@ static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
     (Some('C'), "console-port"),
     (Some('M'), "lid_matrix_file"),
     (Some('S'), "sadb_file"),
-    (Some('y'), "stay_on_fatal"),
     (None, "prefix_routes_file"),
     (None, "log_prefix"),
 ];

@@ -1195,6 +1195,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "exit_on_fatal",
+        section: Section::Debug,
+        doc: &["If TRUE opensm will exit on fatal initialization issues"],
+        get: |o| fmt_bool(o.exit_on_fatal),
+        set: |o, v| {
+            o.exit_on_fatal = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "use_optimized_slvl",
         section: Section::Misc,
         doc: &[

@@ -357,6 +357,11 @@ pub struct Options {
     /// `consolidate_ipv6_snm_req`: IPv6 solicited-node multicast groups of one scope and
     /// P_Key share one MLID (`sm::sa::SaConfig::consolidate_ipv6_snm`). Default FALSE.
     pub consolidate_ipv6_snm_req: bool,
+    /// `exit_on_fatal` (`-y`/`--stay_on_fatal` clears it): a guid2lid file that cannot be
+    /// read back (a line that is not three numbers) stops the SM at start, as OpenSM's FATAL
+    /// "Error restoring Guid-to-Lid persistent database"; cleared, the SM says so (OpenSM's
+    /// ERR 0317) and assigns LIDs afresh. Default TRUE.
+    pub exit_on_fatal: bool,
     /// `sweep_on_trap`: traps 128/144 force a heavy sweep. Default TRUE.
     pub sweep_on_trap: bool,
 
@@ -548,6 +553,7 @@ impl Default for Options {
             no_clients_rereg: false,
             disable_multicast: false,
             consolidate_ipv6_snm_req: false,
+            exit_on_fatal: true,
             sm_inactive: false,
             babbling_port_policy: false,
             vl_stall_count: 7,

@@ -23,6 +23,7 @@ pub fn perturbed() -> Options {
         no_clients_rereg: true,
         disable_multicast: true,
         consolidate_ipv6_snm_req: true,
+        exit_on_fatal: false,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,
