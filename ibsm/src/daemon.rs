@@ -426,6 +426,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         swap_when_warm: true,
         multicast: !opts.disable_multicast,
         consolidate_ipv6_snm: opts.consolidate_ipv6_snm_req,
+        drop_event_subscriptions: opts.drop_event_subscriptions,
         ..sm::sa::SaConfig::default()
     });
     // The snapshot whose index is being built.

@@ -66,6 +66,8 @@ pub struct SimArgs {
     /// `exit_on_fatal`: a `guid2lid` file with a line that is not three numbers stops the run
     /// ([`crate::persist::guid2lid_fatal`]) instead of being discarded with an ERR line.
     pub exit_on_fatal: bool,
+    /// The SA's `drop_event_subscriptions` ([`sm::sa::SaConfig::drop_event_subscriptions`]).
+    pub drop_event_subscriptions: bool,
 }
 
 impl SimArgs {
@@ -88,6 +90,7 @@ impl SimArgs {
             progress: false,
             consolidate_ipv6_snm: false,
             exit_on_fatal: true,
+            drop_event_subscriptions: false,
         }
     }
 }
@@ -513,6 +516,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         sa: sm::sa::Sa::with_config(sm::sa::SaConfig {
             multicast: !args.sm.disable_multicast,
             consolidate_ipv6_snm: args.consolidate_ipv6_snm,
+            drop_event_subscriptions: args.drop_event_subscriptions,
             ..sm::sa::SaConfig::default()
         }),
         h: att.handle,
@@ -1114,6 +1118,7 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         progress,
         consolidate_ipv6_snm: options.consolidate_ipv6_snm_req,
         exit_on_fatal: options.exit_on_fatal,
+        drop_event_subscriptions: options.drop_event_subscriptions,
     };
     let mut warnings = warnings;
     warnings.extend(engine_file_hints(&options, &args));

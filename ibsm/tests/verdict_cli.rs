@@ -538,8 +538,7 @@ fn not_implemented_keys_are_listed_and_warned_about() {
     assert!(text.contains("# NOT IMPLEMENTED BY IBSM"), "{text}");
     // An OpenSM key ibsm lacks, with OpenSM's default, and a key ibsm reads but ignores.
     assert!(
-        text.lines()
-            .any(|l| l == "# drop_event_subscriptions FALSE"),
+        text.lines().any(|l| l == "# avoid_throttled_links FALSE"),
         "{text}"
     );
     let hops = text.find("\nmax_reverse_hops 0").unwrap();
@@ -595,9 +594,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("drop_event_subscriptions TRUE\nmax_reverse_hops 2\n");
+    let err = warnings_for("avoid_throttled_links TRUE\nmax_reverse_hops 2\n");
     assert!(
-        err.contains("drop_event_subscriptions TRUE is not implemented"),
+        err.contains("avoid_throttled_links TRUE is not implemented"),
         "{err}"
     );
     assert!(
@@ -619,9 +618,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         let err = warnings_for(implemented);
         assert!(!err.contains("not implemented"), "{implemented}: {err}");
     }
-    let err = warnings_for("drop_event_subscriptions FALSE\nmax_reverse_hops 0\n");
+    let err = warnings_for("avoid_throttled_links FALSE\nmax_reverse_hops 0\n");
     assert!(!err.contains("max_reverse_hops"), "{err}");
-    assert!(!err.contains("drop_event_subscriptions"), "{err}");
+    assert!(!err.contains("avoid_throttled_links"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -457,3 +457,52 @@ fn consolidated_ipv6_solicited_node_groups_share_one_routed_mlid() {
         assert_eq!(got.len(), usize::from(consolidate), "{got:?}");
     }
 }
+
+/// `drop_event_subscriptions`: the client subscribes to traps 64 and 65, then its own cable
+/// is pulled. With the option the sweep that finds its port gone drops both subscriptions;
+/// without it both stay (no Report goes to a subscriber that is not in the subnet, so none
+/// runs out of retries either).
+#[test]
+fn a_departed_subscribers_subscriptions_go_with_drop_event_subscriptions() {
+    for drop in [false, true] {
+        let (mut b, topo, _) = bring_up_with(SaConfig {
+            drop_event_subscriptions: drop,
+            ..SaConfig::default()
+        });
+        let sm_lid = b.sm.sm_lid();
+        for trap in [64u16, 65] {
+            let mut ii = InformInfo::new_zeroed();
+            ii.lid_range_begin.set(ALL_16);
+            ii.is_generic = 1;
+            ii.subscribe = 1;
+            ii.trap_type.set(ALL_16);
+            ii.trap_num.set(trap);
+            ii.qpn_resp_time.set(0x12);
+            ii.set_producer_type(ALL_24);
+            let repr = SaRepr {
+                header: gmp::Repr::request(
+                    MgmtClass::SUBN_ADM,
+                    Method::SET,
+                    SaAttrId::INFORM_INFO.0,
+                    0,
+                    0x2000 + u64::from(trap),
+                ),
+                rmpp: RmppRepr::Inactive,
+                sm_key: 0,
+                attr_offset: 0,
+                comp_mask: 0,
+            };
+            let mut m = repr.to_mad();
+            m[SA_DATA_OFFSET..SA_DATA_OFFSET + 36].copy_from_slice(ii.as_bytes());
+            let meta = MadMeta::gmp(PortNum(1), Lid(0), sm_lid);
+            b.f.sm_send(b.client, &meta, &m).unwrap();
+        }
+        b.run_for(Duration::from_secs(1));
+        assert_eq!(b.sa.state().informs.len(), 2);
+        let me = topo.nodes_of_type(NodeType::CA).nth(1).unwrap();
+        b.f.set_link(me, PortNum(1), false).unwrap();
+        b.run_for(Duration::from_secs(60));
+        let left = b.sa.state().informs.len();
+        assert_eq!(left, if drop { 0 } else { 2 }, "drop {drop}");
+    }
+}

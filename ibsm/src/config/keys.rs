@@ -1001,6 +1001,18 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "drop_event_subscriptions",
+        section: Section::Misc,
+        doc: &[
+            "Drop event subscriptions (InformInfo and ServiceRecord) on port removal and SM coming out of STANDBY",
+        ],
+        get: |o| fmt_bool(o.drop_event_subscriptions),
+        set: |o, v| {
+            o.drop_event_subscriptions = boolean(v)?;
+            Ok(())
+        },
+    },
     // ---------------- PERFMGR ----------------
     KeySpec {
         key: "perfmgr",

@@ -501,6 +501,10 @@ pub struct Options {
     /// disabled (without it, from the tenth it is marked unhealthy and routed around for
     /// 60 s). Default FALSE.
     pub babbling_port_policy: bool,
+    /// `drop_event_subscriptions`: an end port that leaves loses its InformInfo
+    /// subscriptions, and all of them and every ServiceRecord go when the SM comes out of
+    /// standby (`sm::sa::SaConfig::drop_event_subscriptions`). Default FALSE.
+    pub drop_event_subscriptions: bool,
     /// `log_flags` (`-D`, `-v`, `-V`): OpenSM log-level bit mask (0x01 ERROR, 0x02 INFO,
     /// 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS, 0x20 FRAMES, 0x40 ROUTING). Default 0x03.
     pub log_flags: u8,
@@ -556,6 +560,7 @@ impl Default for Options {
             exit_on_fatal: true,
             sm_inactive: false,
             babbling_port_policy: false,
+            drop_event_subscriptions: false,
             vl_stall_count: 7,
             leaf_vl_stall_count: 7,
             head_of_queue_lifetime: 0x12,

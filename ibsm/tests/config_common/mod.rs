@@ -24,6 +24,7 @@ pub fn perturbed() -> Options {
         disable_multicast: true,
         consolidate_ipv6_snm_req: true,
         exit_on_fatal: false,
+        drop_event_subscriptions: true,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,

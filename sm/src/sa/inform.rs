@@ -323,6 +323,23 @@ impl Subscriptions {
         self.reports.len()
     }
 
+    /// Drops the subscriptions of the port with GUID `port` (its SubscriberGID's) and the
+    /// Reports in flight for them (OpenSM `osm_infr_remove_subscriptions`); returns how many
+    /// subscriptions went.
+    pub fn remove_subscriber(&mut self, port: Guid) -> usize {
+        let of = |s: &Subscription| Gid(s.rec.subscriber_gid).guid() == port;
+        let before = self.list.len();
+        self.list.retain(|s| !of(s));
+        self.reports.retain(|r| !of(&r.sub));
+        before - self.list.len()
+    }
+
+    /// Drops every subscription and the Reports in flight.
+    pub fn clear(&mut self) {
+        self.list.clear();
+        self.reports.clear();
+    }
+
     /// Forgets the Reports in flight (the SA stopped serving: a standby SM reports nothing);
     /// the subscriptions stay.
     pub fn drop_reports(&mut self) {

@@ -118,6 +118,11 @@ pub struct SaConfig {
     /// and P_Key share an MLID ([`mcmember::McastDb::set_consolidate_ipv6_snm`]). Default
     /// false.
     pub consolidate_ipv6_snm: bool,
+    /// OpenSM's `drop_event_subscriptions`: an end port that leaves the subnet loses its
+    /// event subscriptions (InformInfo), and every subscription and ServiceRecord is dropped
+    /// when the SM comes out of standby (OpenSM `osm_drop_mgr.c`, `state_mgr_sa_clean`).
+    /// Default false: both are kept.
+    pub drop_event_subscriptions: bool,
 }
 
 impl Default for SaConfig {
@@ -133,6 +138,7 @@ impl Default for SaConfig {
             swap_when_warm: false,
             multicast: true,
             consolidate_ipv6_snm: false,
+            drop_event_subscriptions: false,
         }
     }
 }
@@ -386,6 +392,15 @@ impl Sa {
         let old = self.snapshot.replace(snap.clone());
         if let Some(old) = old.filter(|_| !self.state.informs.is_empty()) {
             self.report_port_changes(&old, &snap);
+            if self.cfg.drop_event_subscriptions {
+                // After the traps 65 about them, as OpenSM's drop manager.
+                let is = snap.port_guids();
+                for g in old.port_guids() {
+                    if is.binary_search(&g).is_err() {
+                        self.state.informs.remove_subscriber(g);
+                    }
+                }
+            }
         }
         self.state.mcast.on_snapshot(&snap);
         self.report_mc_notices();
@@ -554,8 +569,8 @@ impl Sa {
     /// when its SM comes out of standby — the groups the SA created stay, empty — because the
     /// ports joined another master meanwhile; the new master's sweep sets
     /// PortInfo.ClientReregister on them (their MasterSMLID changes), and they join again.
-    /// ServiceRecords and event subscriptions stay (OpenSM drops them too only with
-    /// `drop_event_subscriptions`, default FALSE).
+    /// ServiceRecords and event subscriptions stay, unless
+    /// [`SaConfig::drop_event_subscriptions`] (OpenSM's, default FALSE) drops them too.
     pub fn set_serving(&mut self, serving: Serving) {
         let was = self.serving.master;
         self.serving = serving;
@@ -568,6 +583,10 @@ impl Sa {
             self.stood_by = true;
         } else if !was && serving.master && self.stood_by {
             self.stood_by = false;
+            if self.cfg.drop_event_subscriptions {
+                self.state.informs.clear();
+                self.state.services.clear();
+            }
             self.state.mcast.drop_members();
             self.report_mc_notices();
         }

@@ -50,6 +50,10 @@ impl Services {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+    /// Drops every registered service.
+    pub fn clear(&mut self) {
+        self.list.clear();
+    }
     /// Removes every service whose lease ran out by `now`; returns how many.
     pub fn expire(&mut self, now: Time) -> usize {
         let before = self.list.len();

@@ -1181,3 +1181,62 @@ mod mcmember_through_the_sa {
         assert_eq!(st, Status::METHOD_ATTR_NOT_SUPPORTED);
     }
 }
+
+/// `drop_event_subscriptions`: an SM coming out of standby drops every InformInfo and
+/// ServiceRecord (OpenSM `state_mgr_sa_clean`); without the option both stay (only the
+/// multicast memberships go).
+#[test]
+fn drop_event_subscriptions_clears_services_and_subscriptions_after_standby() {
+    use ibmad::sa_rec::inform::{InformInfo, ALL_16, ALL_24};
+    use ibmad::sa_rec::service::{comp as svc, ServiceRecord};
+    use ibmad::zerocopy::{FromZeros, IntoBytes};
+    for drop in [false, true] {
+        let mut sa = serving_sa(SaConfig {
+            drop_event_subscriptions: drop,
+            ..SaConfig::default()
+        });
+        let snap = sa.snapshot().unwrap().clone();
+        let (node, port) = snap.subnet.end_ports().next().unwrap();
+        let p = snap.subnet.port(node, port).unwrap();
+        let (lid, guid) = (p.lid, p.guid);
+        let from = MadMeta {
+            qp: 1,
+            qkey: QKey::GSI,
+            ..MadMeta::gmp(PortNum(1), lid, Lid(1))
+        };
+        let mut ii = InformInfo::new_zeroed();
+        ii.lid_range_begin.set(ALL_16);
+        ii.is_generic = 1;
+        ii.subscribe = 1;
+        ii.trap_type.set(ALL_16);
+        ii.trap_num.set(64);
+        ii.set_producer_type(ALL_24);
+        let set = req_with(Method::SET, SaAttrId::INFORM_INFO, 0, 0, ii.as_bytes());
+        sa.handle_mad(Time::ZERO, &from, &set);
+        let mut sr = ServiceRecord::new_zeroed();
+        sr.service_id.set(0x1234);
+        sr.service_gid = ibmad::Gid::new(snap.facts.subnet_prefix, guid).0;
+        sr.service_name[..4].copy_from_slice(b"test");
+        let mask = svc::SERVICE_ID | svc::SERVICE_GID | svc::SERVICE_NAME;
+        let set = req_with(
+            Method::SET,
+            SaAttrId::SERVICE_RECORD,
+            0,
+            mask,
+            sr.as_bytes(),
+        );
+        sa.handle_mad(Time::ZERO, &from, &set);
+        while let Some(r) = sa.poll_transmit(Time::ZERO) {
+            assert_eq!(headers(&r).header.status, Status::OK);
+        }
+        assert_eq!(
+            (sa.state().informs.len(), sa.state().services.len()),
+            (1, 1)
+        );
+        for master in [false, true] {
+            sa.set_serving(Serving { master, up: true });
+        }
+        let left = (sa.state().informs.len(), sa.state().services.len());
+        assert_eq!(left, if drop { (0, 0) } else { (1, 1) }, "drop {drop}");
+    }
+}
