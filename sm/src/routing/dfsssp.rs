@@ -369,35 +369,19 @@ impl Adjacency {
     }
 }
 
-/// Costs and channel weights as [`route_sssp`]'s scans compare them: a cost shifted left by
-/// [`KEY_BITS`], and a channel's weight shifted the same way with the channel's index among
-/// its switch's channels below. So a neighbour's cost plus the channel's key orders first by
-/// the path's load and then by channel order, and the cheapest candidate (the first of the
-/// cheapest, as OpenSM's Dijkstra keeps the first) is one `min`, without branches.
-///
-/// A switch has at most 254 ports, so the index fits; a path has at most 254 hops of weights
-/// below 2³², so a cost stays below 2⁴⁸, far from [`NO_COST`].
-const KEY_BITS: u32 = 8;
-
-/// The cost of a switch with no path (a hop matrix that lists a switch no neighbour leads
-/// to): above every real cost, and low enough that adding a path's keys to it cannot wrap.
-const NO_COST: u64 = 1 << 60;
-
-/// A switch's cost and channel from the cheapest key of its channels one hop closer (`lo`:
-/// its first channel), or ([`NO_COST`], `u32::MAX`) for none.
+/// Of `cands` (neighbour, channel to it), in order, the first of the cheapest by the
+/// neighbour's cost plus the channel's weight: (its cost, the channel), or (`u64::MAX`,
+/// `u32::MAX`) for none.
 #[inline(always)]
-fn settle(best: u64, lo: usize) -> (u64, u32) {
-    if best >= NO_COST {
-        (NO_COST, u32::MAX)
-    } else {
-        (best & !0xFF, (lo + (best & 0xFF) as usize) as u32)
+fn cheapest(cost: &[u64], weight: &[u32], cands: impl Iterator<Item = (u32, u32)>) -> (u64, u32) {
+    let (mut best, mut pick) = (u64::MAX, u32::MAX);
+    for (u, c) in cands {
+        let k = cost[u as usize].saturating_add(u64::from(weight[c as usize]));
+        if k < best {
+            (best, pick) = (k, c);
+        }
     }
-}
-
-/// The key of channel `c` at index `j` among its switch's channels, with weight `w`.
-#[inline(always)]
-fn chan_key(w: u32, j: usize) -> u64 {
-    u64::from(w) << KEY_BITS | (j as u64 & 0xFF)
+    (best, pick)
 }
 
 /// The loads `weight` (per channel of `g`) for multicast trees: OpenSM's link weights, `D²`
@@ -435,26 +419,20 @@ pub(crate) fn route_sssp(
     let top = max_lid(subnet);
     let mut lfts = Lfts::with_slots(g.slots().clone(), top);
     let chans = g.channels();
+    // Channel loads in u32: a channel carries at most every destination LID's routes from
+    // every LID, and 0xBFFF² < 2³². The adds saturate where a subnet breaks that (duplicate
+    // LIDs) rather than wrap.
+    let mut weight = vec![0u32; chans.len()];
     let mut toward = Toward::new(n);
     let adj = Adjacency::new(g);
-    // Per switch, its cost toward the destination as a key ([`KEY_BITS`]); per channel, its
-    // load (the LIDs routed over it) as a key. Loads are u32: a channel carries at most every
-    // destination LID's routes from every LID, and 0xBFFF² < 2³². The adds saturate where a
-    // subnet breaks that (duplicate LIDs) rather than wrap.
     let mut cost = vec![0u64; n];
-    let mut key: Vec<u64> = (0..n)
-        .flat_map(|v| {
-            let (lo, hi) = adj.range(v);
-            (0..hi - lo).map(|j| chan_key(0, j))
-        })
-        .collect();
     let mut next = vec![u32::MAX; n];
+    let mut acc = vec![0u32; n];
     let lids_behind: Vec<u32> = ep
         .weight
         .iter()
         .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
         .collect();
-    let mut acc = lids_behind.clone();
     // The port each channel leaves on, and NO_PATH for none (u32::MAX, clamped to the end).
     let port_of: Vec<u8> = chans.iter().map(|e| e.port).chain([NO_PATH]).collect();
     let width = usize::from(top.0) + 1;
@@ -475,17 +453,14 @@ pub(crate) fn route_sssp(
             let dist = hm.row(t);
             for &v in toward.order.iter().skip(1) {
                 let v = v as usize;
-                let closer = dist[v].wrapping_sub(1);
+                let dv = dist[v];
                 let (lo, hi) = adj.range(v);
-                let mut best = u64::MAX;
-                for (&u, &k) in adj.to[lo..hi].iter().zip(&key[lo..hi]) {
-                    let u = u as usize;
-                    let k = cost[u] + k;
-                    best = best.min(if dist[u] == closer { k } else { u64::MAX });
-                }
-                let pick;
-                (cost[v], pick) = settle(best, lo);
-                next[v] = pick;
+                let closer = (lo..)
+                    .zip(&adj.to[lo..hi])
+                    .map(|(c, &u)| (u, c as u32))
+                    .filter(|&(u, _)| dist[u as usize].wrapping_add(1) == dv);
+                let (best, pick) = cheapest(&cost, &weight, closer);
+                (cost[v], next[v]) = (best, pick);
                 col[v] = port_of[(pick as usize).min(chans.len())];
             }
         }
@@ -497,39 +472,29 @@ pub(crate) fn route_sssp(
         };
         for (&v, &b) in toward.order.iter().skip(1).zip(listed) {
             let v = v as usize;
-            let best = toward.par[a..b as usize]
-                .iter()
-                .fold(u64::MAX, |best, &(u, c)| {
-                    best.min(cost[u as usize] + key[c as usize])
-                });
+            let (best, pick) = cheapest(&cost, &weight, toward.par[a..b as usize].iter().copied());
             a = b as usize;
-            let pick;
-            (cost[v], pick) = settle(best, adj.range(v).0);
-            next[v] = pick;
+            (cost[v], next[v]) = (best, pick);
             col[v] = port_of[(pick as usize).min(chans.len())];
         }
-        // Weights: each link gets the LIDs behind every switch whose path it carries. `acc`
-        // holds each switch's own LIDs between destinations; a switch's sum is used once,
-        // children first, and then reset.
+        // Weights: each link gets the LIDs behind every switch whose path it carries.
+        for &v in &toward.order {
+            acc[v as usize] = lids_behind[v as usize];
+        }
         for &v in toward.order.iter().skip(1).rev() {
             let v = v as usize;
-            let (c, a) = (next[v], acc[v]);
-            acc[v] = lids_behind[v];
+            let c = next[v];
             if c == u32::MAX {
                 continue;
             }
-            let c = c as usize;
-            let k = key[c];
-            key[c] = chan_key(((k >> KEY_BITS) as u32).saturating_add(a), k as usize);
-            let u = adj.to[c] as usize;
-            acc[u] = acc[u].saturating_add(a);
+            weight[c as usize] = weight[c as usize].saturating_add(acc[v]);
+            let u = adj.to[c as usize] as usize;
+            acc[u] = acc[u].saturating_add(acc[v]);
         }
-        acc[t] = lids_behind[t];
     }
     // Into the switch-major LFTs: `cols` is width × n by construction.
     let whole = lfts.set_lid_major(&cols);
     debug_assert!(whole, "cols is width × n");
-    let weight = key.iter().map(|&k| (k >> KEY_BITS) as u32).collect();
     (lfts, weight)
 }
 
