@@ -427,12 +427,12 @@ pub(crate) fn route_sssp(
     let adj = Adjacency::new(g);
     let mut cost = vec![0u64; n];
     let mut next = vec![u32::MAX; n];
-    let mut acc = vec![0u32; n];
     let lids_behind: Vec<u32> = ep
         .weight
         .iter()
         .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
         .collect();
+    let mut acc = lids_behind.clone();
     // The port each channel leaves on, and NO_PATH for none (u32::MAX, clamped to the end).
     let port_of: Vec<u8> = chans.iter().map(|e| e.port).chain([NO_PATH]).collect();
     let width = usize::from(top.0) + 1;
@@ -477,20 +477,21 @@ pub(crate) fn route_sssp(
             (cost[v], next[v]) = (best, pick);
             col[v] = port_of[(pick as usize).min(chans.len())];
         }
-        // Weights: each link gets the LIDs behind every switch whose path it carries.
-        for &v in &toward.order {
-            acc[v as usize] = lids_behind[v as usize];
-        }
+        // Weights: each link gets the LIDs behind every switch whose path it carries. `acc`
+        // holds each switch's own LIDs between destinations; a switch's sum is used once,
+        // children first, and then reset.
         for &v in toward.order.iter().skip(1).rev() {
             let v = v as usize;
-            let c = next[v];
+            let (c, a) = (next[v], acc[v]);
+            acc[v] = lids_behind[v];
             if c == u32::MAX {
                 continue;
             }
-            weight[c as usize] = weight[c as usize].saturating_add(acc[v]);
+            weight[c as usize] = weight[c as usize].saturating_add(a);
             let u = adj.to[c as usize] as usize;
-            acc[u] = acc[u].saturating_add(acc[v]);
+            acc[u] = acc[u].saturating_add(a);
         }
+        acc[t] = lids_behind[t];
     }
     // Into the switch-major LFTs: `cols` is width × n by construction.
     let whole = lfts.set_lid_major(&cols);
