@@ -440,7 +440,14 @@ fn missing_option_files_are_errors_naming_the_file() {
     let dir = tmp("g2l");
     let g = dir.join("guid2lid");
     std::fs::write(&g, "garbage\n").unwrap();
-    let (code, out, _) = ibsm(&["sim", "fat-tree:2,4", "--guid2lid", g.to_str().unwrap()]);
+    // -y: go on past it (without, exit_on_fatal stops the run: sim_cli tests that).
+    let (code, out, _) = ibsm(&[
+        "sim",
+        "fat-tree:2,4",
+        "--guid2lid",
+        g.to_str().unwrap(),
+        "-y",
+    ]);
     assert_eq!(code, 0, "{out}");
     let l = out.lines().find(|l| l.contains("ERR   guid2lid")).unwrap();
     assert!(l.contains(g.to_str().unwrap()), "{l}");
