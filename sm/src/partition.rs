@@ -259,6 +259,11 @@ pub struct PartitionConfig {
     pub enforce: PartEnforce,
     /// `allow_both_pkeys`: a port may hold the full and the limited P_Key of a partition.
     pub allow_both_pkeys: bool,
+    /// `keep_pkey_indexes` (OpenSM's default TRUE): a P_Key a port holds keeps its index in
+    /// the table, so a partition added or removed moves no other P_Key (an IPoIB child
+    /// interface bound to an index keeps working). FALSE: every table is laid out afresh
+    /// in partition order at every sweep, as OpenSM's `osm_pkey_mgr_process` then does.
+    pub keep_indexes: bool,
 }
 
 impl Default for PartitionConfig {
@@ -273,6 +278,7 @@ impl Default for PartitionConfig {
             partitions: vec![p],
             enforce: PartEnforce::Both,
             allow_both_pkeys: false,
+            keep_indexes: true,
         }
     }
 }
@@ -1035,12 +1041,14 @@ impl PkeyPlan {
     }
 
     /// Lays out every table against what the ports are known to hold (`known(id, p)`, the
-    /// whole table or as much as is known; empty if nothing) and decides switch enforcement
-    /// with `enforce`.
+    /// whole table or as much as is known; empty if nothing), or with `!keep_indexes`
+    /// ([`PartitionConfig::keep_indexes`]) afresh, and decides switch enforcement with
+    /// `enforce`.
     pub fn layout_all(
         &mut self,
         subnet: &Subnet,
         enforce: PartEnforce,
+        keep_indexes: bool,
         known: impl Fn(NodeId, PortNum) -> Vec<u16>,
     ) {
         self.tables.clear();
@@ -1051,7 +1059,12 @@ impl PkeyPlan {
         for (id, p) in keys {
             let (entries, first) = &self.entries[&(id, p)];
             let cap = capacity(subnet, id, p);
-            let (t, dropped) = layout(entries, *first, cap, &known(id, p));
+            let current = if keep_indexes {
+                known(id, p)
+            } else {
+                Vec::new()
+            };
+            let (t, dropped) = layout(entries, *first, cap, &current);
             if !dropped.is_empty() {
                 self.overflows.push(Overflow {
                     node_guid: subnet.node(id).guid,

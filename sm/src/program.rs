@@ -339,9 +339,11 @@ impl Programmer {
             }
         }
         let known = &self.known_pkeys;
-        self.pkeys.layout_all(s, cfg.partitions.enforce, |id, p| {
-            known.table(s.node(id).guid, p)
-        });
+        let keep = cfg.partitions.keep_indexes;
+        self.pkeys
+            .layout_all(s, cfg.partitions.enforce, keep, |id, p| {
+                known.table(s.node(id).guid, p)
+            });
         for (id, p, b, blk) in self.pkeys.sets(s, &self.known_pkeys) {
             let (path, m) = pkey_addr(disc, id, p, b);
             reqs.push(Request::set(

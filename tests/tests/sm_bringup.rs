@@ -917,3 +917,65 @@ fn two_partitions_are_programmed_enforced_and_not_resent() {
             .1;
     assert_eq!(prog.smps, 0, "an unchanged fabric gets no P_KeyTable SMP");
 }
+
+/// `keep_pkey_indexes`: an SM that starts with a partition added before one a port already
+/// holds keeps the held P_Key at its index and puts the new one in the first free index
+/// (OpenSM's default); with the option off it lays the table out afresh in partition order,
+/// moving the held P_Key.
+#[test]
+fn a_new_partition_moves_no_held_pkey_unless_keep_pkey_indexes_is_off() {
+    use sm::partition::PartitionConfig;
+    let t = net_example("net.2sw2path4hca");
+    let sm_at = sm_place(&t);
+    let (ca, p, guid) = t
+        .nodes_of_type(NodeType::CA)
+        .filter(|&id| id != sm_at.0)
+        .find_map(|id| {
+            let (p, port) = t
+                .ports(id)
+                .find(|(p, port)| p.0 >= 1 && port.peer().is_some())?;
+            Some((id, p, port.guid().0))
+        })
+        .unwrap();
+    for keep in [true, false] {
+        let mut cfg = quiet();
+        cfg.partitions = PartitionConfig::parse(
+            &format!("red=0x0010 : {guid:#x}=full ;\n"),
+            "partitions.conf",
+        )
+        .unwrap();
+        let mut r = bring_up(&t, sm_at, cfg);
+        let held = |r: &Run| -> Vec<u16> {
+            let a = r.fabric.agent(ca).unwrap();
+            let mut v: Vec<u16> = a.pkeys(p).unwrap().pkeys.iter().map(|k| k.get()).collect();
+            while v.last() == Some(&0) {
+                v.pop();
+            }
+            v
+        };
+        assert_eq!(held(&r), [0x7fff, 0x8010]);
+        // A second SM, its partitions.conf with green before red.
+        let mut cfg = quiet();
+        cfg.partitions = PartitionConfig::parse(
+            &format!("green=0x0030 : {guid:#x}=full ;\nred=0x0010 : {guid:#x}=full ;\n"),
+            "partitions.conf",
+        )
+        .unwrap();
+        cfg.partitions.keep_indexes = keep;
+        r.sm = Sm::new(SmConfig {
+            port: sm_at.1,
+            ..cfg
+        })
+        .unwrap();
+        r.events.clear();
+        let now = r.now();
+        r.drive(now + Duration::from_secs(120));
+        assert!(r.events.contains(&Event::SubnetUp), "keep {keep}");
+        let want: &[u16] = if keep {
+            &[0x7fff, 0x8010, 0x8030]
+        } else {
+            &[0x7fff, 0x8030, 0x8010]
+        };
+        assert_eq!(held(&r), want, "keep_pkey_indexes {keep}");
+    }
+}

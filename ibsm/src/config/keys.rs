@@ -507,6 +507,19 @@ pub(crate) static KEYS: &[KeySpec] = &[
             Ok(())
         },
     },
+    KeySpec {
+        key: "keep_pkey_indexes",
+        section: Section::Device,
+        doc: &[
+            "Keep current and take into account old pkey indexes",
+            "during calculation of physical ports pkey tables",
+        ],
+        get: |o| fmt_bool(o.keep_pkey_indexes),
+        set: |o, v| {
+            o.keep_pkey_indexes = boolean(v)?;
+            Ok(())
+        },
+    },
     // ---------------- SWEEP ----------------
     KeySpec {
         key: "sweep_interval",

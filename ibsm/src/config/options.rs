@@ -323,6 +323,9 @@ pub struct Options {
     /// `allow_both_pkeys` (`-W`): a port may be a full and a limited member of one partition.
     /// Default FALSE.
     pub allow_both_pkeys: bool,
+    /// `keep_pkey_indexes`: a P_Key keeps the index it has in a port's table
+    /// (`sm::partition::PartitionConfig::keep_indexes`). Default TRUE.
+    pub keep_pkey_indexes: bool,
 
     // ---- QoS ----
     /// `qos` (`-Q`): program SL-to-VL, VLArbitration and VLHighLimit from the `qos_*` sets.
@@ -581,6 +584,7 @@ impl Default for Options {
             no_partition_enforcement: false,
             part_enforce: sm::partition::PartEnforce::Both,
             allow_both_pkeys: false,
+            keep_pkey_indexes: true,
             sweep_interval: 10,
             reassign_lids: false,
             force_heavy_sweep: false,

@@ -268,6 +268,7 @@ impl Options {
                 self.part_enforce
             },
             allow_both_pkeys: self.allow_both_pkeys,
+            keep_indexes: self.keep_pkey_indexes,
             ..PartitionConfig::default()
         }
     }
@@ -293,6 +294,7 @@ impl Options {
         Ok(PartitionConfig {
             enforce: base.enforce,
             allow_both_pkeys: base.allow_both_pkeys,
+            keep_indexes: base.keep_indexes,
             ..parsed
         })
     }

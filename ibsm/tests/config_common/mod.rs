@@ -25,6 +25,7 @@ pub fn perturbed() -> Options {
         consolidate_ipv6_snm_req: true,
         exit_on_fatal: false,
         drop_event_subscriptions: true,
+        keep_pkey_indexes: false,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,

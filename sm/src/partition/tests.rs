@@ -260,7 +260,7 @@ fn two_partitions_resolve_to_tables_and_switch_ports() {
         plan.shared_pkey((ca1, PortNum(1)), (ca2, PortNum(1))),
         Some(0xffff)
     );
-    plan.layout_all(&s, PartEnforce::Both, |_, _| Vec::new());
+    plan.layout_all(&s, PartEnforce::Both, true, |_, _| Vec::new());
     assert_eq!(
         &plan.table(ca1, PortNum(1)).unwrap()[..4],
         &[0xffff, 0x8010, 0x0020, 0]
@@ -323,13 +323,13 @@ fn enforcement_off_or_too_small_leaves_switch_ports_alone() {
     let sw = NodeId(1);
     let cfg = parse("Default=0x7fff : ALL=full ;\nred=0x10 : 0x11=full ;\n");
     let mut plan = PkeyPlan::resolve(&cfg, &s);
-    plan.layout_all(&s, PartEnforce::Off, |_, _| Vec::new());
+    plan.layout_all(&s, PartEnforce::Off, true, |_, _| Vec::new());
     assert_eq!(plan.enforcement(sw, PortNum(1)), Some((false, false)));
     assert_eq!(plan.table(sw, PortNum(1)), None);
     let mut si = s.node(sw).switch_info.unwrap();
     si.partition_enforcement_cap.set(1);
     s.nodes[sw.idx()].switch_info = Some(si);
-    plan.layout_all(&s, PartEnforce::Both, |_, _| Vec::new());
+    plan.layout_all(&s, PartEnforce::Both, true, |_, _| Vec::new());
     assert_eq!(plan.enforcement(sw, PortNum(1)), Some((false, false)));
     assert_eq!(plan.overflows().len(), 1);
     assert_eq!(
