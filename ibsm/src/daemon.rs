@@ -208,6 +208,82 @@ pub fn log_fatal(opts: &Options, msg: &str) {
     }
 }
 
+/// `sa_db_file` (`-S`): the file read and parsed before the SM is made, so that a file that
+/// cannot be restored whole turns client re-registration back on (OpenSM's loader does, so
+/// that the clients join again what was lost). A file that cannot be opened is OpenSM's
+/// ERR 4C02, and nothing is restored.
+fn read_sa_db(opts: &Options, log: &mut Log, cfg: &mut sm::SmConfig) -> Option<sm::sa::db::SaDb> {
+    let path = opts.sa_db_file.as_ref()?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            log.line(
+                Level::Error,
+                &format!(
+                    "ERR 4C02: Can't open sa db file '{}' ({e}). Skip restoring",
+                    path.display()
+                ),
+            );
+            return None;
+        }
+    };
+    let rereg = |log: &mut Log, cfg: &mut sm::SmConfig, why: &str| {
+        log.line(Level::Error, why);
+        if cfg.no_clients_rereg {
+            cfg.no_clients_rereg = false;
+            log.line(
+                Level::Warn,
+                "sa_db_file not restored whole: clients are asked to re-register (no_clients_rereg overridden)",
+            );
+        }
+    };
+    match sm::sa::db::parse(&text) {
+        Ok(db) => {
+            // Restored into an empty state first: what the SA will skip.
+            let mut probe = sm::sa::SaState::default();
+            let done = db.restore(&mut probe, ibmad::PortNum(1), Time::ZERO);
+            for why in &done.skipped {
+                rereg(
+                    log,
+                    cfg,
+                    &format!("sa_db_file {}: {why}; skipped", path.display()),
+                );
+            }
+            Some(db)
+        }
+        Err(e) => {
+            rereg(
+                log,
+                cfg,
+                &format!("ERR: sa_db_file {}: {e}; nothing restored", path.display()),
+            );
+            None
+        }
+    }
+}
+
+/// `sa_db_dump`: writes the SA database to `dump_files_dir/opensm-sa.dump` if it changed
+/// since `last` (OpenSM's `osm_sa_db_file_dump` writes when its SA is dirty).
+fn write_sa_db(opts: &Options, sa: &sm::sa::Sa, last: &mut String, log: &mut Log) {
+    if !opts.sa_db_dump {
+        return;
+    }
+    let text = sm::sa::db::dump(sa.state());
+    if text == *last {
+        return;
+    }
+    let dir = &opts.dump_files_dir;
+    let written = std::fs::create_dir_all(dir)
+        .map_err(|e| format!("create {}: {e}", dir.display()))
+        .and_then(|()| {
+            write_atomic(&dir.join("opensm-sa.dump"), text.as_bytes()).map_err(|e| e.to_string())
+        });
+    match written {
+        Ok(()) => *last = text,
+        Err(e) => log.line(Level::Error, &format!("ERR 4C01: opensm-sa.dump: {e}")),
+    }
+}
+
 /// How often the loop looks at the control socket at most.
 const CTL_POLL: Duration = Duration::from_millis(5);
 
@@ -390,6 +466,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     let mut engine_opts = cfg.engine_options.clone();
     // Likewise the QoS configuration, which SIGHUP replaces (OpenSM's qos options can_update).
     let mut qos_cfg = cfg.qos.clone();
+    let sa_db = read_sa_db(opts, &mut log, &mut cfg);
     let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {
@@ -429,6 +506,22 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         drop_event_subscriptions: opts.drop_event_subscriptions,
         ..sm::sa::SaConfig::default()
     });
+    if let (Some(db), Some(path)) = (&sa_db, &opts.sa_db_file) {
+        let done = sa.restore_db(db, dev.port, now());
+        log.line(
+            Level::Info,
+            &format!(
+                "SA database restored from {}: {} multicast groups ({} members), {} services, {} event subscriptions",
+                path.display(),
+                done.groups,
+                done.members,
+                done.services,
+                done.informs
+            ),
+        );
+    }
+    // What `sa_db_dump` last wrote (written again only when it changed).
+    let mut sa_dumped = String::new();
     // The snapshot whose index is being built.
     let mut warming: Option<std::sync::Arc<sm::sa::SaSnapshot>> = None;
     let mut pm = PerfMgr::new(opts.perfmgr_config());
@@ -447,6 +540,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         // Signals and the control socket, between two turns of the SM.
         let sig = signals.take();
         if sig.terminate {
+            if sm.role() == sm::Role::Master {
+                write_sa_db(&opts, &sa, &mut sa_dumped, &mut log);
+            }
             log.line(Level::Info, "exiting on SIGTERM");
             crate::service::notify_stopping();
             return Ok(ExitCode::SUCCESS);
@@ -627,6 +723,9 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                         );
                     }
                     metrics.phase_done(phase, &stats);
+                    if phase == sm::Phase::LightSweep && sm.role() == sm::Role::Master {
+                        write_sa_db(&opts, &sa, &mut sa_dumped, &mut log);
+                    }
                 }
                 Event::Guid2LidUpdated(text) => {
                     let _ = std::fs::create_dir_all(&opts.cache_dir);
@@ -656,6 +755,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                             log.line(Level::Error, &format!("dump files: {e}"));
                         }
                     }
+                    write_sa_db(&opts, &sa, &mut sa_dumped, &mut log);
                     if !ready {
                         ready = true;
                         crate::service::notify_ready("SUBNET UP");

@@ -211,6 +211,17 @@ fn verbosity_like_opensm() {
     assert_eq!(run(&["--D", "1", "-v"]).unwrap().options.log_flags, 0x03);
     assert!(run(&["-d", "0"]).unwrap().options.ignore_other_sm);
     assert!(run(&["-d", "3"]).unwrap().options.disable_multicast);
+    assert_eq!(
+        run(&["-S", "/tmp/sa.dump"]).unwrap().options.sa_db_file,
+        Some(std::path::PathBuf::from("/tmp/sa.dump"))
+    );
+    assert_eq!(
+        run(&["--sadb_file", "/tmp/sa.dump"])
+            .unwrap()
+            .options
+            .sa_db_file,
+        Some(std::path::PathBuf::from("/tmp/sa.dump"))
+    );
     assert!(run(&[]).unwrap().options.exit_on_fatal);
     assert!(!run(&["-y"]).unwrap().options.exit_on_fatal);
     assert!(!run(&["--stay_on_fatal"]).unwrap().options.exit_on_fatal);

@@ -330,7 +330,7 @@ fn reconcile_applies_opensm_mkey_lease_rule_and_warns() {
 
 #[test]
 fn unsupported_opensm_keys_at_default_are_harmless_and_summarized() {
-    let f = parse("avoid_throttled_links FALSE\nmax_wire_smps2 0x04\nsa_db_file (null)\navoid_throttled_links TRUE\nlmc 1\nbogus 1\n").unwrap();
+    let f = parse("avoid_throttled_links FALSE\nmax_wire_smps2 0x04\nlid_matrix_dump_file (null)\navoid_throttled_links TRUE\nlmc 1\nbogus 1\n").unwrap();
     let w = &f.warnings;
     assert_eq!(w.len(), 5, "{w:?}");
     // `max_wire_smps2 0x04` equals OpenSM's `4`.

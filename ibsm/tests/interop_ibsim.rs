@@ -1361,3 +1361,70 @@ fn persist_ok(text: &str) -> bool {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
     lines.peek().is_some() && lines.all(|l| l.split_whitespace().count() == 3)
 }
+
+/// `sa_db_dump` and `sa_db_file` (`-S`) against stock OpenSM on ibsim: on the same fabric,
+/// after SUBNET UP, ibsm's `opensm-sa.dump` is OpenSM's byte for byte (the default
+/// partition's IPoIB broadcast group, its MLID and parameters), and `ibsm run -o -S` restores
+/// OpenSM's file.
+#[test]
+fn sa_db_dump_is_opensms_and_reads_back() {
+    let test = "interop sa_db_dump";
+    if !peers(test) {
+        return;
+    }
+    let net = example("net.2sw2path4hca");
+    let dir = TempDir::new("interop-sadb").unwrap();
+    let conf_for = |d: &Path| {
+        let conf = d.join("sm.conf");
+        std::fs::write(
+            &conf,
+            format!("sa_db_dump TRUE\ndump_files_dir {}\n", d.display()),
+        )
+        .unwrap();
+        conf
+    };
+    let osm = dir.path().join("opensm");
+    std::fs::create_dir_all(&osm).unwrap();
+    let theirs = {
+        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+        let child = sim
+            .client("opensm", &osm)
+            .arg("-o")
+            .arg("-F")
+            .arg(conf_for(&osm))
+            .arg("-f")
+            .arg(osm.join("osm.log"))
+            .env("OSM_CACHE_DIR", &osm)
+            .env("OSM_TMP_DIR", &osm)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
+        assert!(in_time && out.status.success(), "opensm -o: {out:?}");
+        std::fs::read_to_string(osm.join("opensm-sa.dump")).unwrap()
+    };
+    assert!(
+        theirs.starts_with("MC Group 0xc000  (well known): mgid=0xff12401bffff0000"),
+        "{theirs}"
+    );
+    let ours_dir = dir.path().join("ibsm");
+    let cache = ours_dir.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+    let conf = conf_for(&ours_dir);
+    run_once(&sim, &ours_dir, &cache, &["-F".as_ref(), conf.as_os_str()]);
+    let ours = std::fs::read_to_string(ours_dir.join("opensm-sa.dump")).unwrap();
+    assert_eq!(ours, theirs, "ibsm's opensm-sa.dump against OpenSM's");
+    let file = osm.join("opensm-sa.dump");
+    run_once(&sim, &ours_dir, &cache, &["-S".as_ref(), file.as_os_str()]);
+    let log = std::fs::read_to_string(ours_dir.join("ibsm.log")).unwrap();
+    assert!(
+        log.contains(&format!(
+            "SA database restored from {}: 1 multicast groups (0 members), 0 services, 0 event subscriptions",
+            file.display()
+        )),
+        "{log}"
+    );
+}

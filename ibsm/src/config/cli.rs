@@ -76,6 +76,8 @@ static CLI: &[CliOpt] = &[
         help: "IPv6 solicited-node multicast groups share one MLID" },
     CliOpt { short: Some('y'), long: &["stay_on_fatal"], metavar: None, act: Act::Flag(|o| o.exit_on_fatal = false),
         help: "go on after fatal initialization issues (a guid2lid file that cannot be read)" },
+    CliOpt { short: Some('S'), long: &["sadb_file"], metavar: Some("FILE"), act: Act::Key("sa_db_file"),
+        help: "SA database file (opensm-sa.dump) to restore groups, services and subscriptions from" },
     CliOpt { short: Some('A'), long: &["ucast_cache"], metavar: None, act: Act::Flag(|o| o.use_ucast_cache = true),
         help: "use the unicast routing cache" },
     CliOpt { short: Some('a'), long: &["root_guid_file"], metavar: Some("FILE"), act: Act::Key("root_guid_file"),
@@ -191,7 +193,6 @@ static OPENSM_UNSUPPORTED: &[(Option<char>, &str)] = &[
     (Some('q'), "console"),
     (Some('C'), "console-port"),
     (Some('M'), "lid_matrix_file"),
-    (Some('S'), "sadb_file"),
     (None, "prefix_routes_file"),
     (None, "log_prefix"),
 ];

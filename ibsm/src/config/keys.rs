@@ -816,6 +816,29 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "sa_db_file",
+        section: Section::Routing,
+        doc: &["SA database file name"],
+        get: |o| fmt_opt_path(&o.sa_db_file),
+        set: |o, v| {
+            o.sa_db_file = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "sa_db_dump",
+        section: Section::Routing,
+        doc: &[
+            "If TRUE causes OpenSM to dump SA database at the end of",
+            "every light sweep, regardless of the verbosity level",
+        ],
+        get: |o| fmt_bool(o.sa_db_dump),
+        set: |o, v| {
+            o.sa_db_dump = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "torus_config",
         section: Section::Routing,
         doc: &["Torus-2QoS configuration file name"],

@@ -391,6 +391,13 @@ pub struct Options {
     /// `guid_routing_order_file` (`-X`): port GUIDs that minhop, updn, dnup, dor and dfp route
     /// first, in the file's order. Default none.
     pub guid_routing_order_file: Option<PathBuf>,
+    /// `sa_db_file` (`-S`): an `opensm-sa.dump` whose multicast groups, services and event
+    /// subscriptions the SA starts with (`sm::sa::db`). Default none.
+    pub sa_db_file: Option<PathBuf>,
+    /// `sa_db_dump`: the SA database is written to `opensm-sa.dump` in `dump_files_dir` at
+    /// SUBNET UP, after every light sweep that changed it, and at exit as master. Default
+    /// FALSE.
+    pub sa_db_dump: bool,
     /// `lfts_file` (`-U`): the LFTs the `file` routing engine loads. Default none.
     pub lfts_file: Option<PathBuf>,
     /// `port_profile_switch_nodes`: count routes to switches in the per-port load balancing.
@@ -597,6 +604,8 @@ impl Default for Options {
             io_guid_file: None,
             ids_guid_file: None,
             max_reverse_hops: 0,
+            sa_db_file: None,
+            sa_db_dump: false,
             guid_routing_order_file: None,
             port_prof_ignore_file: None,
             hop_weights_file: None,

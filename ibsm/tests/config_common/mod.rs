@@ -26,6 +26,8 @@ pub fn perturbed() -> Options {
         exit_on_fatal: false,
         drop_event_subscriptions: true,
         keep_pkey_indexes: false,
+        sa_db_file: Some(PathBuf::from("/var/cache/opensm/opensm-sa.dump")),
+        sa_db_dump: true,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,

@@ -334,6 +334,22 @@ impl Subscriptions {
         before - self.list.len()
     }
 
+    /// The subscriptions, newest first, with where their Reports go.
+    pub fn entries(&self) -> impl Iterator<Item = (&InformInfoRecord, &MadMeta)> {
+        self.list.iter().map(|s| (&s.rec, &s.addr))
+    }
+
+    /// A subscription read back from an SA database file ([`super::db`]), Reports to
+    /// `addr`; false if the same subscription is there already (OpenSM's loader skips it).
+    pub fn restore(&mut self, rec: InformInfoRecord, addr: MadMeta) -> bool {
+        let sub = Subscription { rec, addr };
+        if self.list.iter().any(|e| same_subscription(e, &sub)) {
+            return false;
+        }
+        self.list.push(sub);
+        true
+    }
+
     /// Drops every subscription and the Reports in flight.
     pub fn clear(&mut self) {
         self.list.clear();

@@ -360,11 +360,95 @@ impl McastDb {
             .find(|l| !self.by_mlid.contains_key(l))
     }
 
-    fn insert(&mut self, g: Group) {
-        let sharing = self.by_mlid.entry(g.rec.mlid).or_default();
-        if let Err(i) = sharing.binary_search(&g.rec.mgid) {
-            sharing.insert(i, g.rec.mgid);
+    /// A group read back from an SA database file ([`super::db`]), as OpenSM's loader:
+    /// `Ok(Some(members))` restored (its members joined to a group already there with the
+    /// same MLID); `Ok(None)` dropped for having no full member and not being well known;
+    /// `Err(why)` skipped — the MLID is no multicast LID this SA hands out, the MGID is there
+    /// with another MLID, or another group holds the MLID (unless both are IPv6
+    /// solicited-node groups that [`McastDb::set_consolidate_ipv6_snm`] lets share it). No
+    /// trap 66 is reported: the group is not new to the subnet's clients.
+    pub fn restore_group(&mut self, g: &super::db::DbGroup) -> Result<Option<usize>, String> {
+        let (mgid, mlid) = (g.rec.mgid, g.rec.mlid);
+        if !(MLID_FIRST..=self.mlid_last).contains(&mlid.0) {
+            return Err(format!(
+                "group {mgid}: MLID {:#06x} is not one this SA hands out",
+                mlid.0
+            ));
         }
+        match self.groups.get(&mgid) {
+            Some(have) if have.rec.mlid != mlid => {
+                return Err(format!(
+                    "group {mgid}: already here with MLID {:#06x}, not {:#06x}",
+                    have.rec.mlid.0, mlid.0
+                ));
+            }
+            Some(_) => {}
+            None => {
+                let shares = self.by_mlid.get(&mlid).is_none_or(|holders| {
+                    holders.iter().all(|&h| {
+                        self.consolidate_snm
+                            && is_ipv6_snm(mgid)
+                            && is_ipv6_snm(h)
+                            && h.0[..13] == mgid.0[..13]
+                    })
+                });
+                if !shares {
+                    return Err(format!(
+                        "group {mgid}: MLID {:#06x} is another group's",
+                        mlid.0
+                    ));
+                }
+            }
+        }
+        let members: BTreeMap<Gid, Member> = g
+            .members
+            .iter()
+            .filter(|&&(_, js, _)| js & 0xF != 0)
+            .map(|&(gid, join_state, proxy)| (gid, Member { join_state, proxy }))
+            .collect();
+        let full = members
+            .values()
+            .any(|m| m.join_state & (join::FULL | join::SEND_ONLY_FULL) != 0);
+        if !full && !g.well_known && !self.groups.contains_key(&mgid) {
+            return Ok(None);
+        }
+        let n = members.len();
+        if let Some(have) = self.groups.get_mut(&mgid) {
+            for (gid, m) in members {
+                let e = have.members.entry(gid).or_insert(Member {
+                    join_state: 0,
+                    proxy: m.proxy,
+                });
+                e.join_state |= m.join_state;
+            }
+        } else {
+            self.index_mlid(mlid, mgid);
+            self.groups.insert(
+                mgid,
+                Group {
+                    rec: McMemberRepr {
+                        port_gid: Gid::default(),
+                        proxy_join: false,
+                        ..g.rec
+                    },
+                    well_known: g.well_known,
+                    members,
+                },
+            );
+        }
+        self.changed = true;
+        Ok(Some(n))
+    }
+
+    fn index_mlid(&mut self, mlid: Lid, mgid: Gid) {
+        let sharing = self.by_mlid.entry(mlid).or_default();
+        if let Err(i) = sharing.binary_search(&mgid) {
+            sharing.insert(i, mgid);
+        }
+    }
+
+    fn insert(&mut self, g: Group) {
+        self.index_mlid(g.rec.mlid, g.rec.mgid);
         self.notices.push_back(McNotice {
             trap: 66,
             mgid: g.rec.mgid,

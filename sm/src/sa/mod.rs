@@ -60,6 +60,7 @@
 //! built into [`Collector`], which applies the component mask ([`ibmad::sa_rec::matches`]) and
 //! stops early for a Get.
 
+pub mod db;
 pub mod inform;
 pub mod mcmember;
 pub mod path;

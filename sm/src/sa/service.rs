@@ -50,6 +50,17 @@ impl Services {
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
+    /// A service read back from an SA database file ([`super::db`]), its lease running out
+    /// at `expires`; false if a service with its RID is there already (OpenSM's loader skips
+    /// it).
+    pub fn restore(&mut self, rec: ServiceRecord, expires: Option<Time>) -> bool {
+        if self.list.iter().any(|e| e.rec.rid() == rec.rid()) {
+            return false;
+        }
+        self.list.push(Entry { rec, expires });
+        true
+    }
+
     /// Drops every registered service.
     pub fn clear(&mut self) {
         self.list.clear();
