@@ -467,6 +467,10 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     // Likewise the QoS configuration, which SIGHUP replaces (OpenSM's qos options can_update).
     let mut qos_cfg = cfg.qos.clone();
     let sa_db = read_sa_db(opts, &mut log, &mut cfg);
+    let (node_names, names_warning) = opts.node_names();
+    if let Some(w) = names_warning {
+        log.line(Level::Warn, &w);
+    }
     let mut sm = Sm::new(cfg).map_err(|e| e.to_string())?;
     let g2l_path: PathBuf = opts.cache_dir.join("guid2lid");
     if !opts.reassign_lids {
@@ -670,7 +674,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                 Request::Perfmgr(words) => crate::perf::request(&mut pm, t, &words),
                 Request::Dump => {
                     let dir = opts.dump_files_dir.clone();
-                    write_dump_files(&dir, &sm)
+                    write_dump_files(&dir, &sm, &node_names)
                         .map(|()| format!("dump files written to {}", dir.display()))
                         .map_err(|e| e.to_string())
                 }
@@ -751,7 +755,7 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
                         ),
                     );
                     if let Some(dir) = &dump_dir {
-                        if let Err(e) = write_dump_files(dir, &sm) {
+                        if let Err(e) = write_dump_files(dir, &sm, &node_names) {
                             log.line(Level::Error, &format!("dump files: {e}"));
                         }
                     }

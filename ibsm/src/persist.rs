@@ -122,25 +122,30 @@ pub fn write_atomic(target: &Path, data: &[u8]) -> Result<(), PersistError> {
 /// each replaced atomically: `opensm-subnet.lst`, `ibnetdiscover.topo` and, once routed,
 /// `opensm-lfts.dump`; with `qos` on or SL-to-VL tables from the routing engine,
 /// `opensm-sl2vl.dump` (the tables as the ports acknowledged them); when the engine assigned
-/// path SLs, `ibsm-path-sl.dump` (docs/dumps.md). Shared by `ibsm sim` and `ibsm run`.
+/// path SLs, `ibsm-path-sl.dump` (docs/dumps.md). Nodes `names` maps print under their
+/// mapped names (`node_name_map_name`). Shared by `ibsm sim` and `ibsm run`.
 ///
 /// # Errors
 /// The directory or a file could not be written.
-pub fn write_dump_files(dir: &Path, sm: &sm::Sm) -> Result<(), PersistError> {
+pub fn write_dump_files(
+    dir: &Path,
+    sm: &sm::Sm,
+    names: &sm::names::NodeNames,
+) -> Result<(), PersistError> {
     fs::create_dir_all(dir).map_err(err("create directory", dir))?;
     let subnet = sm.subnet();
     write_atomic(
         &dir.join("opensm-subnet.lst"),
-        sm::dump::subnet_lst(subnet).as_bytes(),
+        sm::dump::subnet_lst_named(subnet, names).as_bytes(),
     )?;
     write_atomic(
         &dir.join("ibnetdiscover.topo"),
-        sm::dump::ibnetdiscover(subnet).as_bytes(),
+        sm::dump::ibnetdiscover_named(subnet, None, names).as_bytes(),
     )?;
     if let Some(l) = sm.lfts() {
         write_atomic(
             &dir.join("opensm-lfts.dump"),
-            sm::dump::lfts_dump(subnet, l).as_bytes(),
+            sm::dump::lfts_dump_named(subnet, l, names).as_bytes(),
         )?;
     }
     let routes = sm.routes();
@@ -148,7 +153,7 @@ pub fn write_dump_files(dir: &Path, sm: &sm::Sm) -> Result<(), PersistError> {
         let known = |n, i, o| sm.known_qos(n).and_then(|k| k.sl2vl(i, o));
         write_atomic(
             &dir.join("opensm-sl2vl.dump"),
-            sm::dump::sl2vl_dump(subnet, &known).as_bytes(),
+            sm::dump::sl2vl_dump_named(subnet, &known, names).as_bytes(),
         )?;
     }
     if let Some(sls) = routes.and_then(|r| r.path_sl.as_ref()) {

@@ -68,6 +68,8 @@ pub struct SimArgs {
     pub exit_on_fatal: bool,
     /// The SA's `drop_event_subscriptions` ([`sm::sa::SaConfig::drop_event_subscriptions`]).
     pub drop_event_subscriptions: bool,
+    /// `node_name_map_name`: the names the dump files print for the nodes it maps.
+    pub node_names: sm::names::NodeNames,
 }
 
 impl SimArgs {
@@ -91,6 +93,7 @@ impl SimArgs {
             consolidate_ipv6_snm: false,
             exit_on_fatal: true,
             drop_event_subscriptions: false,
+            node_names: sm::names::NodeNames::default(),
         }
     }
 }
@@ -649,7 +652,7 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     progress.finish();
 
     if let Some(dir) = &args.dump_dir {
-        write_dumps(dir, &d.sm, guid2lid_text.as_deref())?;
+        write_dumps(dir, &d.sm, guid2lid_text.as_deref(), &args.node_names)?;
     }
 
     let outcome = SimOutcome {
@@ -678,8 +681,13 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
     Ok(outcome)
 }
 
-fn write_dumps(dir: &Path, sm: &Sm, guid2lid: Option<&str>) -> Result<(), SimRunError> {
-    write_dump_files(dir, sm)?;
+fn write_dumps(
+    dir: &Path,
+    sm: &Sm,
+    guid2lid: Option<&str>,
+    names: &sm::names::NodeNames,
+) -> Result<(), SimRunError> {
+    write_dump_files(dir, sm, names)?;
     let g2l = guid2lid.map_or_else(|| sm.guid2lid().to_text(), str::to_string);
     write_atomic(&dir.join("guid2lid"), g2l.as_bytes())?;
     Ok(())
@@ -1100,6 +1108,7 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
     }
     let dump_dir = (options.dump_files_dir != config::Options::default().dump_files_dir)
         .then(|| options.dump_files_dir.clone());
+    let (node_names, names_warning) = options.node_names();
     let args = SimArgs {
         topology,
         sm: sm::SmConfig {
@@ -1119,8 +1128,10 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         consolidate_ipv6_snm: options.consolidate_ipv6_snm_req,
         exit_on_fatal: options.exit_on_fatal,
         drop_event_subscriptions: options.drop_event_subscriptions,
+        node_names,
     };
     let mut warnings = warnings;
+    warnings.extend(names_warning);
     warnings.extend(engine_file_hints(&options, &args));
     Ok(SimCli::Run(Box::new(args), warnings))
 }

@@ -142,6 +142,76 @@ fn a_corrupt_guid2lid_is_fatal_unless_stay_on_fatal() {
     assert!(out.contains("SUBNET UP"), "{out}");
 }
 
+/// `node_name_map_name`: the dump files print the names a node name map gives (the lfts
+/// dump's switch header and destination comments, opensm-subnet.lst, ibnetdiscover.topo),
+/// NodeDescriptions elsewhere; a map with a line that is no GUID is refused with OpenSM's
+/// warning and changes nothing.
+#[test]
+fn node_name_map_names_the_nodes_in_the_dumps() {
+    let dir = tmp("names");
+    let plain = dir.path().join("plain");
+    let (code, out, err) = ibsm(&["sim", "fat-tree:2,4", "--dump-dir", plain.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let lfts = std::fs::read_to_string(plain.join("opensm-lfts.dump")).unwrap();
+    // "Unicast lids [0-N] of switch Lid L guid 0x<guid> ('<desc>'):"
+    let header = lfts.lines().next().unwrap();
+    let guid = header
+        .split(" guid ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let desc = header.split("('").nth(1).unwrap().trim_end_matches("'):");
+    let map = dir.path().join("ib-node-name-map");
+    std::fs::write(&map, format!("# test\n{guid} \"leaf-switch-one\"\n")).unwrap();
+    let conf = dir.path().join("sm.conf");
+    std::fs::write(&conf, format!("node_name_map_name {}\n", map.display())).unwrap();
+    let named = dir.path().join("named");
+    let (code, out, err) = ibsm(&[
+        "sim",
+        "fat-tree:2,4",
+        "-F",
+        conf.to_str().unwrap(),
+        "--dump-dir",
+        named.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let read = |f: &str| std::fs::read_to_string(named.join(f)).unwrap();
+    let lfts = read("opensm-lfts.dump");
+    assert!(
+        lfts.lines()
+            .next()
+            .unwrap()
+            .ends_with("('leaf-switch-one'):"),
+        "{}",
+        &lfts[..200]
+    );
+    assert!(lfts.contains("Switch portguid "), "{}", &lfts[..200]);
+    assert!(lfts.contains(": 'leaf-switch-one'"), "destination comments");
+    assert!(!lfts.contains(&format!("'{desc}'")), "{desc} still printed");
+    assert!(read("opensm-subnet.lst").contains("{leaf-switch-one}"));
+    assert!(read("ibnetdiscover.topo").contains("# \"leaf-switch-one\""));
+    // A map with a line that is no GUID: OpenSM's warning, NodeDescriptions.
+    std::fs::write(&map, format!("{guid} \"x\"\nleaf 0x1\n")).unwrap();
+    let again = dir.path().join("again");
+    let (code, out, err) = ibsm(&[
+        "sim",
+        "fat-tree:2,4",
+        "-F",
+        conf.to_str().unwrap(),
+        "--dump-dir",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("WARNING failed to parse node name map") && err.contains("line 2"),
+        "{err}"
+    );
+    let lfts = std::fs::read_to_string(again.join("opensm-lfts.dump")).unwrap();
+    assert!(lfts.contains(&format!("('{desc}')")), "{}", &lfts[..200]);
+}
+
 #[test]
 fn faults_do_not_change_the_outcome() {
     let (code, out, err) = ibsm(&[

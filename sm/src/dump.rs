@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 use ibmad::attr::SlToVl;
 use ibmad::{Lid, NodeType, PortNum, PortState};
 
+use crate::names::NodeNames;
 use crate::routing::file::DumpError;
 use crate::routing::Lfts;
 use crate::subnet::{Node, NodeId, Subnet};
@@ -63,6 +64,12 @@ fn qmap_order(subnet: &Subnet, ids: impl Iterator<Item = NodeId>) -> Vec<NodeId>
 /// `opensm-lfts.dump`: per switch, every LID whose entry is a valid port.
 #[must_use]
 pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
+    lfts_dump_named(subnet, lfts, &NodeNames::default())
+}
+
+/// [`lfts_dump`] with the names of a node name map in place of NodeDescriptions.
+#[must_use]
+pub fn lfts_dump_named(subnet: &Subnet, lfts: &Lfts, names: &NodeNames) -> String {
     let top = lfts.top();
     let owners = lid_owners(subnet, top);
     let mut out = String::new();
@@ -79,7 +86,7 @@ pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
             top.0,
             subnet.lid_of(sw, PortNum(0)).0,
             node.guid.0,
-            node.desc
+            names.desc(node.guid, &node.desc)
         );
         let Some(t) = lfts.table(sw) else {
             continue;
@@ -97,7 +104,7 @@ pub fn lfts_dump(subnet: &Subnet, lfts: &Lfts) -> String {
                         out,
                         "{} portguid 0x{g:016x}: '{}'",
                         node_type_str(on.node_type),
-                        on.desc
+                        names.desc(on.guid, &on.desc)
                     );
                 }
                 None => out.push_str("unknown node and type\n"),
@@ -134,6 +141,12 @@ fn default_port(node: &Node, p: PortNum) -> PortNum {
 /// CapabilityMask has IsExtendedSpeedsSupported, as OpenSM does); Mellanox FDR10 is not known.
 #[must_use]
 pub fn subnet_lst(subnet: &Subnet) -> String {
+    subnet_lst_named(subnet, &NodeNames::default())
+}
+
+/// [`subnet_lst`] with the names of a node name map in place of NodeDescriptions.
+#[must_use]
+pub fn subnet_lst_named(subnet: &Subnet, names: &NodeNames) -> String {
     let sm_lid = subnet
         .sm_port()
         .map_or(Lid::UNASSIGNED, |(n, p)| subnet.lid_of(n, p));
@@ -165,7 +178,7 @@ pub fn subnet_lst(subnet: &Subnet) -> String {
                 node.vendor_id,
                 node.device_id,
                 node.revision,
-                node.desc,
+                names.desc(node.guid, &node.desc),
                 subnet.lid_of(id, cp).0,
                 c
             );
@@ -184,7 +197,7 @@ pub fn subnet_lst(subnet: &Subnet) -> String {
                 rnode.vendor_id,
                 rdev,
                 rnode.revision,
-                rnode.desc,
+                names.desc(rnode.guid, &rnode.desc),
                 subnet.lid_of(rn, rp).0,
                 rp.0
             );
@@ -277,6 +290,13 @@ pub fn ibnetdiscover(subnet: &Subnet) -> String {
 /// [`ibnetdiscover`] with `generated on <date>` in the header.
 #[must_use]
 pub fn ibnetdiscover_with_header(subnet: &Subnet, date: Option<&str>) -> String {
+    ibnetdiscover_named(subnet, date, &NodeNames::default())
+}
+
+/// [`ibnetdiscover_with_header`] with the names of a node name map in the `# "…"` comments,
+/// as `ibnetdiscover --node-name-map` prints them.
+#[must_use]
+pub fn ibnetdiscover_named(subnet: &Subnet, date: Option<&str>, names: &NodeNames) -> String {
     let mut out = String::from("#\n");
     match date {
         Some(d) => {
@@ -313,7 +333,7 @@ pub fn ibnetdiscover_with_header(subnet: &Subnet, date: Option<&str>) -> String 
                 p0.map_or(0, |x| x.guid.0),
                 node.num_ports,
                 node_name(node),
-                node.desc,
+                names.desc(node.guid, &node.desc),
                 p0.map_or(0, |x| x.lid.0),
                 p0.map_or(0, |x| x.lmc)
             );
@@ -331,7 +351,7 @@ pub fn ibnetdiscover_with_header(subnet: &Subnet, date: Option<&str>) -> String 
                 kind.1,
                 node.num_ports,
                 node_name(node),
-                node.desc
+                names.desc(node.guid, &node.desc)
             );
         }
         for p in 1..=node.num_ports {
@@ -358,7 +378,7 @@ pub fn ibnetdiscover_with_header(subnet: &Subnet, date: Option<&str>) -> String 
                     node_name(rnode),
                     rp.0,
                     if rguid.is_empty() { "" } else { " " },
-                    rnode.desc
+                    names.desc(rnode.guid, &rnode.desc)
                 );
             } else {
                 let _ = writeln!(
@@ -369,7 +389,7 @@ pub fn ibnetdiscover_with_header(subnet: &Subnet, date: Option<&str>) -> String 
                     rp.0,
                     port.lid.0,
                     port.lmc,
-                    rnode.desc
+                    names.desc(rnode.guid, &rnode.desc)
                 );
             }
         }
@@ -398,6 +418,12 @@ fn sl2vl_row(out: &mut String, inp: u8, outp: u8, t: Option<SlToVl>) {
 /// and a closing rule and a blank line.
 #[must_use]
 pub fn sl2vl_dump(subnet: &Subnet, tables: Sl2VlLookup<'_>) -> String {
+    sl2vl_dump_named(subnet, tables, &NodeNames::default())
+}
+
+/// [`sl2vl_dump`] with the names of a node name map in the headers.
+#[must_use]
+pub fn sl2vl_dump_named(subnet: &Subnet, tables: Sl2VlLookup<'_>, names: &NodeNames) -> String {
     const HEADER: &str = "#in out : 0  1  2  3  4  5  6  7  8  9  10 11 12 13 14 15";
     const RULE: &str = "#--------------------------------------------------------";
     let mut ports: Vec<(NodeId, PortNum, u64)> = subnet
@@ -416,7 +442,7 @@ pub fn sl2vl_dump(subnet: &Subnet, tables: Sl2VlLookup<'_>) -> String {
             "{} 0x{guid:016x}, base LID {}, \"{}\"\n{HEADER}\n{RULE}",
             node_type_str(node.node_type),
             subnet.lid_of(n, p).0,
-            node.desc
+            names.desc(node.guid, &node.desc)
         );
         if node.is_switch() {
             for o in 0..=node.num_ports {

@@ -19,6 +19,7 @@ pub mod event;
 mod incremental;
 pub mod lid;
 pub mod mcast;
+pub mod names;
 pub mod partition;
 pub mod perfmgr;
 pub mod program;

@@ -816,6 +816,16 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "node_name_map_name",
+        section: Section::Misc,
+        doc: &["Node name map for mapping node's to more descriptive node descriptions"],
+        get: |o| fmt_opt_path(&o.node_name_map_name),
+        set: |o, v| {
+            o.node_name_map_name = opt_path(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "sa_db_file",
         section: Section::Routing,
         doc: &["SA database file name"],

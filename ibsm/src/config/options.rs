@@ -398,6 +398,10 @@ pub struct Options {
     /// SUBNET UP, after every light sweep that changed it, and at exit as master. Default
     /// FALSE.
     pub sa_db_dump: bool,
+    /// `node_name_map_name`: a node name map (`ib-node-name-map`) whose names the dump files
+    /// print instead of NodeDescriptions (`sm::names`). Default none: OpenSM's
+    /// `/etc/opensm/ib-node-name-map` if it exists.
+    pub node_name_map_name: Option<PathBuf>,
     /// `lfts_file` (`-U`): the LFTs the `file` routing engine loads. Default none.
     pub lfts_file: Option<PathBuf>,
     /// `port_profile_switch_nodes`: count routes to switches in the per-port load balancing.
@@ -605,6 +609,7 @@ impl Default for Options {
             ids_guid_file: None,
             max_reverse_hops: 0,
             sa_db_file: None,
+            node_name_map_name: None,
             sa_db_dump: false,
             guid_routing_order_file: None,
             port_prof_ignore_file: None,

@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ibmad::PortNum;
 use sm::partition::{PartEnforce, PartitionConfig};
@@ -10,6 +10,10 @@ use sm::routing::{EngineOptions, OptionFile};
 use sm::SmConfig;
 
 use super::options::{Options, QosTextSet, DEFAULT_QOS_POLICY_FILE};
+
+/// Where OpenSM (Debian's build) looks for a node name map when `node_name_map_name` is not
+/// set.
+pub const DEFAULT_NODE_NAME_MAP: &str = "/etc/opensm/ib-node-name-map";
 use sm::qos::policy::QosPolicy;
 use sm::qos::{parse_sl2vl, parse_vlarb, QosConfig, QosOptions};
 
@@ -228,6 +232,41 @@ impl Options {
             use_optimized_slvl: self.use_optimized_slvl,
             read_tables: self.read_qos_tables,
             policy: self.qos_policy().ok().flatten(),
+        }
+    }
+
+    /// The node name map (`node_name_map_name`, else OpenSM's
+    /// [`DEFAULT_NODE_NAME_MAP`] if it exists), and the warning OpenSM prints when the file
+    /// cannot be read or parsed (its names are then not used: NodeDescriptions are printed).
+    #[must_use]
+    pub fn node_names(&self) -> (sm::names::NodeNames, Option<String>) {
+        let default = Path::new(DEFAULT_NODE_NAME_MAP);
+        let path = match &self.node_name_map_name {
+            Some(p) => p.as_path(),
+            None if default.exists() => default,
+            None => return (sm::names::NodeNames::default(), None),
+        };
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                return (
+                    sm::names::NodeNames::default(),
+                    Some(format!(
+                        "WARNING failed to open node name map \"{}\" ({e})",
+                        path.display()
+                    )),
+                )
+            }
+        };
+        match sm::names::NodeNames::parse(&text) {
+            Ok(m) => (m, None),
+            Err(e) => (
+                sm::names::NodeNames::default(),
+                Some(format!(
+                    "WARNING failed to parse node name map \"{}\": {e}",
+                    path.display()
+                )),
+            ),
         }
     }
 

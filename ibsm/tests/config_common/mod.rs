@@ -28,6 +28,7 @@ pub fn perturbed() -> Options {
         keep_pkey_indexes: false,
         sa_db_file: Some(PathBuf::from("/var/cache/opensm/opensm-sa.dump")),
         sa_db_dump: true,
+        node_name_map_name: Some(PathBuf::from("/etc/opensm/names")),
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,
