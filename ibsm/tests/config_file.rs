@@ -330,7 +330,7 @@ fn reconcile_applies_opensm_mkey_lease_rule_and_warns() {
 
 #[test]
 fn unsupported_opensm_keys_at_default_are_harmless_and_summarized() {
-    let f = parse("avoid_throttled_links FALSE\nmax_wire_smps2 0x04\nlid_matrix_dump_file (null)\navoid_throttled_links TRUE\nlmc 1\nbogus 1\n").unwrap();
+    let f = parse("congestion_control FALSE\nmax_wire_smps2 0x04\nlid_matrix_dump_file (null)\ncongestion_control TRUE\nlmc 1\nbogus 1\n").unwrap();
     let w = &f.warnings;
     assert_eq!(w.len(), 5, "{w:?}");
     // `max_wire_smps2 0x04` equals OpenSM's `4`.
@@ -338,13 +338,13 @@ fn unsupported_opensm_keys_at_default_are_harmless_and_summarized() {
     assert!(w[3].is_unsupported() && !w[3].is_harmless());
     let msg = w[3].to_string();
     assert!(
-        msg.contains("/etc/test.conf:4") && msg.contains("avoid_throttled_links TRUE"),
+        msg.contains("/etc/test.conf:4") && msg.contains("congestion_control TRUE"),
         "{msg}"
     );
     assert!(msg.contains("OpenSM's default: FALSE"), "{msg}");
     let lines = ibsm::config::summarize_warnings(w);
     assert_eq!(lines.len(), 3, "{lines:?}");
-    assert!(lines[0].contains("avoid_throttled_links TRUE"));
+    assert!(lines[0].contains("congestion_control TRUE"));
     assert!(lines[1].contains("bogus"));
     assert!(
         lines[2].starts_with("/etc/test.conf: 3 OpenSM option"),

@@ -545,7 +545,7 @@ fn not_implemented_keys_are_listed_and_warned_about() {
     assert!(text.contains("# NOT IMPLEMENTED BY IBSM"), "{text}");
     // An OpenSM key ibsm lacks, with OpenSM's default, and a key ibsm reads but ignores.
     assert!(
-        text.lines().any(|l| l == "# avoid_throttled_links FALSE"),
+        text.lines().any(|l| l == "# congestion_control FALSE"),
         "{text}"
     );
     let hops = text.find("\nmax_reverse_hops 0").unwrap();
@@ -601,9 +601,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         assert_eq!(code, 0, "{err}");
         err
     };
-    let err = warnings_for("avoid_throttled_links TRUE\nmax_reverse_hops 2\n");
+    let err = warnings_for("congestion_control TRUE\nmax_reverse_hops 2\n");
     assert!(
-        err.contains("avoid_throttled_links TRUE is not implemented"),
+        err.contains("congestion_control TRUE is not implemented"),
         "{err}"
     );
     assert!(
@@ -625,9 +625,9 @@ fn not_implemented_keys_are_listed_and_warned_about() {
         let err = warnings_for(implemented);
         assert!(!err.contains("not implemented"), "{implemented}: {err}");
     }
-    let err = warnings_for("avoid_throttled_links FALSE\nmax_reverse_hops 0\n");
+    let err = warnings_for("congestion_control FALSE\nmax_reverse_hops 0\n");
     assert!(!err.contains("max_reverse_hops"), "{err}");
-    assert!(!err.contains("avoid_throttled_links"), "{err}");
+    assert!(!err.contains("congestion_control"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

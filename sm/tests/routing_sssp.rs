@@ -274,3 +274,78 @@ fn dfsssp_in_two_lanes_after_emptying_the_third(
     assert!(rep.ok(), "{spec} lmc {lmc}: {rep:?}");
     (s, out)
 }
+
+/// `avoid_throttled_links`: a leaf-spine link trained down to 1x while both ends enable 4x is
+/// throttled; with the option sssp, dfsssp and nue route nothing over it (and say so for each
+/// direction, as OpenSM logs it), every CA still reaches every CA; without it, routes use it.
+#[test]
+fn throttled_links_are_avoided_when_asked() {
+    use ibmad::PortNum;
+    let mut s = subnet("fat-tree:2,8", 0, 4);
+    let leaf = s
+        .switches()
+        .find(|&n| {
+            (1..=s.node(n).num_ports).any(|p| {
+                s.port(n, PortNum(p))
+                    .and_then(|x| x.remote)
+                    .is_some_and(|(r, _)| !s.node(r).is_switch())
+            })
+        })
+        .unwrap();
+    let (up, (spine, down)) = (1..=s.node(leaf).num_ports)
+        .find_map(|p| {
+            let r = s.port(leaf, PortNum(p))?.remote?;
+            s.node(r.0).is_switch().then_some((PortNum(p), r))
+        })
+        .unwrap();
+    // Both ends enable 1x and 4x at SDR, and run 4x: not throttled.
+    for (n, p) in [(leaf, up), (spine, down)] {
+        let pi = s.port_mut(n, p).unwrap().info.as_mut().unwrap();
+        pi.link_width_enabled = 1 | 2;
+        pi.set_link_speed_enabled(1);
+        assert_eq!((pi.link_width_active, pi.link_speed_active()), (2, 1));
+    }
+    assert!(!sm::routing::graph::link_throttled(&s, leaf, up));
+    // Trained down to 1x.
+    for (n, p) in [(leaf, up), (spine, down)] {
+        s.port_mut(n, p)
+            .unwrap()
+            .info
+            .as_mut()
+            .unwrap()
+            .link_width_active = 1;
+    }
+    assert!(sm::routing::graph::link_throttled(&s, leaf, up));
+    assert!(sm::routing::graph::link_throttled(&s, spine, down));
+    let uses = |out: &sm::routing::RouteOutcome| {
+        let lfts = &out.routes.lfts;
+        let on = |n, p: PortNum| lfts.table(n).unwrap().iter().filter(|&&e| e == p.0).count();
+        on(leaf, up) + on(spine, down)
+    };
+    for engine in ["sssp", "dfsssp", "nue"] {
+        for avoid in [false, true] {
+            let o = EngineOptions {
+                avoid_throttled_links: avoid,
+                ..opts(true)
+            };
+            let out = route_chain_with(&[engine.to_string()], true, &s, 0, &o).unwrap();
+            assert_eq!(out.engine, engine, "{:?}", out.log);
+            let said = out
+                .log
+                .iter()
+                .filter(|l| l.contains("Detected and ignoring throttled link"))
+                .count();
+            assert_eq!(said, if avoid { 2 } else { 0 }, "{engine}: {:?}", out.log);
+            let reach = check_all_pairs(&s, &out.routes.lfts);
+            assert_eq!(
+                reach.unreachable_count, 0,
+                "{engine} avoid {avoid}: {reach:?}"
+            );
+            if avoid {
+                assert_eq!(uses(&out), 0, "{engine} routes over the throttled link");
+            } else {
+                assert!(uses(&out) > 0, "{engine} never used the link anyway");
+            }
+        }
+    }
+}

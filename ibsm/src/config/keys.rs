@@ -790,6 +790,19 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "avoid_throttled_links",
+        section: Section::Routing,
+        doc: &[
+            "Routing engines will avoid throttled switch-to-switch links",
+            "(supported by: nue, dfsssp, sssp; use FALSE if unsure)",
+        ],
+        get: |o| fmt_bool(o.avoid_throttled_links),
+        set: |o, v| {
+            o.avoid_throttled_links = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "scatter_ports",
         section: Section::Routing,
         doc: &[

@@ -432,6 +432,9 @@ pub struct Options {
     /// `port_shifting` (`--port-shifting`): minhop, updn and dnup start their scan of equally
     /// short ports at a place that moves with the routes on them. Default FALSE.
     pub port_shifting: bool,
+    /// `avoid_throttled_links`: sssp, dfsssp and nue leave out switch links that run below
+    /// what both ends enable (`sm::routing::graph::link_throttled`). Default FALSE.
+    pub avoid_throttled_links: bool,
     /// `scatter_ports` (`--scatter-ports`): random seed for choosing among equal ports;
     /// 0 (default) = deterministic round robin.
     pub scatter_ports: u32,
@@ -623,6 +626,7 @@ impl Default for Options {
             nue_include_switches: false,
             torus_config: PathBuf::from("/etc/opensm/torus-2QoS.conf"),
             port_shifting: false,
+            avoid_throttled_links: false,
             scatter_ports: 0,
             guid_routing_order_no_scatter: false,
             sm_priority: 0,

@@ -145,6 +145,7 @@ impl Options {
             port_profile_switch_nodes: self.port_profile_switch_nodes,
             scatter_ports: self.scatter_ports.into(),
             port_shifting: self.port_shifting,
+            avoid_throttled_links: self.avoid_throttled_links,
             root_guid_file: option_file(self.root_guid_file.as_ref()),
             lfts_file: option_file(self.lfts_file.as_ref()),
             cn_guid_file: option_file(self.cn_guid_file.as_ref()),

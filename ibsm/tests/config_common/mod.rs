@@ -29,6 +29,7 @@ pub fn perturbed() -> Options {
         sa_db_file: Some(PathBuf::from("/var/cache/opensm/opensm-sa.dump")),
         sa_db_dump: true,
         node_name_map_name: Some(PathBuf::from("/etc/opensm/names")),
+        avoid_throttled_links: true,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,

@@ -1174,7 +1174,13 @@ impl RoutingEngine for Sssp {
         _rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
-        let hm = HopMatrix::from_graph(SwitchGraph::build(subnet));
+        let g = SwitchGraph::build_avoiding_throttled(
+            subnet,
+            self.opts.avoid_throttled_links,
+            "dfsssp_build_graph",
+            log,
+        );
+        let hm = HopMatrix::from_graph(g);
         let g = hm.graph();
         let n = g.switch_count();
         // OpenSM's dry run: every switch must be reachable (ERR AD0C).

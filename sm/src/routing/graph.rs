@@ -44,6 +44,75 @@ pub fn link_usable(subnet: &Subnet, n: NodeId, p: PortNum) -> bool {
     !unhealthy && (rport.info.is_none() || rport.state() != ibmad::PortState::DOWN)
 }
 
+/// The fastest speed in a mask of speeds (extended speeds shifted up by 4, as OpenSM's
+/// `ib_get_highest_link_speed` takes them), or 0.
+fn highest_speed(speeds: u8) -> u8 {
+    (0..8)
+        .rev()
+        .map(|b| 1u8 << b)
+        .find(|m| speeds & m != 0)
+        .unwrap_or(0)
+}
+
+/// The widest width in a mask of widths (12x, 8x, 4x, 2x, 1x), or 0.
+fn highest_width(widths: u8) -> u8 {
+    [8u8, 4, 2, 16, 1]
+        .into_iter()
+        .find(|w| widths & w != 0)
+        .unwrap_or(0)
+}
+
+/// OpenSM's `osm_link_is_throttled`: the link on port `p` of node `n` runs at different
+/// speeds or widths at its two ends, or below the fastest speed or widest width both ends
+/// enable. Extended speeds count where the end's CapabilityMask (a switch's port 0's) says it
+/// has them; FDR10 (a vendor speed) is not known. A link whose far end or PortInfo is not
+/// known, or an end of which enables no width or no speed (a subnet built from a topology
+/// file, not read from ports: a real port always enables some), is not throttled.
+#[must_use]
+pub fn link_throttled(subnet: &Subnet, n: NodeId, p: PortNum) -> bool {
+    use ibmad::attr::port_info::cap;
+    let Some(port) = subnet.port(n, p) else {
+        return false;
+    };
+    let Some((rn, rp)) = port.remote else {
+        return false;
+    };
+    let (Some(a), Some(b)) = (port.info, subnet.port(rn, rp).and_then(|x| x.info)) else {
+        return false;
+    };
+    let ext = |node: NodeId, here: &ibmad::attr::PortInfo| {
+        let mask_port = if subnet.node(node).is_switch() {
+            subnet.port(node, PortNum(0)).and_then(|x| x.info)
+        } else {
+            Some(*here)
+        };
+        mask_port.is_some_and(|i| i.capability_mask.get() & cap::IS_EXT_SPEEDS_SUP != 0)
+    };
+    let speeds = |i: &ibmad::attr::PortInfo, ext: bool, enabled: bool| {
+        let (base, x) = if enabled {
+            (i.link_speed_enabled(), i.link_speed_ext_enabled())
+        } else {
+            (i.link_speed_active(), i.link_speed_ext_active())
+        };
+        (if ext { (x & 0xF) << 4 } else { 0 }) | (base & 0x7)
+    };
+    if [a, b]
+        .iter()
+        .any(|i| i.link_width_enabled == 0 || i.link_speed_enabled() == 0)
+    {
+        return false;
+    }
+    let (ea, eb) = (ext(n, &a), ext(rn, &b));
+    let top_speed = highest_speed(speeds(&a, ea, true) & speeds(&b, eb, true));
+    let top_width = highest_width(a.link_width_enabled & b.link_width_enabled);
+    let (sa, sb) = (
+        highest_speed(speeds(&a, ea, false)),
+        highest_speed(speeds(&b, eb, false)),
+    );
+    let (wa, wb) = (a.link_width_active, b.link_width_active);
+    sa != sb || sa != top_speed || wa != wb || wa != top_width
+}
+
 /// A dense index (slot) per switch: `NodeId` → slot and back. Slots follow the order the
 /// switches are given in — [`Subnet::switches`], i.e. discovery order, for [`SwitchSlots::new`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -145,6 +214,44 @@ impl SwitchGraph {
     /// The graph of `subnet`'s switches, slots in discovery order.
     #[must_use]
     pub fn build(subnet: &Subnet) -> SwitchGraph {
+        SwitchGraph::build_keeping(subnet, |_, _| true)
+    }
+
+    /// [`SwitchGraph::build`] without the throttled links ([`link_throttled`]) when `avoid`
+    /// (`avoid_throttled_links`), each logged as OpenSM's `prefix` engine logs it.
+    #[must_use]
+    pub fn build_avoiding_throttled(
+        subnet: &Subnet,
+        avoid: bool,
+        prefix: &str,
+        log: &mut Vec<String>,
+    ) -> SwitchGraph {
+        if !avoid {
+            return SwitchGraph::build(subnet);
+        }
+        SwitchGraph::build_keeping(subnet, |s, p| {
+            if !link_throttled(subnet, s, p) {
+                return true;
+            }
+            let Some((rn, rp)) = subnet.port(s, p).and_then(|x| x.remote) else {
+                return true;
+            };
+            log.push(format!(
+                "{prefix}: Detected and ignoring throttled link: 0x{:016x}/P{} <--> 0x{:016x}/P{}",
+                subnet.node(s).guid.0,
+                p.0,
+                subnet.node(rn).guid.0,
+                rp.0
+            ));
+            false
+        })
+    }
+
+    /// The graph with the usable switch links `keep(switch, port)` accepts.
+    fn build_keeping(
+        subnet: &Subnet,
+        mut keep: impl FnMut(NodeId, PortNum) -> bool,
+    ) -> SwitchGraph {
         let slots = SwitchSlots::new(subnet);
         let mut adj_start = Vec::with_capacity(slots.len() + 1);
         let mut adj = Vec::new();
@@ -157,7 +264,7 @@ impl SwitchGraph {
                 let Some(r) = slots.slot(rn) else {
                     continue;
                 };
-                if rn == s || !link_usable(subnet, s, PortNum(p)) {
+                if rn == s || !link_usable(subnet, s, PortNum(p)) || !keep(s, PortNum(p)) {
                     continue;
                 }
                 adj.push(Edge {

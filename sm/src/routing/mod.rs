@@ -423,6 +423,11 @@ pub struct EngineOptions {
     /// group do not line up on the same port of every switch (OpenSM's `port_shifting`).
     /// Default false.
     pub port_shifting: bool,
+    /// `avoid_throttled_links`: sssp, dfsssp and nue route over no switch-to-switch link
+    /// that runs below the fastest speed or widest width both ends enable, or at different
+    /// speeds or widths at its two ends ([`graph::link_throttled`], OpenSM's
+    /// `osm_link_is_throttled`). Default false.
+    pub avoid_throttled_links: bool,
     /// `port_prof_ignore_file` (`-i`): lines `SWITCH-GUID PORT`; routes minhop, updn and dnup
     /// send out those switch ports are not counted by the balancing. As read by the caller.
     pub port_prof_ignore_file: Option<OptionFile>,
@@ -546,6 +551,7 @@ impl Default for EngineOptions {
             guid_routing_order_no_scatter: false,
             connect_roots: false,
             port_shifting: false,
+            avoid_throttled_links: false,
             port_prof_ignore_file: None,
             hop_weights_file: None,
             port_search_ordering_file: None,

@@ -449,7 +449,12 @@ impl RoutingEngine for Nue {
         _rng: &mut dyn rand::RngCore,
         log: &mut Vec<String>,
     ) -> Result<Routes, RouteError> {
-        let g = SwitchGraph::build(subnet);
+        let g = SwitchGraph::build_avoiding_throttled(
+            subnet,
+            self.opts.avoid_throttled_links,
+            "nue_discover_network",
+            log,
+        );
         let n = g.switch_count();
         if n as u64 > SLOT_MASK {
             return Err(fail(format!(
