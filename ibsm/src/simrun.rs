@@ -70,6 +70,10 @@ pub struct SimArgs {
     pub drop_event_subscriptions: bool,
     /// `node_name_map_name`: the names the dump files print for the nodes it maps.
     pub node_names: sm::names::NodeNames,
+    /// `sa_db_dump`: `opensm-sa.dump` is written with the other dump files.
+    pub sa_db_dump: bool,
+    /// `sa_db_file` (`-S`): an SA database file the SA starts with (`sm::sa::db`).
+    pub sa_db_file: Option<PathBuf>,
 }
 
 impl SimArgs {
@@ -94,6 +98,8 @@ impl SimArgs {
             exit_on_fatal: true,
             drop_event_subscriptions: false,
             node_names: sm::names::NodeNames::default(),
+            sa_db_dump: false,
+            sa_db_file: None,
         }
     }
 }
@@ -525,6 +531,33 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
         h: att.handle,
         events: VecDeque::new(),
     };
+    if let Some(path) = &args.sa_db_file {
+        let text = std::fs::read_to_string(path).map_err(|source| SimRunError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let db = sm::sa::db::parse(&text)
+            .map_err(|e| SimRunError::Fatal(format!("sa_db_file {}: {e}", path.display())))?;
+        let done = d.sa.restore_db(&db, port, Time::ZERO);
+        writeln!(
+            out,
+            "[{:>12}] INFO  SA database restored from {}: {} multicast groups ({} members), {} services, {} event subscriptions",
+            fmt_dur(Duration::ZERO),
+            path.display(),
+            done.groups,
+            done.members,
+            done.services,
+            done.informs
+        )?;
+        for why in &done.skipped {
+            writeln!(
+                out,
+                "[{:>12}] ERR   sa_db_file {}: {why}; skipped",
+                fmt_dur(Duration::ZERO),
+                path.display()
+            )?;
+        }
+    }
 
     let limit = Time::ZERO + args.limit;
     let start = Instant::now();
@@ -618,6 +651,12 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
             state(&d.sm)
         ))
     };
+    if args.sa_db_dump {
+        // The SA takes the last sweep's snapshot (and makes the partitions' groups) at its
+        // next turn, which the run ends before.
+        let now = d.fabric.now();
+        d.sa.follow(now, &mut d.sm);
+    }
     // The sweep to report: the live one, unless the run ended in a re-sweep of a failed one.
     let (subnet, lfts, engine, unreachable) = match &finished {
         Some(f) => (&f.subnet, f.lfts.as_ref(), f.engine, f.unreachable),
@@ -653,6 +692,10 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
 
     if let Some(dir) = &args.dump_dir {
         write_dumps(dir, &d.sm, guid2lid_text.as_deref(), &args.node_names)?;
+        if args.sa_db_dump {
+            let text = sm::sa::db::dump(d.sa.state());
+            write_atomic(&dir.join("opensm-sa.dump"), text.as_bytes())?;
+        }
     }
 
     let outcome = SimOutcome {
@@ -1129,6 +1172,8 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         exit_on_fatal: options.exit_on_fatal,
         drop_event_subscriptions: options.drop_event_subscriptions,
         node_names,
+        sa_db_dump: options.sa_db_dump,
+        sa_db_file: options.sa_db_file.clone(),
     };
     let mut warnings = warnings;
     warnings.extend(names_warning);

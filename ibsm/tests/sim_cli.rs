@@ -212,6 +212,68 @@ fn node_name_map_names_the_nodes_in_the_dumps() {
     assert!(lfts.contains(&format!("('{desc}')")), "{}", &lfts[..200]);
 }
 
+/// `sa_db_dump` and `sa_db_file` (`-S`) in `ibsm sim`: the dump directory gets
+/// `opensm-sa.dump` (the default partition's broadcast group, as OpenSM writes it); a file
+/// with one more group and its member is restored at start and dumped again; a malformed file
+/// is refused naming its line.
+#[test]
+fn sa_db_is_dumped_and_restored() {
+    let dir = tmp("sadb");
+    let conf = dir.path().join("sm.conf");
+    std::fs::write(&conf, "sa_db_dump TRUE\n").unwrap();
+    let first = dir.path().join("first");
+    let run = |extra: &[&str], to: &std::path::Path| {
+        let mut a = vec![
+            "sim",
+            "fat-tree:2,4",
+            "-F",
+            conf.to_str().unwrap(),
+            "--dump-dir",
+        ];
+        a.push(to.to_str().unwrap());
+        a.extend_from_slice(extra);
+        ibsm(&a)
+    };
+    let (code, out, err) = run(&[], &first);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let dump = std::fs::read_to_string(first.join("opensm-sa.dump")).unwrap();
+    assert!(
+        dump.starts_with("MC Group 0xc000  (well known): mgid=0xff12401bffff0000:0x00000000ffffffff port_gid=0x0000000000000000:0x0000000000000000 qkey=0x00000b1b mlid=0xc000"),
+        "{dump}"
+    );
+    // A CA port of the fabric (from guid2lid) joins a group of its own in the file.
+    let g2l = std::fs::read_to_string(first.join("guid2lid")).unwrap();
+    let ca = g2l
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .find(|g| !dump.contains(g))
+        .unwrap()
+        .to_string();
+    let group = format!(
+        "MC Group 0xc001 : mgid=0xff12a01bfe800000:0x00000000000000aa port_gid=0x0000000000000000:0x0000000000000000 qkey=0x00001234 mlid=0xc001 mtu=0x84 tclass=0x00 pkey=0xffff rate=0x83 pkt_life=0x92 sl_flow_hop=0x00000000 scope_state=0x21 proxy_join=0x0\n\n\
+         mcm_port: port_gid=0xfe80000000000000:{ca} scope_state=0x21 proxy_join=0x0\n\n"
+    );
+    let file = dir.path().join("opensm-sa.dump");
+    std::fs::write(&file, format!("{dump}{group}")).unwrap();
+    let second = dir.path().join("second");
+    let (code, out, err) = run(&["-S", file.to_str().unwrap()], &second);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "SA database restored from {}: 2 multicast groups (1 members), 0 services, 0 event subscriptions",
+            file.display()
+        )),
+        "{out}"
+    );
+    let again = std::fs::read_to_string(second.join("opensm-sa.dump")).unwrap();
+    assert_eq!(again, format!("{dump}{group}"));
+    // A malformed line: refused, naming it.
+    std::fs::write(&file, group.replace("mlid=0xc001", "mlid=0xq")).unwrap();
+    let (code, _, err) = run(&["-S", file.to_str().unwrap()], &dir.path().join("third"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("line 1") && err.contains("mlid=0xq"), "{err}");
+}
+
 #[test]
 fn faults_do_not_change_the_outcome() {
     let (code, out, err) = ibsm(&[
