@@ -939,9 +939,14 @@ fn pkeys_listed(text: &str) -> Vec<u16> {
         .collect()
 }
 
-/// `ibsm run -o -f DIR/ibsm.log ARGS` on `sim` with `OSM_CACHE_DIR` = `cache`: SUBNET UP
-/// within 60 s, or the test fails with ibsm's stderr and log.
-fn run_once(sim: &IbsimGuard, dir: &Path, cache: &Path, args: &[&std::ffi::OsStr]) {
+/// `ibsm run -o -f DIR/ibsm.log ARGS` on `sim` with `OSM_CACHE_DIR` = `cache`, bounded to
+/// 60 s: its output, whether it ended in time, and its log.
+fn ibsm_once(
+    sim: &IbsimGuard,
+    dir: &Path,
+    cache: &Path,
+    args: &[&std::ffi::OsStr],
+) -> (Output, bool, String) {
     let log = dir.join("ibsm.log");
     let child = sim
         .client(env!("CARGO_BIN_EXE_ibsm"), dir)
@@ -955,13 +960,32 @@ fn run_once(sim: &IbsimGuard, dir: &Path, cache: &Path, args: &[&std::ffi::OsStr
         .spawn()
         .unwrap();
     let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    (
+        out,
+        in_time,
+        std::fs::read_to_string(&log).unwrap_or_default(),
+    )
+}
+
+/// [`ibsm_once`], which must reach SUBNET UP (else the test fails with ibsm's stderr and log).
+fn run_once(sim: &IbsimGuard, dir: &Path, cache: &Path, args: &[&std::ffi::OsStr]) {
+    let (out, in_time, log_text) = ibsm_once(sim, dir, cache, args);
     assert!(
         in_time && out.status.success(),
         "ibsm run -o {args:?}: {:?}\n{}\n{log_text}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// ibsim on the ibsim example `net`, a scratch directory tagged `tag` and its `cache`
+/// directory (for `OSM_CACHE_DIR`).
+fn sandbox(net: &str, tag: &str) -> (IbsimGuard, TempDir, PathBuf) {
+    let sim = IbsimGuard::start_text(&example(net), &[]).unwrap();
+    let dir = TempDir::new(tag).unwrap();
+    let cache = dir.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    (sim, dir, cache)
 }
 
 /// The LID of port GUID `guid` in the guid2lid file ibsm saved in `cache`.
@@ -1318,24 +1342,10 @@ fn a_corrupt_guid2lid_is_fatal_unless_stay_on_fatal() {
     if !peers(test) {
         return;
     }
-    let net = example("net.2sw2path4hca");
-    let sim = IbsimGuard::start_text(&net, &[]).unwrap();
-    let dir = TempDir::new("interop-fatal").unwrap();
-    let cache = dir.path().join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
+    let (sim, dir, cache) = sandbox("net.2sw2path4hca", "interop-fatal");
     let bad = "0x0002c90200000001 0x0001 0x0001\n\n0x0002c90200000002 0x0002\n";
     std::fs::write(cache.join("guid2lid"), bad).unwrap();
-    let child = sim
-        .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
-        .args(["run", "-o", "-f"])
-        .arg(dir.path().join("ibsm.log"))
-        .env("OSM_CACHE_DIR", &cache)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (out, in_time) = wait_bounded(child, Duration::from_secs(60));
+    let (out, in_time, _) = ibsm_once(&sim, dir.path(), &cache, &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         in_time && out.status.code() == Some(1),
@@ -1409,10 +1419,8 @@ fn sa_db_dump_is_opensms_and_reads_back() {
         theirs.starts_with("MC Group 0xc000  (well known): mgid=0xff12401bffff0000"),
         "{theirs}"
     );
-    let ours_dir = dir.path().join("ibsm");
-    let cache = ours_dir.join("cache");
-    std::fs::create_dir_all(&cache).unwrap();
-    let sim = IbsimGuard::start_text(&net, &[]).unwrap();
+    let (sim, ours, cache) = sandbox("net.2sw2path4hca", "interop-sadb-ibsm");
+    let ours_dir = ours.path().to_path_buf();
     let conf = conf_for(&ours_dir);
     run_once(&sim, &ours_dir, &cache, &["-F".as_ref(), conf.as_os_str()]);
     let ours = std::fs::read_to_string(ours_dir.join("opensm-sa.dump")).unwrap();

@@ -202,6 +202,36 @@ fn bring_up_with(sa: SaConfig) -> (Bed, Topology, NodeId) {
     (b, topo, late)
 }
 
+/// A SubnAdm request from the client to the SM's SA: `method` on `attr` with ComponentMask
+/// `mask`, the record `rec` and TID `tid`.
+fn sa_request(b: &mut Bed, method: Method, attr: SaAttrId, mask: u64, rec: &[u8], tid: u64) {
+    let repr = SaRepr {
+        header: gmp::Repr::request(MgmtClass::SUBN_ADM, method, attr.0, 0, tid),
+        rmpp: RmppRepr::Inactive,
+        sm_key: 0,
+        attr_offset: 0,
+        comp_mask: mask,
+    };
+    let mut m = repr.to_mad();
+    m[SA_DATA_OFFSET..SA_DATA_OFFSET + rec.len()].copy_from_slice(rec);
+    let meta = MadMeta::gmp(PortNum(1), Lid(0), b.sm.sm_lid());
+    b.f.sm_send(b.client, &meta, &m).unwrap();
+}
+
+/// The client subscribes to generic trap `trap` from any issuer (RespTimeValue 18: about
+/// 1 s), TID `tid`.
+fn subscribe(b: &mut Bed, trap: u16, tid: u64) {
+    let mut ii = InformInfo::new_zeroed();
+    ii.lid_range_begin.set(ALL_16);
+    ii.is_generic = 1;
+    ii.subscribe = 1;
+    ii.trap_type.set(ALL_16);
+    ii.trap_num.set(trap);
+    ii.qpn_resp_time.set(0x12);
+    ii.set_producer_type(ALL_24);
+    sa_request(b, Method::SET, SaAttrId::INFORM_INFO, 0, ii.as_bytes(), tid);
+}
+
 #[test]
 fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
     let (mut b, topo, late) = bring_up();
@@ -209,31 +239,7 @@ fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
 
     // Subscribe to traps 64 and 65 (generic, any issuer).
     for trap in [64u16, 65] {
-        let mut ii = InformInfo::new_zeroed();
-        ii.lid_range_begin.set(ALL_16);
-        ii.is_generic = 1;
-        ii.subscribe = 1;
-        ii.trap_type.set(ALL_16);
-        ii.trap_num.set(trap);
-        ii.qpn_resp_time.set(0x12); // RespTimeValue 18: about 1 s
-        ii.set_producer_type(ALL_24);
-        let repr = SaRepr {
-            header: gmp::Repr::request(
-                MgmtClass::SUBN_ADM,
-                Method::SET,
-                SaAttrId::INFORM_INFO.0,
-                0,
-                0x1000 + u64::from(trap),
-            ),
-            rmpp: RmppRepr::Inactive,
-            sm_key: 0,
-            attr_offset: 0,
-            comp_mask: 0,
-        };
-        let mut m = repr.to_mad();
-        m[SA_DATA_OFFSET..SA_DATA_OFFSET + 36].copy_from_slice(ii.as_bytes());
-        let meta = MadMeta::gmp(PortNum(1), Lid(0), sm_lid);
-        b.f.sm_send(b.client, &meta, &m).unwrap();
+        subscribe(&mut b, trap, 0x1000 + u64::from(trap));
     }
     b.run_for(Duration::from_secs(1));
     let answers: Vec<_> = b
@@ -285,21 +291,7 @@ fn a_subscriber_is_told_when_a_ca_joins_and_leaves() {
 
 /// A GetTable(NodeRecord) from the client.
 fn node_table(b: &mut Bed, tid: u64) {
-    let repr = SaRepr {
-        header: gmp::Repr::request(
-            MgmtClass::SUBN_ADM,
-            Method::GET_TABLE,
-            SaAttrId::NODE_RECORD.0,
-            0,
-            tid,
-        ),
-        rmpp: RmppRepr::Inactive,
-        sm_key: 0,
-        attr_offset: 0,
-        comp_mask: 0,
-    };
-    let meta = MadMeta::gmp(PortNum(1), Lid(0), b.sm.sm_lid());
-    b.f.sm_send(b.client, &meta, &repr.to_mad()).unwrap();
+    sa_request(b, Method::GET_TABLE, SaAttrId::NODE_RECORD, 0, &[], tid);
 }
 
 /// Node GUIDs of the NodeRecords in a reassembled GetTableResp.
@@ -395,23 +387,10 @@ fn join_snm(b: &mut Bed, topo: &Topology, port: NodeId, tid: u64) -> Lid {
         join_state: join::FULL,
         ..McMemberRepr::default()
     };
-    let repr = SaRepr {
-        header: gmp::Repr::request(
-            MgmtClass::SUBN_ADM,
-            Method::SET,
-            SaAttrId::MC_MEMBER_RECORD.0,
-            0,
-            tid,
-        ),
-        rmpp: RmppRepr::Inactive,
-        sm_key: 0,
-        attr_offset: 0,
-        comp_mask: sm::sa::mcmember::CREATE_COMP_MASK,
-    };
-    let mut m = repr.to_mad();
-    assert!(rec.emit(&mut m[SA_DATA_OFFSET..]));
-    let meta = MadMeta::gmp(PortNum(1), Lid(0), b.sm.sm_lid());
-    b.f.sm_send(b.client, &meta, &m).unwrap();
+    let mut buf = [0u8; 200];
+    assert!(rec.emit(&mut buf));
+    let mask = sm::sa::mcmember::CREATE_COMP_MASK;
+    sa_request(b, Method::SET, SaAttrId::MC_MEMBER_RECORD, mask, &buf, tid);
     b.run_for(Duration::from_secs(2));
     let (_, answer) = b
         .inbox
@@ -469,33 +448,8 @@ fn a_departed_subscribers_subscriptions_go_with_drop_event_subscriptions() {
             drop_event_subscriptions: drop,
             ..SaConfig::default()
         });
-        let sm_lid = b.sm.sm_lid();
         for trap in [64u16, 65] {
-            let mut ii = InformInfo::new_zeroed();
-            ii.lid_range_begin.set(ALL_16);
-            ii.is_generic = 1;
-            ii.subscribe = 1;
-            ii.trap_type.set(ALL_16);
-            ii.trap_num.set(trap);
-            ii.qpn_resp_time.set(0x12);
-            ii.set_producer_type(ALL_24);
-            let repr = SaRepr {
-                header: gmp::Repr::request(
-                    MgmtClass::SUBN_ADM,
-                    Method::SET,
-                    SaAttrId::INFORM_INFO.0,
-                    0,
-                    0x2000 + u64::from(trap),
-                ),
-                rmpp: RmppRepr::Inactive,
-                sm_key: 0,
-                attr_offset: 0,
-                comp_mask: 0,
-            };
-            let mut m = repr.to_mad();
-            m[SA_DATA_OFFSET..SA_DATA_OFFSET + 36].copy_from_slice(ii.as_bytes());
-            let meta = MadMeta::gmp(PortNum(1), Lid(0), sm_lid);
-            b.f.sm_send(b.client, &meta, &m).unwrap();
+            subscribe(&mut b, trap, 0x2000 + u64::from(trap));
         }
         b.run_for(Duration::from_secs(1));
         assert_eq!(b.sa.state().informs.len(), 2);
