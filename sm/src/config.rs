@@ -107,6 +107,10 @@ pub struct SmConfig {
     /// Never set PortInfo.ClientReregister (`no_clients_rereg`, default false: it is set for
     /// every CA port whose MasterSMLID changes, so SA clients re-join after a new master).
     pub no_clients_rereg: bool,
+    /// An SLtoVLMappingTable answer with an error status is taken as the table the port holds
+    /// all the same (OpenSM `suppress_sl2vl_mad_status_errors`, default false: it is a failed
+    /// Set). For devices that apply the table but answer with a bad status.
+    pub suppress_sl2vl_mad_status_errors: bool,
     /// No multicast routing: the SM computes and programs no MFTs (OpenSM
     /// `disable_multicast`, default false; the SA still answers MCMemberRecords).
     pub disable_multicast: bool,
@@ -213,6 +217,7 @@ impl Default for SmConfig {
             use_ucast_cache: false,
             honor_guid2lid_file: false,
             no_clients_rereg: false,
+            suppress_sl2vl_mad_status_errors: false,
             disable_multicast: false,
             sm_inactive: false,
             lmc_esp0: false,

@@ -663,8 +663,10 @@ impl Sm {
         };
         self.txn.prune();
         let status = smp.status();
+        let suppressed =
+            self.cfg.suppress_sl2vl_mad_status_errors && req.attr == SmpAttrId::SL_TO_VL_TABLE;
         let mut cx = ctx!(self);
-        if status != Status::OK {
+        if status != Status::OK && !suppressed {
             cx.events.push(Event::ErrorStatus {
                 dr_path: req.path,
                 method: req.method,

@@ -979,3 +979,84 @@ fn a_new_partition_moves_no_held_pkey_unless_keep_pkey_indexes_is_off() {
         assert_eq!(held(&r), want, "keep_pkey_indexes {keep}");
     }
 }
+
+/// A port in front of the simulator's that gives every SLtoVLMappingTable answer an error
+/// status (0x001C, invalid attribute value), as firmware that applies the table but answers
+/// badly does; the table in the answer stays.
+struct BadSl2VlStatus<'a, P> {
+    port: &'a mut P,
+}
+
+impl<P: ibmad::MadPort> ibmad::MadPort for BadSl2VlStatus<'_, P> {
+    fn send(&mut self, meta: &ibmad::MadMeta, mad: &[u8]) -> Result<(), ibmad::PortError> {
+        self.port.send(meta, mad)
+    }
+    fn recv(
+        &mut self,
+        buf: &mut [u8],
+    ) -> Result<Option<(ibmad::MadMeta, usize)>, ibmad::PortError> {
+        let got = self.port.recv(buf)?;
+        if let Some((_, len)) = got {
+            let attr = u16::from_be_bytes([buf[16], buf[17]]);
+            if len >= 24 && buf[1] == 0x81 && buf[3] == 0x81 && attr == 0x0017 {
+                // Keep the D bit of the DR status word.
+                buf[4] &= 0x80;
+                buf[5] = 0x1C;
+            }
+        }
+        Ok(got)
+    }
+    fn caps(&self) -> ibmad::PortCaps {
+        self.port.caps()
+    }
+}
+
+impl<P: ibmad::VirtualClockPort> ibmad::VirtualClockPort for BadSl2VlStatus<'_, P> {
+    fn now(&self) -> Time {
+        self.port.now()
+    }
+    fn pending(&self) -> usize {
+        self.port.pending()
+    }
+    fn next_event_time(&self) -> Option<Time> {
+        self.port.next_event_time()
+    }
+    fn run_until(&mut self, t: Time) {
+        self.port.run_until(t);
+    }
+}
+
+/// `suppress_sl2vl_mad_status_errors`: when every SLtoVLMappingTable answer carries an error
+/// status, the SM counts each as a failed Set and the subnet does not come up; with the
+/// option it takes the tables the answers carry, and comes up.
+#[test]
+fn sl2vl_answers_with_a_bad_status_count_only_when_suppressed() {
+    let t = net_example("net.2sw2path4hca");
+    for suppress in [false, true] {
+        let mut cfg = quiet();
+        cfg.qos.enabled = true;
+        cfg.suppress_sl2vl_mad_status_errors = suppress;
+        let mut r = start(&t, sm_place(&t), SimConfig::default(), cfg);
+        let events = &mut r.events;
+        let mut port = r.fabric.sm_port(r.h);
+        let mut bad = BadSl2VlStatus { port: &mut port };
+        sm::drive(&mut r.sm, &mut bad, Time::from_millis(120_000), |e| {
+            events.push(e)
+        })
+        .unwrap();
+        let up = r.events.contains(&Event::SubnetUp);
+        let errors = r.count(|e| {
+            matches!(e, Event::ErrorStatus { attr, .. } if *attr == ibmad::SmpAttrId::SL_TO_VL_TABLE)
+        });
+        assert_eq!(up, suppress, "suppress {suppress}: {errors} error statuses");
+        assert_eq!(errors == 0, suppress, "suppress {suppress}");
+        if suppress {
+            let s = r.sm.subnet();
+            let sw = s.switches().next().unwrap();
+            assert!(
+                r.sm.known_qos(sw).is_some(),
+                "the tables taken as acknowledged"
+            );
+        }
+    }
+}

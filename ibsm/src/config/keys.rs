@@ -1253,6 +1253,18 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "suppress_sl2vl_mad_status_errors",
+        section: Section::Qos,
+        doc: &[
+            "Suppress QoS MAD status errors",
+        ],
+        get: |o| fmt_bool(o.suppress_sl2vl_mad_status_errors),
+        set: |o, v| {
+            o.suppress_sl2vl_mad_status_errors = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "disable_multicast",
         section: Section::Debug,
         doc: &[

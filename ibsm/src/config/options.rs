@@ -354,6 +354,9 @@ pub struct Options {
     /// `no_clients_rereg`: never set PortInfo:ClientReregister (end ports then keep their SA
     /// registrations across an SM change only if they do so on their own). Default FALSE.
     pub no_clients_rereg: bool,
+    /// `suppress_sl2vl_mad_status_errors`: an SLtoVLMappingTable answer with an error status
+    /// counts as the table the port holds (`sm::SmConfig`). Default FALSE.
+    pub suppress_sl2vl_mad_status_errors: bool,
     /// `disable_multicast` (`-d 3`): no multicast routing (no MFTs programmed; the SA still
     /// answers MCMemberRecords and no longer announces IsUDMulticastSupported). Default FALSE.
     pub disable_multicast: bool,
@@ -572,6 +575,7 @@ impl Default for Options {
             sm_sl: 0,
             packet_life_time: 0x12,
             no_clients_rereg: false,
+            suppress_sl2vl_mad_status_errors: false,
             disable_multicast: false,
             consolidate_ipv6_snm_req: false,
             exit_on_fatal: true,

@@ -78,6 +78,7 @@ impl Options {
             sweep_on_trap: self.sweep_on_trap,
             force_heavy_sweep: self.force_heavy_sweep,
             no_clients_rereg: self.no_clients_rereg,
+            suppress_sl2vl_mad_status_errors: self.suppress_sl2vl_mad_status_errors,
             disable_multicast: self.disable_multicast,
             sm_inactive: self.sm_inactive,
             babbling_port_policy: self.babbling_port_policy,

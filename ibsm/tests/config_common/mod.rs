@@ -30,6 +30,7 @@ pub fn perturbed() -> Options {
         sa_db_dump: true,
         node_name_map_name: Some(PathBuf::from("/etc/opensm/names")),
         avoid_throttled_links: true,
+        suppress_sl2vl_mad_status_errors: true,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,
