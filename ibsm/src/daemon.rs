@@ -208,12 +208,20 @@ pub fn log_fatal(opts: &Options, msg: &str) {
     }
 }
 
-/// `sa_db_file` (`-S`): the file read and parsed before the SM is made, so that a file that
-/// cannot be restored whole turns client re-registration back on (OpenSM's loader does, so
-/// that the clients join again what was lost). A file that cannot be opened is OpenSM's
-/// ERR 4C02, and nothing is restored.
-fn read_sa_db(opts: &Options, log: &mut Log, cfg: &mut sm::SmConfig) -> Option<sm::sa::db::SaDb> {
-    let path = opts.sa_db_file.as_ref()?;
+/// `sa_db_file` (`-S`): the SA starts with the file's records, restored before the SM is
+/// made so that a file that cannot be restored whole turns client re-registration back on
+/// (OpenSM's loader does, so that the clients join again what was lost). A file that cannot
+/// be opened is OpenSM's ERR 4C02, and nothing is restored.
+fn restore_sa_db(
+    opts: &Options,
+    log: &mut Log,
+    cfg: &mut sm::SmConfig,
+    sa: &mut sm::sa::Sa,
+    port: ibmad::PortNum,
+) {
+    let Some(path) = opts.sa_db_file.as_ref() else {
+        return;
+    };
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
@@ -224,41 +232,42 @@ fn read_sa_db(opts: &Options, log: &mut Log, cfg: &mut sm::SmConfig) -> Option<s
                     path.display()
                 ),
             );
-            return None;
+            return;
         }
     };
-    let rereg = |log: &mut Log, cfg: &mut sm::SmConfig, why: &str| {
-        log.line(Level::Error, why);
-        if cfg.no_clients_rereg {
-            cfg.no_clients_rereg = false;
-            log.line(
-                Level::Warn,
-                "sa_db_file not restored whole: clients are asked to re-register (no_clients_rereg overridden)",
-            );
-        }
-    };
+    let mut errors = Vec::new();
     match sm::sa::db::parse(&text) {
         Ok(db) => {
-            // Restored into an empty state first: what the SA will skip.
-            let mut probe = sm::sa::SaState::default();
-            let done = db.restore(&mut probe, ibmad::PortNum(1), Time::ZERO);
-            for why in &done.skipped {
-                rereg(
-                    log,
-                    cfg,
-                    &format!("sa_db_file {}: {why}; skipped", path.display()),
-                );
-            }
-            Some(db)
-        }
-        Err(e) => {
-            rereg(
-                log,
-                cfg,
-                &format!("ERR: sa_db_file {}: {e}; nothing restored", path.display()),
+            let done = sa.restore_db(&db, port, Time::ZERO);
+            log.line(
+                Level::Info,
+                &format!(
+                    "SA database restored from {}: {} multicast groups ({} members), {} services, {} event subscriptions",
+                    path.display(),
+                    done.groups,
+                    done.members,
+                    done.services,
+                    done.informs
+                ),
             );
-            None
+            for why in &done.skipped {
+                errors.push(format!("sa_db_file {}: {why}; skipped", path.display()));
+            }
         }
+        Err(e) => errors.push(format!(
+            "ERR: sa_db_file {}: {e}; nothing restored",
+            path.display()
+        )),
+    }
+    for e in &errors {
+        log.line(Level::Error, e);
+    }
+    if !errors.is_empty() && cfg.no_clients_rereg {
+        cfg.no_clients_rereg = false;
+        log.line(
+            Level::Warn,
+            "sa_db_file not restored whole: clients are asked to re-register (no_clients_rereg overridden)",
+        );
     }
 }
 
@@ -466,7 +475,25 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     let mut engine_opts = cfg.engine_options.clone();
     // Likewise the QoS configuration, which SIGHUP replaces (OpenSM's qos options can_update).
     let mut qos_cfg = cfg.qos.clone();
-    let sa_db = read_sa_db(opts, &mut log, &mut cfg);
+    let caps = port.caps();
+    let mut sa = sm::sa::Sa::with_config(sm::sa::SaConfig {
+        sa_key: opts.sa_key,
+        transport_rmpp: caps.rmpp,
+        max_mad_len: caps.max_mad_len,
+        resp_time: opts.to_sm_config().transaction_timeout,
+        report_retries: opts.to_sm_config().transaction_retries,
+        // user_mad without RMPP is ibsim's shim: its clients can not reassemble either, so a
+        // table is cut to one MAD there (the kernel and libibsm_umad.so do RMPP).
+        segment: false,
+        // A re-sweep's snapshot answers once its PathRecord index is built (below, off the
+        // loop); the previous one answers meanwhile.
+        swap_when_warm: true,
+        multicast: !opts.disable_multicast,
+        consolidate_ipv6_snm: opts.consolidate_ipv6_snm_req,
+        drop_event_subscriptions: opts.drop_event_subscriptions,
+        ..sm::sa::SaConfig::default()
+    });
+    restore_sa_db(opts, &mut log, &mut cfg, &mut sa, dev.port);
     let (node_names, names_warning) = opts.node_names();
     if let Some(w) = names_warning {
         log.line(Level::Warn, &w);
@@ -492,38 +519,6 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
     // Large enough for an RMPP-reassembled SA request where the kernel does RMPP (the SA's
     // answers may be longer: caps().max_mad_len is the send limit).
     let mut buf = vec![0u8; port.max_recv_len()];
-    let caps = port.caps();
-    let mut sa = sm::sa::Sa::with_config(sm::sa::SaConfig {
-        sa_key: opts.sa_key,
-        transport_rmpp: caps.rmpp,
-        max_mad_len: caps.max_mad_len,
-        resp_time: opts.to_sm_config().transaction_timeout,
-        report_retries: opts.to_sm_config().transaction_retries,
-        // user_mad without RMPP is ibsim's shim: its clients can not reassemble either, so a
-        // table is cut to one MAD there (the kernel and libibsm_umad.so do RMPP).
-        segment: false,
-        // A re-sweep's snapshot answers once its PathRecord index is built (below, off the
-        // loop); the previous one answers meanwhile.
-        swap_when_warm: true,
-        multicast: !opts.disable_multicast,
-        consolidate_ipv6_snm: opts.consolidate_ipv6_snm_req,
-        drop_event_subscriptions: opts.drop_event_subscriptions,
-        ..sm::sa::SaConfig::default()
-    });
-    if let (Some(db), Some(path)) = (&sa_db, &opts.sa_db_file) {
-        let done = sa.restore_db(db, dev.port, now());
-        log.line(
-            Level::Info,
-            &format!(
-                "SA database restored from {}: {} multicast groups ({} members), {} services, {} event subscriptions",
-                path.display(),
-                done.groups,
-                done.members,
-                done.services,
-                done.informs
-            ),
-        );
-    }
     // What `sa_db_dump` last wrote (written again only when it changed).
     let mut sa_dumped = String::new();
     // The snapshot whose index is being built.

@@ -998,7 +998,11 @@ impl<P: ibmad::MadPort> ibmad::MadPort for BadSl2VlStatus<'_, P> {
         let got = self.port.recv(buf)?;
         if let Some((_, len)) = got {
             let attr = u16::from_be_bytes([buf[16], buf[17]]);
-            if len >= 24 && buf[1] == 0x81 && buf[3] == 0x81 && attr == 0x0017 {
+            if len >= 24
+                && buf[1] == ibmad::MgmtClass::SUBN_DIRECTED_ROUTE.0
+                && buf[3] == ibmad::Method::GET_RESP.0
+                && attr == ibmad::SmpAttrId::SL_TO_VL_TABLE.0
+            {
                 // Keep the D bit of the DR status word.
                 buf[4] &= 0x80;
                 buf[5] = 0x1C;
