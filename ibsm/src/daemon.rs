@@ -491,6 +491,8 @@ fn run_inner(opts: &Options, control: &Control) -> Result<ExitCode, String> {
         multicast: !opts.disable_multicast,
         consolidate_ipv6_snm: opts.consolidate_ipv6_snm_req,
         drop_event_subscriptions: opts.drop_event_subscriptions,
+        mcgroup_join_validation: opts.mcgroup_join_validation,
+        ipoib_mcgroup_creation_validation: opts.ipoib_mcgroup_creation_validation,
         ..sm::sa::SaConfig::default()
     });
     restore_sa_db(opts, &mut log, &mut cfg, &mut sa, dev.port);

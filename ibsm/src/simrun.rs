@@ -72,6 +72,10 @@ pub struct SimArgs {
     pub node_names: sm::names::NodeNames,
     /// `sa_db_dump`: `opensm-sa.dump` is written with the other dump files.
     pub sa_db_dump: bool,
+    /// The SA's `mcgroup_join_validation` ([`sm::sa::SaConfig::mcgroup_join_validation`]).
+    pub mcgroup_join_validation: bool,
+    /// The SA's `ipoib_mcgroup_creation_validation`.
+    pub ipoib_mcgroup_creation_validation: bool,
     /// `sa_db_file` (`-S`): an SA database file the SA starts with (`sm::sa::db`).
     pub sa_db_file: Option<PathBuf>,
 }
@@ -100,6 +104,8 @@ impl SimArgs {
             node_names: sm::names::NodeNames::default(),
             sa_db_dump: false,
             sa_db_file: None,
+            mcgroup_join_validation: true,
+            ipoib_mcgroup_creation_validation: true,
         }
     }
 }
@@ -526,6 +532,8 @@ pub fn run(args: &SimArgs, out: &mut dyn Write) -> Result<SimOutcome, SimRunErro
             multicast: !args.sm.disable_multicast,
             consolidate_ipv6_snm: args.consolidate_ipv6_snm,
             drop_event_subscriptions: args.drop_event_subscriptions,
+            mcgroup_join_validation: args.mcgroup_join_validation,
+            ipoib_mcgroup_creation_validation: args.ipoib_mcgroup_creation_validation,
             ..sm::sa::SaConfig::default()
         }),
         h: att.handle,
@@ -1174,6 +1182,8 @@ pub fn parse_cli(args: &[String]) -> Result<SimCli, String> {
         node_names,
         sa_db_dump: options.sa_db_dump,
         sa_db_file: options.sa_db_file.clone(),
+        mcgroup_join_validation: options.mcgroup_join_validation,
+        ipoib_mcgroup_creation_validation: options.ipoib_mcgroup_creation_validation,
     };
     let mut warnings = warnings;
     warnings.extend(names_warning);

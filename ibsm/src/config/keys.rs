@@ -1061,6 +1061,32 @@ pub(crate) static KEYS: &[KeySpec] = &[
         },
     },
     KeySpec {
+        key: "ipoib_mcgroup_creation_validation",
+        section: Section::Misc,
+        doc: &[
+            "Validate IPoIB non-broadcast group creation parameters against",
+            "broadcast group parameters per IETF RFC 4391 (default TRUE)",
+        ],
+        get: |o| fmt_bool(o.ipoib_mcgroup_creation_validation),
+        set: |o, v| {
+            o.ipoib_mcgroup_creation_validation = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
+        key: "mcgroup_join_validation",
+        section: Section::Misc,
+        doc: &[
+            "Validate multicast join parameters against multicast group",
+            "parameters when MC group already exists",
+        ],
+        get: |o| fmt_bool(o.mcgroup_join_validation),
+        set: |o, v| {
+            o.mcgroup_join_validation = boolean(v)?;
+            Ok(())
+        },
+    },
+    KeySpec {
         key: "drop_event_subscriptions",
         section: Section::Misc,
         doc: &[

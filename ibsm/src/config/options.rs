@@ -525,6 +525,11 @@ pub struct Options {
     /// subscriptions, and all of them and every ServiceRecord go when the SM comes out of
     /// standby (`sm::sa::SaConfig::drop_event_subscriptions`). Default FALSE.
     pub drop_event_subscriptions: bool,
+    /// `ipoib_mcgroup_creation_validation` and `mcgroup_join_validation`
+    /// (`sm::sa::SaConfig`). Default TRUE, both.
+    pub ipoib_mcgroup_creation_validation: bool,
+    /// See [`Options::ipoib_mcgroup_creation_validation`].
+    pub mcgroup_join_validation: bool,
     /// `log_flags` (`-D`, `-v`, `-V`): OpenSM log-level bit mask (0x01 ERROR, 0x02 INFO,
     /// 0x04 VERBOSE, 0x08 DEBUG, 0x10 FUNCS, 0x20 FRAMES, 0x40 ROUTING). Default 0x03.
     pub log_flags: u8,
@@ -582,6 +587,8 @@ impl Default for Options {
             sm_inactive: false,
             babbling_port_policy: false,
             drop_event_subscriptions: false,
+            ipoib_mcgroup_creation_validation: true,
+            mcgroup_join_validation: true,
             vl_stall_count: 7,
             leaf_vl_stall_count: 7,
             head_of_queue_lifetime: 0x12,

@@ -31,6 +31,8 @@ pub fn perturbed() -> Options {
         node_name_map_name: Some(PathBuf::from("/etc/opensm/names")),
         avoid_throttled_links: true,
         suppress_sl2vl_mad_status_errors: true,
+        ipoib_mcgroup_creation_validation: false,
+        mcgroup_join_validation: false,
         sm_inactive: true,
         lmc_esp0: true,
         babbling_port_policy: true,

@@ -222,6 +222,11 @@ pub struct McastDb {
     /// New IPv6 solicited-node groups share the MLID of one that exists
     /// ([`McastDb::set_consolidate_ipv6_snm`]).
     consolidate_snm: bool,
+    /// Joins to an existing group must match its components ([`McastDb::set_validations`]).
+    join_validation: bool,
+    /// Creates of IPoIB groups must match their partition's broadcast group
+    /// ([`McastDb::set_validations`]).
+    ipoib_validation: bool,
 }
 
 impl Default for McastDb {
@@ -235,6 +240,8 @@ impl Default for McastDb {
             next_mgid: 0,
             mlid_last: MLID_LAST,
             consolidate_snm: false,
+            join_validation: true,
+            ipoib_validation: true,
         }
     }
 }
@@ -275,6 +282,20 @@ impl McastDb {
     /// neighbour solicitations of its share, and filters them, as on Ethernet). Default off.
     pub fn set_consolidate_ipv6_snm(&mut self, on: bool) {
         self.consolidate_snm = on;
+    }
+
+    /// OpenSM's `mcgroup_join_validation` (`join`) and `ipoib_mcgroup_creation_validation`
+    /// (`ipoib`), both TRUE by default:
+    /// - a join to an existing group whose Q_Key, P_Key (same base, one of the two a full
+    ///   member), TClass, SL, FlowLabel or HopLimit — those the ComponentMask gives — differ
+    ///   from the group's is refused (ERR_REQ_INVALID, OpenSM's ERR 1B1A);
+    /// - a create of an IPoIB group (MGID signature 0x401B or 0x601B) other than an IPv4
+    ///   broadcast group needs the broadcast group of its scope and P_Key
+    ///   (`ff1S:401b:PKEY::ffff:ffff`, RFC 4391) to exist and must match it in the same way
+    ///   (OpenSM's ERR 1B1B, 1B1C).
+    pub fn set_validations(&mut self, join: bool, ipoib: bool) {
+        self.join_validation = join;
+        self.ipoib_validation = ipoib;
     }
 
     /// The groups by MGID.
@@ -623,8 +644,12 @@ impl McastDb {
             return Err(status::REQ_INVALID);
         };
         // o15-0.2.4: the components given must match the group (MTU and rate selectors, as
-        // OpenSM), the group must be realisable on the port, and the port in its partition.
-        if !selectors_match(&group.rec, r, mask)
+        // OpenSM; the others too with `mcgroup_join_validation`), the group must be realisable
+        // on the port, and the port in its partition.
+        let others_differ =
+            created.is_none() && self.join_validation && !other_fields_match(r, mask, &group.rec);
+        if others_differ
+            || !selectors_match(&group.rec, r, mask)
             || port.mtu_cap < group.rec.mtu
             || rate_value(port.rate) < rate_value(group.rec.rate)
             || !ports.has_pkey(port.guid, group.rec.p_key)
@@ -687,7 +712,9 @@ impl McastDb {
             rec.mgid = self
                 .build_mgid(s, req.subnet_prefix)
                 .ok_or(status::NO_RESOURCES)?;
-        } else if !mgid_is_valid(r.mgid) {
+        } else if !mgid_is_valid(r.mgid)
+            || self.ipoib_validation && !self.ipoib_create_matches(r, mask)
+        {
             return Err(status::REQ_INVALID);
         }
         rec.scope = rec.mgid.0[1] & 0xF;
@@ -727,6 +754,27 @@ impl McastDb {
             well_known: false,
             members: BTreeMap::new(),
         })
+    }
+
+    /// `ipoib_mcgroup_creation_validation` for a create of MGID `r.mgid` (see
+    /// [`McastDb::set_validations`]): true unless it is an IPoIB group other than an IPv4
+    /// broadcast group whose broadcast group is missing or differs in a component given.
+    fn ipoib_create_matches(&self, r: &McMemberRepr, mask: u64) -> bool {
+        let g = r.mgid.0;
+        let sig = u16::from_be_bytes([g[2], g[3]]);
+        if sig != 0x401b && sig != 0x601b {
+            return true;
+        }
+        let mut b = [0u8; 16];
+        b[..4].copy_from_slice(&[0xff, 0x10 | (g[1] & 0xF), 0x40, 0x1b]);
+        b[4..6].copy_from_slice(&g[4..6]);
+        b[12..].fill(0xff);
+        if sig == 0x401b && b == g {
+            return true;
+        }
+        self.groups
+            .get(&Gid(b))
+            .is_some_and(|bcast| other_fields_match(r, mask, &bcast.rec))
     }
 
     /// An SA-assigned MGID `ff1<scope>:a01b:<prefix>:<n>` no group uses (OpenSM
@@ -1016,6 +1064,21 @@ fn may_modify(
 }
 
 /// The MTU and rate selectors of request `r` (those in `mask`) accept group `g`.
+/// The components of request `r` other than MTU and rate that `mask` gives agree with group
+/// `g` (OpenSM `validate_other_comp_fields`): Q_Key, P_Key (the same base, and one of the two
+/// a full member), TClass, SL, FlowLabel, HopLimit.
+fn other_fields_match(r: &McMemberRepr, mask: u64, g: &McMemberRepr) -> bool {
+    let given = |bit: u64| mask & bit != 0;
+    let pkey_ok = (r.p_key.0 & 0x8000 != 0 || g.p_key.0 & 0x8000 != 0)
+        && r.p_key.0 & 0x7FFF == g.p_key.0 & 0x7FFF;
+    !(given(comp::QKEY) && r.q_key != g.q_key
+        || given(comp::PKEY) && !pkey_ok
+        || given(comp::TCLASS) && r.t_class != g.t_class
+        || given(comp::SL) && r.sl != g.sl
+        || given(comp::FLOW) && r.flow_label != g.flow_label
+        || given(comp::HOP) && r.hop_limit != g.hop_limit)
+}
+
 fn selectors_match(g: &McMemberRepr, r: &McMemberRepr, mask: u64) -> bool {
     let check = |sel: u8, want: u8, have: u8| match sel {
         selector::GREATER => have > want,
@@ -1628,11 +1691,14 @@ mod tests {
             .unwrap()
             .mlid
         };
+        // No broadcast groups here: their IPoIB creation checks are tested on their own.
         let mut off = McastDb::new();
+        off.set_validations(true, false);
         assert_eq!(create(&mut off, snm(2, 0xffff, 1), 1), Lid(0xC000));
         assert_eq!(create(&mut off, snm(2, 0xffff, 2), 2), Lid(0xC001));
 
         let mut db = McastDb::new();
+        db.set_validations(true, false);
         db.set_consolidate_ipv6_snm(true);
         let shared = create(&mut db, snm(2, 0xffff, 1), 1);
         assert_eq!(shared, Lid(0xC000));
@@ -1675,5 +1741,126 @@ mod tests {
                 assert_eq!(probe, shared, "MLID not freed with the last group");
             }
         }
+    }
+
+    /// `mcgroup_join_validation` (default on): a join to an existing group whose given Q_Key,
+    /// P_Key, TClass, SL, FlowLabel or HopLimit differ is refused; P_Keys match by base when
+    /// one of the two is a full member. Off, such joins are taken.
+    #[test]
+    fn joins_must_match_the_groups_other_components() {
+        for validate in [true, false] {
+            let mut db = McastDb::new();
+            db.set_validations(validate, true);
+            let r = create_rec(mgid(1), 1, join::FULL);
+            db.join(&Fake, &req(&r, CREATE_COMP_MASK, 1)).unwrap();
+            let base = McMemberRepr {
+                mgid: mgid(1),
+                port_gid: gid(2),
+                join_state: join::FULL,
+                ..McMemberRepr::default()
+            };
+            let tries: [(u64, McMemberRepr, bool); 6] = [
+                (
+                    comp::QKEY,
+                    McMemberRepr {
+                        q_key: QKey(0x1234),
+                        ..base
+                    },
+                    true,
+                ),
+                (
+                    comp::QKEY,
+                    McMemberRepr {
+                        q_key: QKey(0x9999),
+                        ..base
+                    },
+                    false,
+                ),
+                (
+                    comp::PKEY,
+                    McMemberRepr {
+                        p_key: PKey(0x7fff),
+                        ..base
+                    },
+                    true,
+                ),
+                (
+                    comp::PKEY,
+                    McMemberRepr {
+                        p_key: PKey(0x8001),
+                        ..base
+                    },
+                    false,
+                ),
+                (comp::SL, McMemberRepr { sl: 3, ..base }, false),
+                (
+                    comp::HOP,
+                    McMemberRepr {
+                        hop_limit: 9,
+                        ..base
+                    },
+                    false,
+                ),
+            ];
+            for (bit, j, ok) in tries {
+                let got = db.join(&Fake, &req(&j, JOIN_COMP_MASK | bit, 2));
+                assert_eq!(
+                    got.is_ok(),
+                    ok || !validate,
+                    "validate {validate}, {j:?}: {got:?}"
+                );
+                if !validate || !ok {
+                    continue;
+                }
+                assert_eq!(got.unwrap().q_key, QKey(0x1234), "the group's parameters");
+            }
+        }
+    }
+
+    /// `ipoib_mcgroup_creation_validation` (default on): creating an IPoIB group other than an
+    /// IPv4 broadcast group needs its partition's broadcast group, and the given components
+    /// must match it; the broadcast group itself may be created; off, anything goes.
+    #[test]
+    fn ipoib_groups_are_created_only_beside_a_matching_broadcast_group() {
+        let ipoib = |sig: u16, last: u8| {
+            let mut g = [0u8; 16];
+            g[..2].copy_from_slice(&[0xff, 0x12]);
+            g[2..4].copy_from_slice(&sig.to_be_bytes());
+            g[4..6].copy_from_slice(&[0xff, 0xff]);
+            g[15] = last;
+            Gid(g)
+        };
+        let make = |db: &mut McastDb, mgid: Gid, q_key: u32| {
+            let r = McMemberRepr {
+                q_key: QKey(q_key),
+                ..create_rec(mgid, 1, join::FULL)
+            };
+            db.join(&Fake, &req(&r, CREATE_COMP_MASK, 1))
+                .map(|a| a.mlid)
+        };
+        let mut db = McastDb::new();
+        // No broadcast group of P_Key 0xffff yet: an IPv6 or IPv4 group is refused.
+        assert_eq!(
+            make(&mut db, ipoib(0x601b, 7), 0x0b1b),
+            Err(status::REQ_INVALID)
+        );
+        assert_eq!(
+            make(&mut db, ipoib(0x401b, 7), 0x0b1b),
+            Err(status::REQ_INVALID)
+        );
+        // Other signatures are not IPoIB's business.
+        assert!(make(&mut db, mgid(9), 0x1234).is_ok());
+        // The broadcast group itself may be created by a client.
+        let bcast = ipoib_broadcast_mgid(PKey(0xffff), scope::LINK_LOCAL);
+        assert!(make(&mut db, bcast, 0x0b1b).is_ok());
+        // Now groups of its partition that match it are, others not.
+        assert!(make(&mut db, ipoib(0x601b, 7), 0x0b1b).is_ok());
+        assert_eq!(
+            make(&mut db, ipoib(0x601b, 8), 0x1111),
+            Err(status::REQ_INVALID)
+        );
+        let mut off = McastDb::new();
+        off.set_validations(true, false);
+        assert!(make(&mut off, ipoib(0x601b, 7), 0x1111).is_ok());
     }
 }

@@ -124,6 +124,11 @@ pub struct SaConfig {
     /// when the SM comes out of standby (OpenSM `osm_drop_mgr.c`, `state_mgr_sa_clean`).
     /// Default false: both are kept.
     pub drop_event_subscriptions: bool,
+    /// OpenSM's `mcgroup_join_validation` and `ipoib_mcgroup_creation_validation`
+    /// ([`mcmember::McastDb::set_validations`]). Default true, both.
+    pub mcgroup_join_validation: bool,
+    /// See [`SaConfig::mcgroup_join_validation`].
+    pub ipoib_mcgroup_creation_validation: bool,
 }
 
 impl Default for SaConfig {
@@ -140,6 +145,8 @@ impl Default for SaConfig {
             multicast: true,
             consolidate_ipv6_snm: false,
             drop_event_subscriptions: false,
+            mcgroup_join_validation: true,
+            ipoib_mcgroup_creation_validation: true,
         }
     }
 }
@@ -353,6 +360,10 @@ impl Sa {
         sa.state
             .mcast
             .set_consolidate_ipv6_snm(sa.cfg.consolidate_ipv6_snm);
+        sa.state.mcast.set_validations(
+            sa.cfg.mcgroup_join_validation,
+            sa.cfg.ipoib_mcgroup_creation_validation,
+        );
         sa
     }
 
