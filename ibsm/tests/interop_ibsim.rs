@@ -978,10 +978,10 @@ fn run_once(sim: &IbsimGuard, dir: &Path, cache: &Path, args: &[&std::ffi::OsStr
     );
 }
 
-/// ibsim on the ibsim example `net`, a scratch directory tagged `tag` and its `cache`
+/// ibsim on the net file text `net`, a scratch directory tagged `tag` and its `cache`
 /// directory (for `OSM_CACHE_DIR`).
 fn sandbox(net: &str, tag: &str) -> (IbsimGuard, TempDir, PathBuf) {
-    let sim = IbsimGuard::start_text(&example(net), &[]).unwrap();
+    let sim = IbsimGuard::start_text(net, &[]).unwrap();
     let dir = TempDir::new(tag).unwrap();
     let cache = dir.path().join("cache");
     std::fs::create_dir_all(&cache).unwrap();
@@ -1020,10 +1020,7 @@ both_shims! {
         cas.sort_by_key(|r| ex.topo.port(*r).unwrap().guid().0);
         assert!(cas.len() >= 4);
         let guid = |r: PortRef| ex.topo.port(r).unwrap().guid().0;
-        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
-        let dir = TempDir::new("interop-prtn").unwrap();
-        let cache = dir.path().join("cache");
-        std::fs::create_dir_all(&cache).unwrap();
+        let (sim, dir, cache) = sandbox(&net, "interop-prtn");
         let conf = dir.path().join("partitions.conf");
         std::fs::write(
             &conf,
@@ -1083,11 +1080,8 @@ both_shims! {
             return;
         }
         let net = example("net.2sw2path4hca");
-        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
-        let dir = TempDir::new("interop-qos").unwrap();
-        let cache = dir.path().join("cache");
+        let (sim, dir, cache) = sandbox(&net, "interop-qos");
         let dump = dir.path().join("dump");
-        std::fs::create_dir_all(&cache).unwrap();
         let conf = dir.path().join("opensm.conf");
         let ca_sl2vl = [1u8, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0];
         let swe_sl2vl = [3u8, 3, 2, 2, 1, 1, 0, 0, 3, 3, 2, 2, 1, 1, 0, 0];
@@ -1169,10 +1163,7 @@ both_shims! {
         let topo = Topology::parse_net(&net).unwrap();
         let (hca, _) = topo.nodes().find(|(_, n)| n.name() == "Hca1").unwrap();
         let guid1 = topo.port(PortRef { node: hca, port: PortNum(1) }).unwrap().guid().0;
-        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
-        let dir = TempDir::new("interop-guid").unwrap();
-        let cache = dir.path().join("cache");
-        std::fs::create_dir_all(&cache).unwrap();
+        let (sim, dir, cache) = sandbox(&net, "interop-guid");
         // A GUID that no local port has: refused, nothing managed.
         let child = sim
             .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
@@ -1220,10 +1211,7 @@ both_shims! {
             return;
         }
         let net = ca_first(&example("net.2sw2path4hca"));
-        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
-        let dir = TempDir::new("interop-daemon").unwrap();
-        let cache = dir.path().join("cache");
-        std::fs::create_dir_all(&cache).unwrap();
+        let (sim, dir, cache) = sandbox(&net, "interop-daemon");
         let (log, pidfile) = (dir.path().join("ibsm.log"), dir.path().join("ibsm.pid"));
         let child = sim
             .client(env!("CARGO_BIN_EXE_ibsm"), dir.path())
@@ -1306,10 +1294,7 @@ both_shims! {
         let net = ca_first(&example("net.2sw2path4hca"));
         let topo = Topology::parse_net(&net).unwrap();
         let sw1 = topo.nodes().find(|(_, n)| n.name() == "Switch1").unwrap().1.guid().0;
-        let sim = IbsimGuard::start_text(&net, &[]).unwrap();
-        let dir = TempDir::new("interop-hoq").unwrap();
-        let cache = dir.path().join("cache");
-        std::fs::create_dir_all(&cache).unwrap();
+        let (sim, dir, cache) = sandbox(&net, "interop-hoq");
         let conf = dir.path().join("opensm.conf");
         std::fs::write(
             &conf,
@@ -1342,7 +1327,7 @@ fn a_corrupt_guid2lid_is_fatal_unless_stay_on_fatal() {
     if !peers(test) {
         return;
     }
-    let (sim, dir, cache) = sandbox("net.2sw2path4hca", "interop-fatal");
+    let (sim, dir, cache) = sandbox(&example("net.2sw2path4hca"), "interop-fatal");
     let bad = "0x0002c90200000001 0x0001 0x0001\n\n0x0002c90200000002 0x0002\n";
     std::fs::write(cache.join("guid2lid"), bad).unwrap();
     let (out, in_time, _) = ibsm_once(&sim, dir.path(), &cache, &[]);
@@ -1419,7 +1404,7 @@ fn sa_db_dump_is_opensms_and_reads_back() {
         theirs.starts_with("MC Group 0xc000  (well known): mgid=0xff12401bffff0000"),
         "{theirs}"
     );
-    let (sim, ours, cache) = sandbox("net.2sw2path4hca", "interop-sadb-ibsm");
+    let (sim, ours, cache) = sandbox(&net, "interop-sadb-ibsm");
     let ours_dir = ours.path().to_path_buf();
     let conf = conf_for(&ours_dir);
     run_once(&sim, &ours_dir, &cache, &["-F".as_ref(), conf.as_os_str()]);
