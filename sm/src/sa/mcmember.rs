@@ -67,6 +67,10 @@ pub const CREATE_COMP_MASK: u64 =
 /// The IPoIB broadcast group's Q_Key (RFC 4391; OpenSM `OSM_IPOIB_BROADCAST_MGRP_QKEY`).
 pub const IPOIB_QKEY: QKey = QKey(0x0B1B);
 
+/// The signatures of IPoIB MGIDs (bytes 2–3; RFC 4391 §4): IPv4 and IPv6.
+const IPOIB_V4_SIGNATURE: u16 = 0x401B;
+const IPOIB_V6_SIGNATURE: u16 = 0x601B;
+
 /// The first multicast LID and the last one an MLID may be.
 const MLID_FIRST: u16 = 0xC000;
 const MLID_LAST: u16 = 0xFFFE;
@@ -762,14 +766,14 @@ impl McastDb {
     fn ipoib_create_matches(&self, r: &McMemberRepr, mask: u64) -> bool {
         let g = r.mgid.0;
         let sig = u16::from_be_bytes([g[2], g[3]]);
-        if sig != 0x401b && sig != 0x601b {
+        if sig != IPOIB_V4_SIGNATURE && sig != IPOIB_V6_SIGNATURE {
             return true;
         }
         let mut b = [0u8; 16];
         b[..4].copy_from_slice(&[0xff, 0x10 | (g[1] & 0xF), 0x40, 0x1b]);
         b[4..6].copy_from_slice(&g[4..6]);
         b[12..].fill(0xff);
-        if sig == 0x401b && b == g {
+        if sig == IPOIB_V4_SIGNATURE && b == g {
             return true;
         }
         self.groups
@@ -1069,8 +1073,8 @@ fn may_modify(
 /// a full member), TClass, SL, FlowLabel, HopLimit.
 fn other_fields_match(r: &McMemberRepr, mask: u64, g: &McMemberRepr) -> bool {
     let given = |bit: u64| mask & bit != 0;
-    let pkey_ok = (r.p_key.0 & 0x8000 != 0 || g.p_key.0 & 0x8000 != 0)
-        && r.p_key.0 & 0x7FFF == g.p_key.0 & 0x7FFF;
+    let pkey_ok =
+        (r.p_key.is_full_member() || g.p_key.is_full_member()) && r.p_key.base() == g.p_key.base();
     !(given(comp::QKEY) && r.q_key != g.q_key
         || given(comp::PKEY) && !pkey_ok
         || given(comp::TCLASS) && r.t_class != g.t_class
@@ -1141,7 +1145,7 @@ pub fn mgid_is_valid(mgid: Gid) -> bool {
         return false;
     }
     let sig = u16::from_be_bytes([g[2], g[3]]);
-    if sig == 0x401b || sig == 0x601b {
+    if sig == IPOIB_V4_SIGNATURE || sig == IPOIB_V6_SIGNATURE {
         return true;
     }
     if g[1] & 0xE0 != 0 {
