@@ -29,9 +29,6 @@ pub struct Trained {
     pub speed_ext_active: u8,
 }
 
-/// Widths, widest first (the order training prefers).
-const WIDTH_PREFERENCE: [u8; 5] = [8, 4, 2, 16, 1];
-
 /// The highest set bit of `mask` among the low `bits` bits.
 fn highest_bit(mask: u8, bits: u32) -> u8 {
     (0..bits)
@@ -45,7 +42,7 @@ fn highest_bit(mask: u8, bits: u32) -> u8 {
 #[must_use]
 pub fn train(a: LinkCaps, b: LinkCaps) -> Option<Trained> {
     let w = a.width & b.width;
-    let width_active = WIDTH_PREFERENCE.into_iter().find(|c| w & c != 0)?;
+    let width_active = Some(ibmad::attr::port_info::LinkWidths(w).widest()).filter(|&x| x != 0)?;
     let speed_active = highest_bit(a.speed & b.speed & 0x7, 3);
     if speed_active == 0 {
         return None;

@@ -264,6 +264,18 @@ impl PortInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkWidths(pub u8);
 
+impl LinkWidths {
+    /// The widest width in the mask by lane count (12x, 8x, 4x, 2x, 1x), as link training
+    /// picks and OpenSM's `ib_get_highest_link_width` ranks them; 0 for none.
+    #[must_use]
+    pub fn widest(self) -> u8 {
+        [8u8, 4, 2, 16, 1]
+            .into_iter()
+            .find(|w| self.0 & w != 0)
+            .unwrap_or(0)
+    }
+}
+
 impl fmt::Display for LinkWidths {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         list(

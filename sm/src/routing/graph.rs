@@ -54,14 +54,6 @@ fn highest_speed(speeds: u8) -> u8 {
         .unwrap_or(0)
 }
 
-/// The widest width in a mask of widths (12x, 8x, 4x, 2x, 1x), or 0.
-fn highest_width(widths: u8) -> u8 {
-    [8u8, 4, 2, 16, 1]
-        .into_iter()
-        .find(|w| widths & w != 0)
-        .unwrap_or(0)
-}
-
 /// OpenSM's `osm_link_is_throttled`: the link on port `p` of node `n` runs at different
 /// speeds or widths at its two ends, or below the fastest speed or widest width both ends
 /// enable. Extended speeds count where the end's CapabilityMask (a switch's port 0's) says it
@@ -104,7 +96,8 @@ pub fn link_throttled(subnet: &Subnet, n: NodeId, p: PortNum) -> bool {
     }
     let (ea, eb) = (ext(n, &a), ext(rn, &b));
     let top_speed = highest_speed(speeds(&a, ea, true) & speeds(&b, eb, true));
-    let top_width = highest_width(a.link_width_enabled & b.link_width_enabled);
+    let top_width =
+        ibmad::attr::port_info::LinkWidths(a.link_width_enabled & b.link_width_enabled).widest();
     let (sa, sb) = (
         highest_speed(speeds(&a, ea, false)),
         highest_speed(speeds(&b, eb, false)),
